@@ -1,0 +1,134 @@
+"""Built-in kernels against the best public work, side by side in one run on one GPU.
+
+For each task, dtype and shape (every shape moves 1 MB or more): the built-in Triton candidate, PyTorch eager,
+torch.compile (max-autotune-no-cudagraphs) and Liger-Kernel (when importable). Each implementation is checked against
+the task's oracle first; an incorrect one is reported, not timed. Times are medians of triton.testing.do_bench
+(CUDA events, L2 flushed before every call). Bandwidth counts the task's minimum bytes (inputs read once, output
+written once); the speed of light is the measured device-to-device copy bandwidth.
+
+    python benchmarks/bandwidth.py --output bandwidth.json [--quick]
+
+Prints one table and the ratios the targets are about: built-in / best-other and built-in / copy bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelproof_core.candidate import load_candidate  # noqa: E402
+from kernelproof_core.environment import collect_environment, copy_bandwidth_gbps  # noqa: E402
+from kernelproof_core.metrics import error_metrics, within_tolerance  # noqa: E402
+from kernelproof_core.tasks import Case, CaseKind, get_task  # noqa: E402
+
+SHAPES: dict[str, list[tuple[int, int]]] = {
+    "rms_norm": [(256, 2048), (4096, 2880), (8192, 4096), (16384, 8192), (65536, 4096), (32768, 8192)],
+    "swiglu": [(256, 2048), (4096, 4096), (4096, 11008), (16384, 14336), (32768, 8192)],
+    "softmax": [(256, 2048), (4096, 4096), (8192, 8192), (4096, 32768), (32768, 8192), (64, 131072)],
+}
+QUICK = {k: v[-2:] for k, v in SHAPES.items()}
+
+
+def liger_impl(task: str) -> Callable[..., torch.Tensor] | None:
+    try:
+        if task == "rms_norm":
+            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+            return lambda x, w, eps: LigerRMSNormFunction.apply(x, w, eps)
+        if task == "swiglu":
+            from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+            return lambda a, b: LigerSiLUMulFunction.apply(a, b)
+        if task == "softmax":
+            from liger_kernel.ops.softmax import LigerSoftmaxFunction
+
+            return lambda x: LigerSoftmaxFunction.apply(x)
+    except Exception:
+        return None
+    return None
+
+
+def implementations(task_name: str) -> dict[str, Callable[..., Any]]:
+    task = get_task(task_name)
+    builtin = load_candidate(task.builtin_candidate.read_bytes(), str(task.builtin_candidate)).fn
+    impls: dict[str, Callable[..., Any]] = {"kernelproof": builtin, "eager": task.baseline()}
+    impls["torch.compile"] = torch.compile(task.baseline(), mode="max-autotune-no-cudagraphs", dynamic=False)
+    liger = liger_impl(task_name)
+    if liger is not None:
+        impls["liger"] = liger
+    return impls
+
+
+def bench(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> float:
+    import triton.testing
+
+    return float(triton.testing.do_bench(lambda: fn(*inputs), warmup=50, rep=200, return_mode="median"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--quick", action="store_true", help="two largest shapes per task only")
+    parser.add_argument("--dtype", action="append", default=None)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/bandwidth.py needs a CUDA device")
+    sol = copy_bandwidth_gbps()
+    dtypes = [getattr(torch, d) for d in (args.dtype or ["bfloat16", "float16"])]
+    rows: list[dict[str, Any]] = []
+    for task_name, shapes in (QUICK if args.quick else SHAPES).items():
+        task = get_task(task_name)
+        impls = implementations(task_name)
+        for dtype in dtypes:
+            for m, n in shapes:
+                case = Case(f"bench_{m}x{n}", CaseKind.THROUGHPUT, {"M": m, "N": n}, "benchmark shape")
+                inputs = task.make_inputs(case, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))
+                ref = task.oracle(inputs)
+                nbytes = task.min_bytes(case, dtype)
+                row: dict[str, Any] = {"task": task_name, "dtype": str(dtype).removeprefix("torch."),
+                                       "M": m, "N": n, "MB": nbytes / 1e6, "gbps": {}, "ms": {}, "errors": {}}
+                for name, fn in impls.items():
+                    try:
+                        out = fn(*inputs)
+                        metrics = error_metrics(out, ref, task.tolerance(dtype))
+                        if not within_tolerance(metrics, task.tolerance(dtype)):
+                            row["errors"][name] = f"incorrect: rel_l2={metrics.rel_l2:.3g}"
+                            continue
+                        ms = bench(fn, inputs)
+                        row["ms"][name] = ms
+                        row["gbps"][name] = nbytes / (ms * 1e-3) / 1e9
+                    except Exception as exc:
+                        row["errors"][name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                others = [v for k, v in row["gbps"].items() if k != "kernelproof"]
+                ours = row["gbps"].get("kernelproof")
+                row["vs_best_other"] = ours / max(others) if ours and others else None
+                row["fraction_of_copy"] = ours / sol if ours else None
+                rows.append(row)
+                del inputs, ref
+                torch.cuda.empty_cache()
+    names = ["kernelproof", "eager", "torch.compile", "liger"]
+    header = f"{'task':<9}{'dtype':<10}{'shape':>14}{'MB':>9}" + "".join(f"{n:>15}" for n in names)
+    lines = [f"copy bandwidth (read+write): {sol:.0f} GB/s", header + f"{'ours/best':>11}{'ours/copy':>11}"]
+    for r in rows:
+        cells = "".join(f"{r['gbps'][n]:>15.0f}" if n in r["gbps"] else f"{'–':>15}" for n in names)
+        vs = f"{r['vs_best_other']:>11.3f}" if r["vs_best_other"] else f"{'–':>11}"
+        fc = f"{r['fraction_of_copy']:>11.3f}" if r["fraction_of_copy"] else f"{'–':>11}"
+        lines.append(f"{r['task']:<9}{r['dtype']:<10}{str(r['M']) + 'x' + str(r['N']):>14}{r['MB']:>9.1f}{cells}{vs}{fc}")
+        for name, err in r["errors"].items():
+            lines.append(f"    {name}: {err}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    if args.output:
+        env = collect_environment("cuda").model_dump(mode="json")
+        args.output.write_text(json.dumps({"environment": env, "copy_gbps": sol, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

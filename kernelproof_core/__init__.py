@@ -1,0 +1,5 @@
+"""KernelProof core: verify untrusted Triton kernels against higher-precision oracles, time them, score them."""
+
+__version__ = "0.1.0"
+# Identifies the verification logic; part of the cache key for answering a resubmission from a stored verdict.
+HARNESS_VERSION = "kernelproof-harness/0.1.0"

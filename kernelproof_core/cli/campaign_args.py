@@ -1,0 +1,38 @@
+"""Turning command-line options into a Campaign, with the device resolved and checked."""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from kernelproof_core.campaign import Campaign
+from kernelproof_core.dtypes import dtype_name, parse_dtype
+from kernelproof_core.environment import resolve_device
+from kernelproof_core.errors import DeviceUnavailable
+from kernelproof_core.settings import get_settings
+from kernelproof_core.tasks import CaseSet
+
+
+def campaign_from_args(args: argparse.Namespace) -> Campaign:
+    """The seed campaign's defaults (settings), overridden by whatever the user passed."""
+    settings = get_settings()
+    device = resolve_device(args.device)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DeviceUnavailable("CUDA was requested but no CUDA device is available (try --device interpreter)")
+    dtypes = [dtype_name(parse_dtype(d)) for d in (args.dtypes or ["bfloat16"])]
+    case_set = CaseSet(args.case_set) if args.case_set else (CaseSet.FULL if device == "cuda" else CaseSet.INTERPRETER)
+    return Campaign(
+        device=device,
+        dtypes=dtypes,
+        case_set=case_set,
+        case_ids=args.case_ids,
+        seed=args.seed,
+        warmups=settings.default_warmups if args.warmups is None else args.warmups,
+        samples=settings.default_samples if args.repeats is None else args.repeats,
+        invocations_per_sample=(
+            settings.default_invocations_per_sample if args.iterations_per_sample is None
+            else args.iterations_per_sample
+        ),
+        measure=not args.no_measure,
+    )

@@ -1,0 +1,38 @@
+"""Progress on a terminal for long runs: one line per finished case, written to stderr."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from kernelproof_core.campaign import Campaign
+from kernelproof_core.report.models import CaseResult
+
+
+class ProgressPrinter:
+    """PipelineEvents implementation that reports each finished case (and nothing on non-terminals unless asked)."""
+
+    def __init__(self, stream: TextIO, campaign: Campaign, tasks: list[str]) -> None:
+        from kernelproof_core.pipeline import planned_cases
+        from kernelproof_core.tasks import get_task
+
+        self.stream = stream
+        self.total = sum(len(planned_cases(get_task(t), campaign)) for t in tasks) * len(campaign.dtypes)
+        self.done = 0
+        self.started = time.monotonic()
+
+    def phase(self, name: str, case_id: str | None = None) -> None:
+        return None
+
+    def case_done(self, result: CaseResult) -> None:
+        self.done += 1
+        timing = ""
+        if result.timing is not None:
+            t = result.timing
+            timing = f"  cand {t.candidate.median:9.2f}us  base {t.baseline.median:9.2f}us  x{t.speedup:5.2f}"
+        elapsed = time.monotonic() - self.started
+        self.stream.write(
+            f"[{self.done:>3}/{self.total}] {elapsed:7.1f}s  {result.task:<9} {result.dtype:<9} "
+            f"{result.case_id:<16} {result.verdict.value:<18}{timing}\n"
+        )
+        self.stream.flush()

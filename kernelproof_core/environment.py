@@ -1,0 +1,107 @@
+"""What a run ran on: software versions, the GPU, its clocks and its measured copy bandwidth."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import platform
+import socket
+from typing import Any
+
+import torch
+
+from kernelproof_core import HARNESS_VERSION
+from kernelproof_core.campaign import Device
+from kernelproof_core.report.models import Environment, GpuInfo
+
+log = logging.getLogger(__name__)
+
+
+def triton_version() -> str:
+    try:
+        import triton
+
+        return str(triton.__version__)
+    except Exception:  # triton missing is reported, not fatal for listing
+        return "unavailable"
+
+
+def nvml_readings(index: int = 0) -> dict[str, Any]:
+    """Driver, SM/memory clocks and temperature through NVML; empty where NVML is not installed or fails."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            h = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return {
+                "driver": str(pynvml.nvmlSystemGetDriverVersion()),
+                "sm_clock_mhz": int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+                "mem_clock_mhz": int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+                "temperature_c": int(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+            }
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as exc:
+        log.debug("NVML unavailable: %s", exc)
+        return {}
+
+
+@functools.lru_cache(maxsize=1)
+def copy_bandwidth_gbps(nbytes: int = 2 * 1024**3, repeats: int = 20) -> float:
+    """Device-to-device copy bandwidth counting bytes read plus written (GB/s), measured once per process.
+
+    This is the speed-of-light reference for memory-bound tasks: what the memory system actually delivers here.
+    """
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    times.sort()
+    return 2 * nbytes / times[len(times) // 2] / 1e9
+
+
+def gpu_info(measure_bandwidth: bool = True) -> GpuInfo:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return GpuInfo(
+        name=props.name,
+        capability=f"{props.major}.{props.minor}",
+        sm_count=props.multi_processor_count,
+        memory_bytes=props.total_memory,
+        l2_bytes=getattr(props, "L2_cache_size", None),
+        copy_bandwidth_gbps=copy_bandwidth_gbps() if measure_bandwidth else None,
+        **nvml_readings(torch.cuda.current_device()),
+    )
+
+
+def collect_environment(device: Device, measure_bandwidth: bool = True) -> Environment:
+    return Environment(
+        device=device,
+        hostname=socket.gethostname(),
+        platform=platform.platform(),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        triton=triton_version(),
+        cuda=torch.version.cuda,
+        gpu=gpu_info(measure_bandwidth) if device == "cuda" else None,
+        harness_version=HARNESS_VERSION,
+    )
+
+
+def resolve_device(requested: str) -> Device:
+    """`auto` becomes cuda when a CUDA device is usable, else the Triton interpreter."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "interpreter"
+    if requested not in ("cuda", "interpreter"):
+        raise ValueError(f"unknown device {requested!r}")
+    return requested  # type: ignore[return-value]

@@ -1,0 +1,176 @@
+"""Built-in softmax candidate: row-wise softmax over the last dim, max-subtracted, FP32 exp and sum, cast on store.
+
+Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
+  * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a program (a
+    2-D tile of about 8192 elements) so short rows still give each program real work.
+  * N > 32768 and at least one row per SM: one program per row loops over 8192-element chunks twice. Pass 1 keeps a
+    per-lane running (max, sum) with a single exp per element and no barriers; pass 2 re-reads the row from L2.
+  * N > 32768 with few rows: a row is split over several programs (partial (max, sum) per chunk, then a second
+    kernel merges the partials and normalises its chunk), because one program per row would leave most SMs idle.
+Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic, not
+autotuning, so the first call is cheap and every run picks the same kernels; reductions have a fixed order, so the
+output is bit-for-bit deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+_MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread at 32 warps)
+_TILE = 8192  # elements per program for the fused path
+_CHUNK = 8192  # elements per loop step for the looped path
+_SPLIT_MIN_CHUNK, _SPLIT_MAX_CHUNK = 2048, 16384
+_WAVES = 2  # shrink tiles until the grid covers this many programs per SM
+_CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_sms(index: int) -> int:
+    return int(torch.cuda.get_device_properties(index).multi_processor_count)
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
+    return _CPU_SMS
+
+
+def _align(elsize: int, *values: int) -> int:
+    """Largest power of two (at most one 16-byte vector) that divides every value, in elements."""
+    a = max(1, 16 // elsize)
+    while a > 1 and any(v % a for v in values):
+        a //= 2
+    return a
+
+
+def _warps(tile: int) -> int:
+    """About 32 elements per thread: enough loads in flight, few enough registers to never spill."""
+    return min(32, max(4, tile // 1024))
+
+
+@triton.jit
+def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise the
+    # masked accesses even when N is not a multiple of 16.
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
+    # Rows past the end re-read the last row (harmless, cached) so no row is all -inf and loads need only the
+    # column mask.
+    rows = tl.minimum(tl.arange(0, BLOCK_M), (M - 1 - row0).to(tl.int32))
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    x = tl.load(x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :], mask=col_mask[None, :],
+                other=float("-inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+    store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
+    tl.store(y_ptr + row0 * N + rows[:, None] * N + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=store_mask)
+
+
+@triton.jit
+def _softmax_looped(x_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                    CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    row = tl.program_id(0).to(tl.int64)
+    x_ptr += row * stride_x
+    y_ptr += row * N
+    cols = tl.arange(0, CHUNK)
+    m_vec = tl.full((CHUNK,), float("-inf"), dtype=tl.float32)
+    s_vec = tl.zeros((CHUNK,), dtype=tl.float32)  # s_vec = sum over seen x of exp(x - m_vec), per lane
+    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x, and
+    # the compiled loop is the same.
+    start = 0
+    while start < N:
+        x = tl.load(x_ptr + start + cols, mask=start + cols < N, other=float("-inf")).to(tl.float32)
+        # One exp per element: e = exp(-|x - m|) is the rescale factor if x is a new max, else x's own term.
+        d = tl.where(x == float("-inf"), float("-inf"), x - m_vec)
+        e = tl.exp(-tl.abs(d))
+        s_vec = tl.where(d > 0, s_vec * e + 1.0, s_vec + e)
+        m_vec = tl.maximum(m_vec, x)
+        start += CHUNK
+    m = tl.max(m_vec, axis=0)
+    inv = 1.0 / tl.sum(s_vec * tl.exp(m_vec - m), axis=0)
+    start = 0
+    while start < N:
+        mask = start + cols < N
+        x = tl.load(x_ptr + start + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + start + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
+        start += CHUNK
+
+
+@triton.jit
+def _softmax_partials(x_ptr: tl.tensor, part_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                      n_chunks: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    chunk = tl.program_id(0)
+    row = tl.program_id(1).to(tl.int64)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + row * stride_x + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+    m = tl.max(x, axis=0)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)  # an all -inf chunk contributes (max=-inf, sum=0)
+    s = tl.sum(tl.exp(x - m_safe), axis=0)
+    slot = row * n_chunks + chunk
+    tl.store(part_ptr + slot, m)
+    tl.store(part_ptr + M * n_chunks + slot, s)
+
+
+@triton.jit
+def _softmax_split_norm(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
+                        stride_x: tl.tensor, n_chunks: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
+                        ALIGN: tl.constexpr) -> None:
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    chunk = tl.program_id(0)
+    row = tl.program_id(1).to(tl.int64)
+    slots = tl.arange(0, BLOCK_S)
+    part_mask = slots < n_chunks
+    m_part = tl.load(part_ptr + row * n_chunks + slots, mask=part_mask, other=float("-inf"))
+    s_part = tl.load(part_ptr + M * n_chunks + row * n_chunks + slots, mask=part_mask, other=0.0)
+    m = tl.max(m_part, axis=0)
+    inv = 1.0 / tl.sum(s_part * tl.exp(m_part - m), axis=0)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    tl.store(y_ptr + row * N + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def candidate(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim of a 2-D x (any row stride); the result is a new contiguous tensor."""
+    m, n = x.shape
+    if x.stride(1) != 1:  # column strides are not a supported fast path; rows with padding are
+        x = x.contiguous()
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m == 0 or n == 0:
+        return y
+    align = _align(x.element_size(), n, x.stride(0))
+    n_sm = _num_sms(x.device)
+    if n <= _MAX_FUSED_N:
+        block_n = triton.next_power_of_2(n)
+        block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
+        while block_m > 1 and triton.cdiv(m, block_m) < _WAVES * n_sm:
+            block_m //= 2
+        _softmax_rows[(triton.cdiv(m, block_m),)](x, y, m, n, x.stride(0), BLOCK_M=block_m, BLOCK_N=block_n,
+                                                  ALIGN=align, num_warps=_warps(block_m * block_n))
+    elif m >= n_sm:
+        # Scalar accesses (unaligned rows) need twice the threads to keep per-thread registers in check.
+        warps = _warps(_CHUNK) * (1 if align * x.element_size() == 16 else 2)
+        _softmax_looped[(m,)](x, y, n, x.stride(0), CHUNK=_CHUNK, ALIGN=align, num_warps=warps)
+    else:
+        chunk = triton.next_power_of_2(triton.cdiv(m * n, _WAVES * n_sm))
+        chunk = min(max(chunk, _SPLIT_MIN_CHUNK), _SPLIT_MAX_CHUNK)
+        n_chunks = triton.cdiv(n, chunk)
+        partials = torch.empty((2, m, n_chunks), dtype=torch.float32, device=x.device)
+        grid = (n_chunks, m)
+        _softmax_partials[grid](x, partials, m, n, x.stride(0), n_chunks, CHUNK=chunk, ALIGN=align,
+                                num_warps=_warps(chunk))
+        _softmax_split_norm[grid](x, y, partials, m, n, x.stride(0), n_chunks, CHUNK=chunk,
+                                  BLOCK_S=triton.next_power_of_2(n_chunks), ALIGN=align, num_warps=_warps(chunk))
+    return y

@@ -1,0 +1,1 @@
+"""Timing: CUDA-event latency, kernel-only device time and their summary statistics."""

@@ -1,0 +1,188 @@
+"""The report: one JSON document per run, the source of truth for every verdict, timing and reward.
+
+Markdown, API responses and database rows are all derived from these models. Bump SCHEMA_VERSION on any change a
+consumer could notice, and regenerate the committed JSON Schema (`python -m kernelproof_core.report.schema --write`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernelproof_core.verdicts import Verdict
+
+SCHEMA_VERSION = "1.0"
+
+TimingKind = Literal["cuda_events", "interpreter_wall_clock"]
+
+
+class _Model(BaseModel):
+    # Infinite error metrics (a NaN-ridden output) serialize as the strings "Infinity"/"NaN", which stay valid JSON
+    # (Postgres JSONB rejects bare Infinity) and validate back into floats.
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+
+
+class Distribution(_Model):
+    """Summary of a timing distribution, per invocation, in microseconds, plus the raw samples."""
+
+    unit: Literal["us"] = "us"
+    count: int
+    median: float
+    p95: float
+    min: float
+    max: float
+    mean: float
+    cv: float = Field(description="coefficient of variation (stdev / mean) of the samples")
+    samples: list[float]
+
+
+class ErrorMetrics(_Model):
+    """Candidate output against the oracle (computed in float64)."""
+
+    numel: int
+    max_abs: float
+    max_rel: float
+    mean_abs: float
+    rmse: float
+    rel_l2: float
+    cosine: float
+    mismatch_count: int
+    first_mismatch_index: list[int] | None
+
+
+class Timing(_Model):
+    """Launch-inclusive latency (events) and kernel-only device time for candidate and baseline, measured
+    interleaved in one process on the same inputs."""
+
+    kind: TimingKind
+    warmups: int
+    samples: int
+    invocations_per_sample: int
+    input_sets: int = Field(description="distinct input sets rotated through so samples do not hit a warm L2")
+    l2_flush_bytes: int
+    candidate: Distribution
+    baseline: Distribution
+    candidate_device_us: float | None = Field(None, description="median kernel-only time per call (profiler)")
+    baseline_device_us: float | None = None
+    device_time_source: str | None = None
+    reward_input: str = Field(description="which statistic fed the reward")
+    speedup: float = Field(description="baseline median / candidate median")
+    achieved_bandwidth_gbps: float | None = None
+    min_bytes: int
+    note: str | None = None
+
+
+class Reward(_Model):
+    spec: str
+    value: float
+    speed_score: float | None = None
+    instability: float | None = None
+    note: str | None = None
+
+
+class Failure(_Model):
+    code: Verdict
+    message: str
+    detail: str | None = None
+
+
+class CaseResult(_Model):
+    task: str
+    dtype: str
+    case_id: str
+    case_kind: str
+    description: str
+    dims: dict[str, int]
+    input_shapes: list[list[int]]
+    input_strides: list[list[int]]
+    output_shape: list[int]
+    verdict: Verdict
+    failure: Failure | None = None
+    tolerance: dict[str, float]
+    error: ErrorMetrics | None = None
+    timing: Timing | None = None
+    reward: Reward | None = None
+
+
+class CandidateInfo(_Model):
+    task: str
+    origin: Literal["builtin", "file", "submission"]
+    path: str | None = None
+    source_sha256: str
+    size_bytes: int
+
+
+class Isolation(_Model):
+    """How the candidate was isolated; every report says which layers were active."""
+
+    sandboxed: bool
+    layers: list[str] = Field(default_factory=list)
+    missing_layers: list[str] = Field(default_factory=list)
+    note: str | None = None
+
+
+class GpuInfo(_Model):
+    name: str
+    capability: str
+    sm_count: int
+    memory_bytes: int
+    l2_bytes: int | None = None
+    driver: str | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    temperature_c: int | None = None
+    copy_bandwidth_gbps: float | None = Field(None, description="measured device-to-device copy, read+write bytes")
+
+
+class Environment(_Model):
+    device: Literal["cuda", "interpreter"]
+    hostname: str
+    platform: str
+    python: str
+    torch: str
+    triton: str
+    cuda: str | None = None
+    gpu: GpuInfo | None = None
+    harness_version: str
+
+
+class RunConfig(_Model):
+    command: str
+    tasks: list[str]
+    dtypes: list[str]
+    device: Literal["cuda", "interpreter"]
+    case_set: str
+    seed: int
+    warmups: int
+    samples: int
+    invocations_per_sample: int
+    measure: bool
+
+
+class Summary(_Model):
+    verdict: Verdict
+    cases_total: int
+    cases_passed: int
+    cases_failed: int
+    first_failure: Failure | None = None
+    reward: float | None
+    reward_spec: str
+    aggregate_rule: str
+    geomean_speedup: float | None = None
+    reward_note: str | None = None
+
+
+class Report(_Model):
+    schema_version: str = SCHEMA_VERSION
+    kind: Literal["kernelproof.report"] = "kernelproof.report"
+    run_id: str
+    created_at: datetime
+    duration_s: float
+    config: RunConfig
+    environment: Environment
+    isolation: Isolation
+    candidates: list[CandidateInfo]
+    cases: list[CaseResult]
+    summary: Summary

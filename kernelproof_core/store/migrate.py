@@ -1,0 +1,28 @@
+"""Running the Alembic migrations (the only way tables and views are created) from code and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    """A config that needs no alembic.ini: the URL travels in `attributes` (no %-interpolation of passwords)."""
+    if not MIGRATIONS_DIR.is_dir():
+        raise FileNotFoundError(f"migrations not found at {MIGRATIONS_DIR}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["url"] = url
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,54 @@
+"""Engines and sessions for PostgreSQL (production) and SQLite (the embedded default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from kernelproof_core.settings import Settings
+
+EMBEDDED_DB_NAME = "kernelproof.sqlite3"
+
+
+def database_url(settings: Settings) -> str:
+    """The configured URL, psycopg 3 as the Postgres driver; empty means the embedded SQLite file."""
+    url = settings.database_url.strip()
+    if not url:
+        path = Path(settings.data_dir).expanduser() / EMBEDDED_DB_NAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}"
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            return "postgresql+psycopg://" + url[len(bare):]
+    return url
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets the API read while the embedded worker writes; busy_timeout makes writers queue instead of failing;
+    # foreign keys are off by default in SQLite.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    # pre_ping: API replicas outlive database restarts and failovers.
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    # expire_on_commit=False: rows are read after commit to build responses.
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def session_factory_for(settings: Settings) -> sessionmaker[Session]:
+    return make_session_factory(make_engine(database_url(settings)))

@@ -1,0 +1,130 @@
+"""What a verification task is: signature, oracle, baseline, cases, tolerances and a built-in candidate.
+
+A task owns everything that is specific to one operator. The pipeline never special-cases a task by name; it only
+calls the methods below. Adding an operator means adding one module to `kernelproof_core.tasks` and registering it.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelproof_core.tolerances import TolerancePolicy
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+
+class CaseKind(enum.StrEnum):
+    """Why a case exists; reports and docs group cases by it."""
+
+    EDGE = "edge"  # deterministic shapes chosen to break tail masking, tiny widths, odd strides
+    PRODUCTION = "production"  # shapes real models run
+    RANDOM = "random"  # shapes drawn from the campaign seed
+    THROUGHPUT = "throughput"  # large working sets for bandwidth
+
+
+class CaseSet(enum.StrEnum):
+    """Which cases a run uses.
+
+    FULL is every documented case (GPU runs). INTERPRETER is the documented reduced set for the Triton interpreter on
+    a CPU: the same edge cases with small row counts, because the interpreter is slow on large shapes and an honest
+    kernel must not time out.
+    """
+
+    FULL = "full"
+    INTERPRETER = "interpreter"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One shape (and input distribution) a candidate is verified on.
+
+    `dims` are the task's named dimensions (e.g. M, N). `row_stride_pad` > 0 makes 2-D inputs non-contiguous views
+    (rows padded by that many elements) so candidates must honour strides. `distribution` names an input generator the
+    task understands (normal by default).
+    """
+
+    case_id: str
+    kind: CaseKind
+    dims: dict[str, int]
+    description: str
+    distribution: str = "normal"
+    row_stride_pad: int = 0
+    in_interpreter_set: bool = True
+
+    def shape_label(self) -> str:
+        return "x".join(f"{k}={v}" for k, v in self.dims.items())
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """Documentation of a task, shown by `kernelproof list`, the API and the docs."""
+
+    name: str
+    signature: str
+    math: str
+    output: str
+    dtypes: tuple[str, ...]
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(abc.ABC):
+    """A verification task. Subclasses are stateless; all randomness comes from the generator passed in."""
+
+    info: TaskInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @abc.abstractmethod
+    def cases(self, case_set: CaseSet, seed: int) -> list[Case]:
+        """Deterministic cases plus randomized cases drawn from `seed` (same seed, same cases)."""
+
+    @abc.abstractmethod
+    def make_inputs(
+        self, case: Case, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    ) -> tuple[Any, ...]:
+        """Fresh positional inputs for `candidate(*inputs)`; tensors live on `device`."""
+
+    @abc.abstractmethod
+    def output_spec(self, case: Case, dtype: torch.dtype) -> OutputSpec:
+        """The documented output shape and dtype."""
+
+    @abc.abstractmethod
+    def oracle(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """Higher-precision reference (FP32 at least, FP64 where cheap) on the inputs' device."""
+
+    @abc.abstractmethod
+    def baseline(self) -> Callable[..., torch.Tensor]:
+        """Native-dtype PyTorch eager implementation: the speed reference of the reward."""
+
+    @abc.abstractmethod
+    def min_bytes(self, case: Case, dtype: torch.dtype) -> int:
+        """Fewest bytes any correct implementation must move through device memory."""
+
+    @abc.abstractmethod
+    def flops(self, case: Case) -> int:
+        """Approximate floating-point operations of one call."""
+
+    @abc.abstractmethod
+    def tolerance(self, dtype: torch.dtype) -> TolerancePolicy:
+        """Tolerance policy for outputs of this dtype."""
+
+    @property
+    def builtin_candidate(self) -> Path:
+        """Source file of the shipped reference Triton candidate (a candidate like any other)."""
+        return KERNELS_DIR / f"{self.name}.py"

@@ -1,0 +1,121 @@
+"""softmax(x[M,N]) -> y[M,N]: row-wise softmax over the last dim, max-subtracted, FP32 exp and sum, cast on store."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, OutputSpec, Task, TaskInfo
+from kernelproof_core.tasks.common import random_matrix, rows_cols
+from kernelproof_core.tolerances import TolerancePolicy, policy_for
+
+NEG_INF_FRACTION = 0.25  # share of entries set to -inf by the "neg_inf" distribution
+CONSTANT_SCALE = 40.0  # "constant" rows repeat one value ~N(0, 40^2): exp(value) alone would overflow FP32
+
+# (case_id, kind, M full, M interpreter, N, description, extra). M interpreter = 0: FULL set only.
+_CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
+    ("n1", CaseKind.EDGE, 4096, 8, 1, "single column: every output is exactly 1", {}),
+    ("tail127", CaseKind.EDGE, 4096, 8, 127, "127 columns: masked tail, rows not vector-aligned", {}),
+    ("tail1023", CaseKind.EDGE, 4096, 8, 1023, "one short of a power of two: one masked lane per row", {}),
+    ("strided", CaseKind.EDGE, 4096, 8, 1000, "non-contiguous rows (row stride N+24)", {"row_stride_pad": 24}),
+    ("neg_inf", CaseKind.EDGE, 4096, 8, 1000, "~25% of entries -inf (attention masks), never a whole row",
+     {"distribution": "neg_inf"}),
+    ("large_values", CaseKind.EDGE, 2048, 4, 4096, "inputs ~N(0, 64^2): exp overflows without max subtraction",
+     {"distribution": "large"}),
+    ("constant", CaseKind.EDGE, 4096, 8, 3000, "each row one repeated large value: output exactly 1/N",
+     {"distribution": "constant"}),
+    ("attn_4096", CaseKind.PRODUCTION, 16384, 4, 4096, "attention-score rows over a 4k context", {}),
+    ("attn_8192", CaseKind.PRODUCTION, 8192, 2, 8192, "attention-score rows over an 8k context", {}),
+    ("vocab_32000", CaseKind.PRODUCTION, 2048, 2, 32000, "Llama-2 vocabulary logits", {}),
+    ("long_32768", CaseKind.EDGE, 2048, 2, 32768, "32k-wide rows: the widest a row-in-registers kernel holds", {}),
+    ("long_65536", CaseKind.EDGE, 1024, 1, 65536, "64k-wide rows: needs a chunked (online) reduction", {}),
+    ("long_131072", CaseKind.PRODUCTION, 1024, 0, 131072, "128k-context attention rows", {}),
+    ("vocab_128256", CaseKind.PRODUCTION, 512, 0, 128256, "Llama-3 vocabulary logits", {}),
+    ("big_8192", CaseKind.THROUGHPUT, 32768, 0, 8192, "512 MB bf16 input, one row per program", {}),
+    ("big_1024", CaseKind.THROUGHPUT, 262144, 0, 1024, "512 MB bf16 input of short rows", {}),
+]
+
+
+def softmax_input(
+    rows: int,
+    cols: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
+    distribution: str = "normal",
+    row_stride_pad: int = 0,
+) -> torch.Tensor:
+    """random_matrix plus the two softmax-only distributions, "neg_inf" and "constant"."""
+    if distribution not in ("neg_inf", "constant"):
+        return random_matrix(rows, cols, dtype, device, generator, distribution, row_stride_pad)
+    # Built on the CPU at full (padded) width, then moved, so a padded layout survives the transfer.
+    full = random_matrix(rows, cols + row_stride_pad, torch.float32, torch.device("cpu"), generator)
+    body = full[:, :cols]
+    if distribution == "neg_inf":
+        drop = torch.rand((rows, cols), generator=generator) < NEG_INF_FRACTION
+        keep = torch.randint(0, cols, (rows,), generator=generator)
+        drop[torch.arange(rows), keep] = False  # a row of only -inf has no softmax
+        body.masked_fill_(drop, float("-inf"))
+    else:
+        body.copy_((torch.randn((rows, 1), generator=generator) * CONSTANT_SCALE).expand(rows, cols))
+    full = full.to(dtype=dtype).to(device)
+    return full[:, :cols] if row_stride_pad else full
+
+
+class Softmax(Task):
+    info = TaskInfo(
+        name="softmax",
+        signature="candidate(x: Tensor[M, N]) -> Tensor[M, N]",
+        math="y[i, j] = exp(x[i, j] - max_j x[i, :]) / sum_j exp(x[i, :] - max_j x[i, :]); FP32 exp and sum, "
+        "cast on store",
+        output="same shape and dtype as x, contiguous or not",
+        dtypes=("bfloat16", "float16", "float32"),
+        notes="x may have a row stride larger than N and may contain -inf (never a whole row).",
+    )
+
+    def cases(self, case_set: CaseSet, seed: int) -> list[Case]:
+        out = []
+        for cid, kind, m_full, m_interp, n, desc, extra in _CASES:
+            m = m_full if case_set is CaseSet.FULL else m_interp
+            if m == 0:
+                continue
+            out.append(Case(cid, kind, {"M": m, "N": n}, desc, in_interpreter_set=m_interp > 0, **extra))
+        rng = random.Random(seed)
+        for i in range(3):
+            n = rng.randint(2, 50000)
+            m = rng.randint(1, 3000) if case_set is CaseSet.FULL else rng.randint(1, 2)
+            out.append(Case(f"random{i}", CaseKind.RANDOM, {"M": m, "N": n}, f"seeded random shape #{i}"))
+        return out
+
+    def make_inputs(
+        self, case: Case, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    ) -> tuple[Any, ...]:
+        m, n = rows_cols(case)
+        return (softmax_input(m, n, dtype, device, generator, case.distribution, case.row_stride_pad),)
+
+    def output_spec(self, case: Case, dtype: torch.dtype) -> OutputSpec:
+        return OutputSpec(tuple(case.dims[d] for d in ("M", "N")), dtype)
+
+    def oracle(self, inputs: Sequence[Any]) -> torch.Tensor:
+        (x,) = inputs
+        return torch.softmax(x.double(), dim=-1)
+
+    def baseline(self) -> Callable[..., torch.Tensor]:
+        def eager_softmax(x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(x, dim=-1)
+
+        return eager_softmax
+
+    def min_bytes(self, case: Case, dtype: torch.dtype) -> int:
+        m, n = rows_cols(case)
+        return 2 * m * n * torch.empty((), dtype=dtype).element_size()
+
+    def flops(self, case: Case) -> int:
+        m, n = rows_cols(case)
+        return 5 * m * n  # max, subtract, exp, sum, scale
+
+    def tolerance(self, dtype: torch.dtype) -> TolerancePolicy:
+        return policy_for(self.name, dtype)

@@ -1,0 +1,86 @@
+"""The `kernelproof` command line, run as a user would: a real subprocess, real files, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelproof_core.report.models import Report
+from tests.candidates.rms_norm_variants import source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kp(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "kernelproof_core", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
+    )
+
+
+def test_list_shows_every_task_signature_and_cases() -> None:
+    r = kp("list", "--case-set", "interpreter")
+    assert r.returncode == 0, r.stderr
+    for name in ("rms_norm", "swiglu", "softmax"):
+        assert f"\n{name}\n" in f"\n{r.stdout}"
+    assert "candidate(x: Tensor[M, N], weight: Tensor[N], eps: float)" in r.stdout
+    assert "tail127" in r.stdout and "gpt_oss_2880" in r.stdout
+
+
+def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
+    cand = tmp_path / "good.py"
+    cand.write_bytes(source("honest"))
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    r = kp("verify", "--task", "rms_norm", "--candidate", str(cand), "--device", "interpreter", "--no-sandbox",
+           "--case", "tail127", "--case", "strided", "--dtype", "bf16", "--dtype", "float32",
+           "--repeats", "2", "--output", str(out), "--markdown", str(md))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verdict: pass" in r.stdout
+    report = Report.model_validate_json(out.read_text())
+    assert [c.verdict.value for c in report.cases] == ["pass"] * 4
+    assert report.isolation.sandboxed is False and "--no-sandbox" in (report.isolation.note or "")
+    assert report.candidates[0].path == str(cand.resolve())
+    assert md.read_text().startswith(f"# KernelProof report `{report.run_id}`")
+    assert "[  4/4]" in r.stderr  # progress lines
+
+
+def test_verify_failing_candidate_exits_2(tmp_path: Path) -> None:
+    cand = tmp_path / "bad.py"
+    cand.write_bytes(source("tail_bug"))
+    out = tmp_path / "r.json"
+    r = kp("verify", "--task", "rms_norm", "--candidate", str(cand), "--device", "interpreter", "--no-sandbox",
+           "--case", "tail127", "--no-measure", "--output", str(out), "--quiet")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "verdict: tolerance" in r.stdout and "first failure: tolerance" in r.stdout
+    assert json.loads(out.read_text())["summary"]["reward"] == -1.0
+    assert r.stderr == ""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
+def test_cuda_unavailable_exits_3(tmp_path: Path) -> None:
+    r = kp("run", "--task", "rms_norm", "--device", "cuda", "--no-sandbox")
+    assert r.returncode == 3
+    assert "no CUDA device" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "--task", "no_such_task", "--device", "interpreter"),
+        ("verify", "--task", "rms_norm", "--candidate", "/nonexistent.py", "--device", "interpreter"),
+        ("run", "--dtype", "int8", "--device", "interpreter"),
+        ("run", "--warmups", "lots"),
+        ("frobnicate",),
+    ],
+)
+def test_usage_errors_exit_64(args: tuple[str, ...]) -> None:
+    r = kp(*args)
+    assert r.returncode == 64, r.stdout + r.stderr
+    assert "error" in r.stderr

@@ -1,0 +1,82 @@
+"""The JSON report: validates against the committed JSON Schema, round-trips, and drives the Markdown."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jsonschema
+import pytest
+
+from kernelproof_core.campaign import Campaign, CandidateJob
+from kernelproof_core.report.markdown import render_markdown
+from kernelproof_core.report.models import Report
+from kernelproof_core.report.schema import committed_schema, generate_schema
+from kernelproof_core.tasks import CaseSet
+from kernelproof_core.verdicts import Verdict
+from kernelproof_core.verify import InProcessExecutor, run_verification
+from tests.candidates.rms_norm_variants import source
+
+
+@pytest.fixture(scope="module")
+def mixed_report(device: str) -> Report:
+    """One run with a passing candidate and a failing one (NaN output: infinite error metrics)."""
+    campaign = Campaign(device=device, dtypes=["bfloat16"], case_set=CaseSet.INTERPRETER,  # type: ignore[arg-type]
+                        case_ids=["tail127", "n1"], samples=2, invocations_per_sample=2, warmups=1)
+    jobs = [CandidateJob(task="rms_norm", source=source("honest")),
+            CandidateJob(task="rms_norm", source=source("non_finite"), filename="bad.py")]
+    return run_verification(jobs, campaign, InProcessExecutor())
+
+
+def test_committed_schema_is_current() -> None:
+    assert committed_schema() == json.loads(json.dumps(generate_schema())), (
+        "report models changed: run `python -m kernelproof_core.report.schema --write`"
+    )
+
+
+def test_report_validates_and_round_trips(mixed_report: Report) -> None:
+    text = mixed_report.model_dump_json()
+    doc = json.loads(text)  # strict JSON: no bare Infinity/NaN
+    jsonschema.validate(doc, committed_schema())
+    again = Report.model_validate_json(text)
+    assert again == mixed_report or again.model_dump_json() == text
+    assert doc["schema_version"] == "1.0" and doc["kind"] == "kernelproof.report"
+
+
+def test_summary_rules(mixed_report: Report) -> None:
+    s = mixed_report.summary
+    assert s.cases_total == 4 and s.cases_passed == 2 and s.cases_failed == 2
+    assert s.verdict is Verdict.NON_FINITE and s.reward == -1.0
+    assert s.first_failure is not None and s.first_failure.code is Verdict.NON_FINITE
+    passing = [c for c in mixed_report.cases if c.verdict is Verdict.PASS]
+    assert all(c.timing is not None for c in passing)
+    if mixed_report.config.device == "interpreter":
+        assert all(c.timing.kind == "interpreter_wall_clock" and c.reward is None for c in passing)  # type: ignore[union-attr]
+    failing = [c for c in mixed_report.cases if c.verdict is not Verdict.PASS]
+    assert all(c.timing is None and c.reward is not None and c.reward.value == -1.0 for c in failing)
+
+
+def test_infinite_metrics_survive_json() -> None:
+    """NaN output gives infinite error metrics; they must serialize as strict JSON and validate back."""
+    import torch
+
+    from kernelproof_core.metrics import error_metrics
+    from kernelproof_core.report.models import ErrorMetrics
+    from kernelproof_core.tolerances import policy_for
+
+    m = error_metrics(torch.tensor([1.0, float("nan")]), torch.ones(2, dtype=torch.float64),
+                      policy_for("rms_norm", torch.float32))
+    text = m.model_dump_json()
+    json.loads(text)  # strict JSON
+    again = ErrorMetrics.model_validate_json(text)
+    assert math.isinf(again.max_abs) and math.isinf(again.rel_l2) and again.mismatch_count == 1
+
+
+def test_markdown_is_derived_from_the_report(mixed_report: Report) -> None:
+    md = render_markdown(mixed_report)
+    assert mixed_report.run_id in md
+    assert "`non_finite`" in md and "`pass`" in md
+    assert "## Failures" in md and "bad.py" in md
+    assert f"{mixed_report.summary.cases_passed}/{mixed_report.summary.cases_total} cases passed" in md
+    if mixed_report.config.device == "interpreter":
+        assert "never rewarded" in md
