@@ -1,7 +1,7 @@
 """Built-in kernels against the best public work, side by side in one run on one GPU.
 
 For each task, dtype and shape (every shape moves 1 MB or more): the built-in Triton candidate, PyTorch eager,
-torch.compile (max-autotune-no-cudagraphs) and Liger-Kernel (when importable). Each implementation is checked against
+torch.compile (default mode, static shapes) and Liger-Kernel (when importable). Each implementation is checked against
 the task's oracle first; an incorrect one is reported, not timed. Times are medians of triton.testing.do_bench
 (CUDA events, L2 flushed before every call). Bandwidth counts the task's minimum bytes (inputs read once, output
 written once); the speed of light is the measured device-to-device copy bandwidth.
@@ -60,7 +60,7 @@ def implementations(task_name: str) -> dict[str, Callable[..., Any]]:
     task = get_task(task_name)
     builtin = load_candidate(task.builtin_candidate.read_bytes(), str(task.builtin_candidate)).fn
     impls: dict[str, Callable[..., Any]] = {"kernelproof": builtin, "eager": task.baseline()}
-    impls["torch.compile"] = torch.compile(task.baseline(), mode="max-autotune-no-cudagraphs", dynamic=False)
+    impls["torch.compile"] = torch.compile(task.baseline(), dynamic=False)
     liger = liger_impl(task_name)
     if liger is not None:
         impls["liger"] = liger

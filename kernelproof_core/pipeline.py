@@ -256,7 +256,7 @@ def measure_case(
         flush = settings.l2_flush_bytes
     else:
         n_sets = 1
-        samples = min(campaign.samples, settings.interpreter_samples)
+        samples = campaign.samples
         pair = measure_interpreter(fn, baseline, [first_inputs], samples)
         kind, invocations, warmups, flush = "interpreter_wall_clock", 1, 0, 0
     bandwidth = min_bytes / (pair.candidate.median * 1e-6) / 1e9 if kind == "cuda_events" else None

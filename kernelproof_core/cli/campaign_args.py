@@ -22,17 +22,20 @@ def campaign_from_args(args: argparse.Namespace) -> Campaign:
         raise DeviceUnavailable("CUDA was requested but no CUDA device is available (try --device interpreter)")
     dtypes = [dtype_name(parse_dtype(d)) for d in (args.dtypes or ["bfloat16"])]
     case_set = CaseSet(args.case_set) if args.case_set else (CaseSet.FULL if device == "cuda" else CaseSet.INTERPRETER)
+    # Under the interpreter a "sample" is one wall-clock call: the seed campaign's 100x100 would take hours.
+    gpu = device == "cuda"
+    defaults = (
+        (settings.default_warmups, settings.default_samples, settings.default_invocations_per_sample)
+        if gpu else (0, settings.interpreter_samples, 1)
+    )
     return Campaign(
         device=device,
         dtypes=dtypes,
         case_set=case_set,
         case_ids=args.case_ids,
         seed=args.seed,
-        warmups=settings.default_warmups if args.warmups is None else args.warmups,
-        samples=settings.default_samples if args.repeats is None else args.repeats,
-        invocations_per_sample=(
-            settings.default_invocations_per_sample if args.iterations_per_sample is None
-            else args.iterations_per_sample
-        ),
+        warmups=defaults[0] if args.warmups is None else args.warmups,
+        samples=defaults[1] if args.repeats is None else args.repeats,
+        invocations_per_sample=defaults[2] if args.iterations_per_sample is None else args.iterations_per_sample,
         measure=not args.no_measure,
     )

@@ -25,6 +25,7 @@ _TILE = 8192  # elements per program for the fused path
 _CHUNK = 8192  # elements per loop step for the looped path
 _SPLIT_MIN_CHUNK, _SPLIT_MAX_CHUNK = 2048, 16384
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
+_LOWEST_FP32: tl.constexpr = tl.constexpr(-3.4028234663852886e38)
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
 
@@ -82,15 +83,17 @@ def _softmax_looped(x_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, stride_x: 
     x_ptr += row * stride_x
     y_ptr += row * N
     cols = tl.arange(0, CHUNK)
-    m_vec = tl.full((CHUNK,), float("-inf"), dtype=tl.float32)
-    s_vec = tl.zeros((CHUNK,), dtype=tl.float32)  # s_vec = sum over seen x of exp(x - m_vec), per lane
+    # Per-lane running max and sum of exp(x - max). The max starts at the lowest finite float, not -inf, so that
+    # x - m_vec is never -inf - -inf (NaN) and -inf entries simply add exp(-inf) = 0.
+    m_vec = tl.full((CHUNK,), _LOWEST_FP32, dtype=tl.float32)
+    s_vec = tl.zeros((CHUNK,), dtype=tl.float32)
     # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x, and
     # the compiled loop is the same.
     start = 0
     while start < N:
         x = tl.load(x_ptr + start + cols, mask=start + cols < N, other=float("-inf")).to(tl.float32)
         # One exp per element: e = exp(-|x - m|) is the rescale factor if x is a new max, else x's own term.
-        d = tl.where(x == float("-inf"), float("-inf"), x - m_vec)
+        d = x - m_vec
         e = tl.exp(-tl.abs(d))
         s_vec = tl.where(d > 0, s_vec * e + 1.0, s_vec + e)
         m_vec = tl.maximum(m_vec, x)

@@ -28,7 +28,9 @@ def database_url(settings: Settings) -> str:
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets the API read while the embedded worker writes; busy_timeout makes writers queue instead of failing;
-    # foreign keys are off by default in SQLite.
+    # foreign keys are off by default in SQLite. The driver's own transaction handling is switched off so that
+    # _sqlite_begin can start every transaction as IMMEDIATE.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
@@ -36,10 +38,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _sqlite_begin(connection: Any) -> None:
+    # A deferred SQLite transaction that reads and then writes fails at once (SQLITE_BUSY_SNAPSHOT) when another
+    # writer committed in between; taking the write lock up front makes writers wait their turn instead.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     # pre_ping: API replicas outlive database restarts and failovers.
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
