@@ -24,10 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelproof_core.candidate import load_candidate  # noqa: E402
-from kernelproof_core.environment import collect_environment, copy_bandwidth_gbps  # noqa: E402
-from kernelproof_core.metrics import error_metrics, within_tolerance  # noqa: E402
-from kernelproof_core.tasks import Case, CaseKind, get_task  # noqa: E402
+from kernelproof_core.candidate import load_candidate
+from kernelproof_core.environment import collect_environment, copy_bandwidth_gbps
+from kernelproof_core.metrics import error_metrics, within_tolerance
+from kernelproof_core.tasks import Case, CaseKind, get_task
 
 SHAPES: dict[str, list[tuple[int, int]]] = {
     "rms_norm": [(256, 2048), (4096, 2880), (8192, 4096), (16384, 8192), (65536, 4096), (32768, 8192)],
@@ -121,7 +121,8 @@ def main() -> None:
         cells = "".join(f"{r['gbps'][n]:>15.0f}" if n in r["gbps"] else f"{'–':>15}" for n in names)
         vs = f"{r['vs_best_other']:>11.3f}" if r["vs_best_other"] else f"{'–':>11}"
         fc = f"{r['fraction_of_copy']:>11.3f}" if r["fraction_of_copy"] else f"{'–':>11}"
-        lines.append(f"{r['task']:<9}{r['dtype']:<10}{str(r['M']) + 'x' + str(r['N']):>14}{r['MB']:>9.1f}{cells}{vs}{fc}")
+        shape = f"{r['M']}x{r['N']}"
+        lines.append(f"{r['task']:<9}{r['dtype']:<10}{shape:>14}{r['MB']:>9.1f}{cells}{vs}{fc}")
         for name, err in r["errors"].items():
             lines.append(f"    {name}: {err}")
     sys.stdout.write("\n".join(lines) + "\n")

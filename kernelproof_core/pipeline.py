@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +30,7 @@ from kernelproof_core.gates import (
     poison_allocator,
     snapshot,
 )
+from kernelproof_core.interpreter import enable_interpreter
 from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
 from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Timing
 from kernelproof_core.reward import case_reward_v1, failed_case_reward_v1
@@ -84,7 +84,7 @@ def planned_cases(task: Task, campaign: Campaign) -> list[Case]:
 def prepare_process(campaign: Campaign) -> None:
     """Process-wide settings a run needs before any candidate is loaded (the interpreter flag is read by @jit)."""
     if campaign.device == "interpreter":
-        os.environ["TRITON_INTERPRET"] = "1"
+        enable_interpreter()
 
 
 def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> CandidateOutcome:
@@ -248,9 +248,10 @@ def measure_case(
             fn, baseline, sets,
             warmups=campaign.warmups, samples=campaign.samples, invocations=campaign.invocations_per_sample,
             l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=settings.profiler_invocations,
+            max_sample_ms=settings.max_sample_ms,
         )
         kind = "cuda_events"
-        invocations = campaign.invocations_per_sample
+        invocations = pair.invocations
         samples = campaign.samples
         warmups = campaign.warmups
         flush = settings.l2_flush_bytes
@@ -261,7 +262,7 @@ def measure_case(
         kind, invocations, warmups, flush = "interpreter_wall_clock", 1, 0, 0
     bandwidth = min_bytes / (pair.candidate.median * 1e-6) / 1e9 if kind == "cuda_events" else None
     return Timing(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         warmups=warmups,
         samples=samples,
         invocations_per_sample=invocations,

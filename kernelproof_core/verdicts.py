@@ -80,7 +80,9 @@ VERDICT_INFO: dict[Verdict, VerdictInfo] = {
     Verdict.EXECUTION_TIMEOUT: VerdictInfo(True, "A run exceeded the execution deadline; the process tree was killed."),
     Verdict.CRASHED: VerdictInfo(True, "The candidate process died from a signal or exited unexpectedly."),
     Verdict.RESOURCE_LIMIT: VerdictInfo(True, "A resource limit was hit (memory, processes, file size, output)."),
-    Verdict.NO_KERNEL_LAUNCH: VerdictInfo(True, "The output was not produced by Triton kernels the candidate launched."),
+    Verdict.NO_KERNEL_LAUNCH: VerdictInfo(
+        True, "The output was not produced by Triton kernels the candidate launched."
+    ),
     Verdict.TAMPERING: VerdictInfo(True, "The candidate altered the harness, timers or deferred its work."),
     Verdict.IMPLAUSIBLE_TIMING: VerdictInfo(True, "Measured time is below what the GPU's bandwidth physically allows."),
     Verdict.POLICY_VIOLATION: VerdictInfo(True, "The source breaks a rule of the static policy."),

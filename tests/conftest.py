@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
+from kernelproof_core.interpreter import enable_interpreter
+
 HAS_CUDA = torch.cuda.is_available()
 if not HAS_CUDA:
-    # Must be set before any @triton.jit decorator runs (candidates are loaded later, but be explicit).
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+    # Before any @triton.jit decorator runs; on a GPU host everything runs compiled.
+    enable_interpreter()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

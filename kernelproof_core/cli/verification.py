@@ -115,7 +115,7 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
     except (UsageError, ValueError) as exc:
         return _usage(str(exc))
     candidate_jobs = [
-        CandidateJob(task=task, source=source, origin=origin, filename=filename)  # type: ignore[arg-type]
+        CandidateJob(task=task, source=source, origin=origin, filename=filename)
         for task, source, origin, filename in jobs
     ]
     executor = make_executor(sandbox=not args.no_sandbox)

@@ -1,12 +1,14 @@
-"""Built-in rms_norm candidate: y = x * rsqrt(mean(x^2) + eps) * weight, statistics in FP32, cast on store.
+"""Built-in rms_norm candidate: y = x * rsqrt(mean(x^2) + eps) * weight; FP32 statistics, cast on store.
 
-RMSNorm is memory-bound (one read of x, one write of y; weight is tiny and stays in cache), so the design is about
-moving enough bytes per program with full-width vector accesses:
-  * rows that fit in registers (N <= 32768) are normalised in one pass; narrow rows are packed several to a program
-    (a 2-D tile of about 8192 elements, 16 KB of bf16) so short rows still give each program real work, and weight is
-    loaded once per program rather than once per row;
-  * wider rows loop over 8192-element chunks twice (sum of squares, then scale): the second read of a row hits L2.
-Configs come from a fixed heuristic, not autotuning, so the first call is cheap and every run picks the same kernel.
+RMSNorm is memory-bound (one read of x, one write of y; weight is tiny and stays in cache), so the design
+is about moving enough bytes per program with full-width vector accesses:
+  * rows that fit in registers are normalised in one pass; narrow rows are packed several to a program (a
+    2-D tile of about 8192 elements, 16 KB of bf16) so short rows still give each program real work, and
+    weight is loaded once per program rather than once per row;
+  * wider rows loop over chunks twice (sum of squares, then scale) on a persistent grid sized so that the
+    rows in flight fit in L2, so the second read of a row comes from L2, not HBM.
+Configs come from a fixed heuristic, not autotuning: the first call is cheap and every run picks the same
+kernel.
 """
 
 from __future__ import annotations
@@ -17,16 +19,20 @@ import torch
 import triton
 import triton.language as tl
 
-# Widest row held in registers: 32768 16-bit values (with the weight, 64 registers per thread at 32 warps);
-# FP32 rows, and rows whose accesses cannot be vectorised (one 64-bit address per element), spill beyond half that.
+# Widest row held in registers: 32768 16-bit values (with the weight, 64 registers per thread at 32
+# warps). FP32 rows, and rows whose accesses cannot be vectorised (a 64-bit address per element), spill
+# beyond half that.
 _MAX_FUSED_N, _MAX_FUSED_N_NARROW = 32768, 16384
 _TILE = 8192  # elements per program for the fused path
-_CHUNK = 8192  # elements per loop step for wide rows
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
+# Wide path: rows in flight stay within this much L2 (H200: 50 MB), so pass 2 re-reads hit L2; and a
+# persistent grid is used only if no program does more than this times the mean work.
+_L2_BUDGET_BYTES = 32 << 20
+_MAX_IMBALANCE = 1.25
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cuda_sms(index: int) -> int:
     return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
@@ -54,8 +60,8 @@ def _warps(tile: int) -> int:
 def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                    stride_x: tl.tensor, eps: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    ALIGN: tl.constexpr) -> None:
-    # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise the
-    # masked accesses even when N is not a multiple of 16.
+    # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
+    # the masked accesses even when N is not a multiple of 16.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
@@ -69,34 +75,53 @@ def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
     inv = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
     y = x * inv[:, None] * w[None, :]
     store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
-    tl.store(y_ptr + row0 * N + rows[:, None] * N + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=store_mask)
+    y_ptrs = y_ptr + row0 * N + rows[:, None] * N + cols[None, :]
+    tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask)
 
 
 @triton.jit
-def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor,
+def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                    stride_x: tl.tensor, eps: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    # Persistent over rows: the host launches only as many programs as keeps the rows in flight within L2,
+    # so pass 2 re-reads each row from L2 instead of HBM.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
-    row = tl.program_id(0).to(tl.int64)
-    x_ptr += row * stride_x
-    y_ptr += row * N
     cols = tl.arange(0, CHUNK)
-    acc = tl.zeros((CHUNK,), dtype=tl.float32)  # per-lane partial sums; one tree reduction at the end
-    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x, and
-    # the compiled loop is the same.
-    start = 0
-    while start < N:
-        x = tl.load(x_ptr + start + cols, mask=start + cols < N, other=0.0).to(tl.float32)
-        acc += x * x
-        start += CHUNK
-    inv = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)
-    start = 0
-    while start < N:
-        mask = start + cols < N
-        x = tl.load(x_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(y_ptr + start + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
-        start += CHUNK
+    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under
+    # NumPy 2.x, and the compiled loop is the same.
+    row = tl.program_id(0)
+    while row < M:
+        x_row = x_ptr + row.to(tl.int64) * stride_x
+        y_row = y_ptr + row.to(tl.int64) * N
+        acc = tl.zeros((CHUNK,), dtype=tl.float32)  # per-lane partial sums; one tree reduction at the end
+        start = 0
+        while start < N:
+            x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0).to(tl.float32)
+            acc += x * x
+            start += CHUNK
+        inv = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)
+        start = 0
+        while start < N:
+            mask = start + cols < N
+            x = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(y_row + start + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
+            start += CHUNK
+        row += tl.num_programs(0)
+
+
+def _wide_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int]:
+    """(programs, chunk) for wide rows.
+
+    Two programs per SM (8192-element chunks) while two rows per SM fit the L2 budget, else one program
+    per SM with 16384-element chunks: either way about 32 KB of loads in flight per SM. One program per
+    row instead when a persistent grid would spread rows unevenly (133 rows on 132 programs).
+    """
+    per_sm = 2 if 2 * n_sm * row_bytes <= _L2_BUDGET_BYTES else 1
+    programs = min(m, per_sm * n_sm)
+    if triton.cdiv(m, programs) * programs > _MAX_IMBALANCE * m:
+        programs = m
+    return programs, 16384 // per_sm
 
 
 def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -114,13 +139,16 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     vectorised = align * elsize == 16
     if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):
         # Scalar accesses need twice the threads to keep per-thread registers (addresses) in check.
-        warps = _warps(_CHUNK) * (1 if vectorised else 2)
-        _rms_norm_wide[(m,)](x, weight, y, n, x.stride(0), eps, CHUNK=_CHUNK, ALIGN=align, num_warps=warps)
+        programs, chunk = _wide_plan(m, n * elsize, _num_sms(x.device))
+        warps = _warps(chunk) * (1 if vectorised else 2)
+        _rms_norm_wide[(programs,)](x, weight, y, m, n, x.stride(0), eps, CHUNK=chunk, ALIGN=align,
+                                    num_warps=warps)
         return y
     block_n = triton.next_power_of_2(n)
     block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
     while block_m > 1 and triton.cdiv(m, block_m) < _WAVES * _num_sms(x.device):
         block_m //= 2
-    _rms_norm_rows[(triton.cdiv(m, block_m),)](x, weight, y, m, n, x.stride(0), eps, BLOCK_M=block_m,
-                                               BLOCK_N=block_n, ALIGN=align, num_warps=_warps(block_m * block_n))
+    grid = (triton.cdiv(m, block_m),)
+    _rms_norm_rows[grid](x, weight, y, m, n, x.stride(0), eps, BLOCK_M=block_m, BLOCK_N=block_n, ALIGN=align,
+                         num_warps=_warps(block_m * block_n))
     return y

@@ -1,10 +1,11 @@
 """Built-in swiglu candidate: y = silu(gate) * up, computed in FP32 and rounded once on store.
 
-SwiGLU is pure streaming (two reads, one write per element), so the only goals are full-width vector accesses and
-enough bytes in flight. Contiguous inputs use a flat 1-D kernel: no index math, and only the last program pays for
-a mask. Strided rows (e.g. the two halves of a fused [M, 2N] projection) use a 2-D tile kernel that takes the row
-strides as arguments, so views are read in place instead of being copied. Configs come from a fixed heuristic, not
-autotuning, so the first call is cheap and every run picks the same kernel.
+SwiGLU is pure streaming (two reads, one write per element), so the only goals are full-width vector
+accesses and enough bytes in flight. Contiguous inputs use a flat 1-D kernel: no index math, and only the
+last program pays for a mask. Strided rows (e.g. the two halves of a fused [M, 2N] projection) use a 2-D
+tile kernel that takes the row strides as arguments, so views are read in place instead of being copied.
+Configs come from a fixed heuristic, not autotuning: the first call is cheap and every run picks the same
+kernel.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _WAVES = 4  # shrink blocks until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cuda_sms(index: int) -> int:
     return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
@@ -70,8 +71,8 @@ def _swiglu_flat(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_element
 def _swiglu_rows(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                  stride_g: tl.tensor, stride_u: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                  ALIGN: tl.constexpr) -> None:
-    # The host guarantees ALIGN divides N and both strides; rewriting them as multiples of ALIGN lets the compiler
-    # prove that masks and row starts are vector-aligned even when N is not a multiple of 16.
+    # The host guarantees ALIGN divides N and both strides; rewriting them as multiples of ALIGN lets the
+    # compiler prove that masks and row starts are vector-aligned even when N is not a multiple of 16.
     N = (N // ALIGN) * ALIGN
     stride_g = (stride_g // ALIGN) * ALIGN
     stride_u = (stride_u // ALIGN) * ALIGN

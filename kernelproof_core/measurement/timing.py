@@ -37,6 +37,7 @@ class PairTiming:
     baseline_device_us: float | None
     device_time_source: str | None
     note: str | None = None
+    invocations: int = 1
 
 
 def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: int) -> int:
@@ -58,8 +59,14 @@ def measure_cuda(
     invocations: int,
     l2_flush_bytes: int,
     profiler_invocations: int,
+    max_sample_ms: float,
 ) -> PairTiming:
-    """Interleaved CUDA-event timing of candidate and baseline (per-invocation microseconds)."""
+    """Interleaved CUDA-event timing of candidate and baseline (per-invocation microseconds).
+
+    `invocations` is an upper bound: when the slower of the two calls would make a sample longer than
+    `max_sample_ms`, fewer calls per sample are made (PairTiming.invocations says how many), so a 1 GB case costs
+    seconds, not minutes, and still gets every sample.
+    """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
     n = len(input_sets)
@@ -67,6 +74,8 @@ def measure_cuda(
         candidate(*input_sets[i % n])
         baseline(*input_sets[i % n])
     torch.cuda.synchronize()
+    slowest_ms = max(_single_call_ms(candidate, input_sets[0]), _single_call_ms(baseline, input_sets[0]))
+    invocations = max(1, min(invocations, int(max_sample_ms / max(slowest_ms, 1e-6))))
 
     def one_sample(fn: Fn, start_index: int) -> tuple[torch.cuda.Event, torch.cuda.Event]:
         flush.zero_()  # evicts L2; queued before the start event, so outside the timed region
@@ -90,7 +99,6 @@ def measure_cuda(
     torch.cuda.synchronize()
     cand_us = [st.elapsed_time(en) * 1000.0 / invocations for st, en in cand_events]
     base_us = [st.elapsed_time(en) * 1000.0 / invocations for st, en in base_events]
-    del flush
 
     cand_dev, base_dev, source, note = None, None, None, None
     try:
@@ -100,7 +108,17 @@ def measure_cuda(
     except Exception as exc:  # the profiler is an extra; its failure must not fail the case
         note = f"kernel-only time unavailable: {type(exc).__name__}: {exc}"
         log.warning(note)
-    return PairTiming(summarize(cand_us), summarize(base_us), cand_dev, base_dev, source, note)
+    return PairTiming(summarize(cand_us), summarize(base_us), cand_dev, base_dev, source, note, invocations)
+
+
+def _single_call_ms(fn: Fn, inputs: Sequence[Any]) -> float:
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*inputs)
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
 
 
 def kernel_time_us(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> float:

@@ -67,7 +67,7 @@ def render_markdown(report: Report) -> str:
     lines += _header(["task", "origin", "path", "sha256", "bytes"])
     for c in report.candidates:
         lines.append(_row([c.task, c.origin, f"`{c.path or '–'}`", f"`{c.source_sha256[:16]}`", str(c.size_bytes)]))
-    lines += ["", "## Cases", ""] + _case_table(report) + _bandwidth_table(report) + _failures(report)
+    lines += ["", "## Cases", "", *_case_table(report), *_bandwidth_table(report), *_failures(report)]
     return "\n".join(lines) + "\n"
 
 

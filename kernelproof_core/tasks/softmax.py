@@ -1,4 +1,4 @@
-"""softmax(x[M,N]) -> y[M,N]: row-wise softmax over the last dim, max-subtracted, FP32 exp and sum, cast on store."""
+"""softmax(x[M,N]) -> y[M,N]: row-wise softmax over the last dim; max-subtracted, FP32 exp and sum."""
 
 from __future__ import annotations
 
@@ -20,17 +20,18 @@ _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
     ("n1", CaseKind.EDGE, 4096, 8, 1, "single column: every output is exactly 1", {}),
     ("tail127", CaseKind.EDGE, 4096, 8, 127, "127 columns: masked tail, rows not vector-aligned", {}),
     ("tail1023", CaseKind.EDGE, 4096, 8, 1023, "one short of a power of two: one masked lane per row", {}),
-    ("strided", CaseKind.EDGE, 4096, 8, 1000, "non-contiguous rows (row stride N+24)", {"row_stride_pad": 24}),
+    ("strided", CaseKind.EDGE, 4096, 8, 1000, "non-contiguous rows (row stride N+24)",
+     {"row_stride_pad": 24}),
     ("neg_inf", CaseKind.EDGE, 4096, 8, 1000, "~25% of entries -inf (attention masks), never a whole row",
      {"distribution": "neg_inf"}),
-    ("large_values", CaseKind.EDGE, 2048, 4, 4096, "inputs ~N(0, 64^2): exp overflows without max subtraction",
+    ("large_values", CaseKind.EDGE, 2048, 4, 4096, "inputs ~N(0, 64^2): exp overflows unless max-subtracted",
      {"distribution": "large"}),
     ("constant", CaseKind.EDGE, 4096, 8, 3000, "each row one repeated large value: output exactly 1/N",
      {"distribution": "constant"}),
     ("attn_4096", CaseKind.PRODUCTION, 16384, 4, 4096, "attention-score rows over a 4k context", {}),
     ("attn_8192", CaseKind.PRODUCTION, 8192, 2, 8192, "attention-score rows over an 8k context", {}),
     ("vocab_32000", CaseKind.PRODUCTION, 2048, 2, 32000, "Llama-2 vocabulary logits", {}),
-    ("long_32768", CaseKind.EDGE, 2048, 2, 32768, "32k-wide rows: the widest a row-in-registers kernel holds", {}),
+    ("long_32768", CaseKind.EDGE, 2048, 2, 32768, "32k-wide rows: widest row a register kernel holds", {}),
     ("long_65536", CaseKind.EDGE, 1024, 1, 65536, "64k-wide rows: needs a chunked (online) reduction", {}),
     ("long_131072", CaseKind.PRODUCTION, 1024, 0, 131072, "128k-context attention rows", {}),
     ("vocab_128256", CaseKind.PRODUCTION, 512, 0, 128256, "Llama-3 vocabulary logits", {}),

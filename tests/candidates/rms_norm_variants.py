@@ -60,7 +60,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "nondeterministic": {"prelude": "_calls = [0]", "host_pre": "_calls[0] += 1",
                          "kernel_extra": "y = y * (1.0 + salt)", "salt": "1e-6 * (_calls[0] % 2)"},
     # Input mutation: the kernel also writes its result back into x.
-    "input_mutating": {"kernel_extra": "tl.store(x_ptr + row * stride_x + cols, y.to(x_ptr.dtype.element_ty), mask=mask)"},
+    "input_mutating": {
+        "kernel_extra": "tl.store(x_ptr + row * stride_x + cols, y.to(x_ptr.dtype.element_ty), mask=mask)"
+    },
     # Output caching keyed by shape: right the first time, stale forever after.
     "caching": {"prelude": "_cache = {}", "host_pre": "if (m, n) in _cache:\n        return _cache[(m, n)].clone()",
                 "host_post": "_cache[(m, n)] = y.clone()"},

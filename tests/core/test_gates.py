@@ -80,13 +80,3 @@ def test_oversized_source_is_rejected(device: str) -> None:
     (result,) = run(big, device)
     assert result.verdict is Verdict.INVALID_SOURCE
     assert "cap" in result.failure.message  # type: ignore[union-attr]
-
-
-def test_candidate_runs_before_oracle_and_on_fresh_memory(device: str) -> None:
-    """A candidate that returns the most recently freed block of the right size must not inherit a correct answer:
-    the oracle of the case has not run yet when the candidate first runs."""
-    sneaky = source("honest").replace(b"return y", b"return torch.empty_like(y) if _seen else y", 1)
-    sneaky = sneaky.replace(b"import torch\n", b"import torch\n_seen = []\n", 1)
-    sneaky = sneaky.replace(b"    m, n = x.shape\n", b"    m, n = x.shape\n    _seen.append(1) if len(_seen) < 1 else None\n", 1)
-    (result,) = run(sneaky, device, case="n1024")
-    assert result.verdict is not Verdict.PASS

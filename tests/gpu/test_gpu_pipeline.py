@@ -48,9 +48,11 @@ def test_honest_candidate_is_timed_with_events_and_cupti() -> None:
 
 
 def test_a_deliberately_slow_candidate_scores_below_zero() -> None:
+    """25 launches of a kernel ~12x faster than eager: about 2x slower than eager in all."""
     slow = source("honest").replace(
         b"    _rms_norm_kernel[(m,)]",
-        b"    for _ in range(8):\n        _rms_norm_kernel[(m,)](x, weight, y, x.stride(0), y.stride(0), n, eps, 0.0, BLOCK_N=block)\n"
+        b"    for _ in range(24):\n"
+        b"        _rms_norm_kernel[(m,)](x, weight, y, x.stride(0), y.stride(0), n, eps, 0.0, BLOCK_N=block)\n"
         b"    _rms_norm_kernel[(m,)]", 1)
     (r,) = verify_candidate(CandidateJob(task="rms_norm", source=slow), _campaign()).cases
     assert r.verdict is Verdict.PASS, r.failure

@@ -1,0 +1,36 @@
+"""Running Triton kernels on a CPU under the Triton interpreter (TRITON_INTERPRET=1).
+
+Two adaptations make candidates written for GPUs run unchanged there:
+- the flag is set before any candidate module executes, because @triton.jit reads it when a kernel is defined;
+- @triton.autotune benchmarks configs through the active GPU driver, and the interpreter has none ("0 active
+  drivers"), so autotuners without a benchmarker of their own get a wall-clock one: each config runs once and the
+  fastest on the CPU wins. The choice has no bearing on verdicts (every config must be correct) and interpreter
+  timings never feed a reward.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def _wall_clock_bench(kernel_call: Callable[[], Any], quantiles: Sequence[float] | None = None) -> list[float]:
+    t0 = time.perf_counter()
+    kernel_call()
+    ms = (time.perf_counter() - t0) * 1e3
+    return [ms] * len(quantiles) if quantiles else [ms]
+
+
+@functools.cache
+def enable_interpreter() -> None:
+    """Switch this process to the Triton interpreter (idempotent)."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    from triton.runtime import autotuner
+
+    def do_bench(self: Any) -> Callable[..., Any]:
+        return self._do_bench if self._do_bench is not None else _wall_clock_bench
+
+    autotuner.Autotuner.do_bench = property(do_bench)
