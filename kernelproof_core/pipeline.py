@@ -185,8 +185,10 @@ def run_case(
         check_replay(out, replay)  # gate 5
         fresh_inputs = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed ^ 0x5EED))
         fresh_out = check_output_contract(call_candidate(loaded.fn, fresh_inputs, device), spec, device)
-        check_fresh(out, reference, fresh_out, task.oracle(fresh_inputs), policy)  # gate 6
-        del out, replay, fresh_out, reference, fresh_inputs
+        fresh_reference = task.oracle(fresh_inputs)
+        check_finite(fresh_out, fresh_reference)
+        check_fresh(out, reference, fresh_out, fresh_reference, policy)  # gate 6
+        del out, replay, fresh_out, reference, fresh_inputs, fresh_reference
     except CandidateFailure as failure:
         result = _result(task, case, dtype, inputs, failure.verdict, getattr(failure, "metrics", metrics), None)
         result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
