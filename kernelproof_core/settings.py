@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     sandbox_gpu_index: int = Field(default=0, description="the /dev/nvidiaN this worker owns; only it is bound")
     sandbox_startup_timeout_s: float = Field(default=180.0, description="fork server start (imports torch)")
     sandbox_child_start_timeout_s: float = Field(default=120.0, description="child start-up before candidate code")
-    sandbox_kill_grace_s: float = Field(default=5.0, description="wait for a killed child / lingering exit")
+    sandbox_kill_grace_s: float = Field(default=10.0, description="wait for a killed child (GPU teardown)")
     sandbox_task_compile_timeout_s: dict[str, float] = Field(
         default_factory=dict, description="per-task override of the campaign's compile deadline"
     )
@@ -110,6 +110,7 @@ class Settings(BaseSettings):
     sandbox_seed_triton_cache: bool = Field(
         default=True, description="prebuild Triton's CUDA helper once per server; copy it into each child's cache"
     )
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

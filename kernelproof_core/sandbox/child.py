@@ -1,0 +1,221 @@
+"""The disposable candidate process: forked by the fork server, armed, then handed to the pipeline.
+
+Order matters. Before any candidate code runs, the child (still trusted code) detaches from the server's
+session and file descriptors, tells the supervisor its pid (SCM_CREDENTIALS) and waits to be placed in its
+cgroup, receives its job, points HOME/TMPDIR/TRITON_CACHE_DIR at its own scratch, then applies rlimits,
+landlock and seccomp, and reports what it applied ("armed"). Only then does `verify_candidate` load the
+candidate. Progress and results go to the supervisor as JSON lines over the private result socket; stdout and
+stderr are plain capped pipes nobody parses.
+
+The candidate runs in this same process, so it can write to the result socket too: the channel defeats fake
+output on stdout, not in-process tampering (that is the cheat checks' job; see docs/SECURITY.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import NoReturn
+
+from pydantic import BaseModel
+
+from kernelproof_core.report.models import CaseResult
+from kernelproof_core.sandbox.limits import apply_rlimits
+from kernelproof_core.sandbox.protocol import (
+    AbortMsg,
+    Armed,
+    CaseDoneMsg,
+    ChildRequest,
+    DoneMsg,
+    EnvironmentMsg,
+    HarnessErrorMsg,
+    Hello,
+    PhaseMsg,
+    ProtocolError,
+    ServerConfig,
+    encode_line,
+    send_with_credentials,
+)
+
+log = logging.getLogger(__name__)
+
+EXIT_HARNESS_ERROR = 70
+EXIT_ABORT = 71
+REQUEST_TIMEOUT_S = 60.0
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+ALWAYS_WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+class ChannelEvents:
+    """PipelineEvents that stream to the supervisor."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, message: BaseModel) -> None:
+        self.sock.sendall(encode_line(message))
+
+    def phase(self, name: str, case_id: str | None = None) -> None:
+        self.send(PhaseMsg(name=name, case_id=case_id))
+
+    def case_done(self, result: CaseResult) -> None:
+        self.send(CaseDoneMsg(result=result))
+
+
+def run_child(res_fd: int, out_fd: int, err_fd: int, scratch: str, config: ServerConfig,
+              seed_files: dict[str, bytes]) -> NoReturn:
+    """Entry point right after fork(); never returns."""
+    code = 0
+    events: ChannelEvents | None = None
+    try:
+        _detach(res_fd, out_fd, err_fd)
+        sock = socket.socket(fileno=res_fd)
+        events = ChannelEvents(sock)
+        send_with_credentials(sock, encode_line(Hello()))
+        request = _read_request(sock)
+        _prepare(request, Path(scratch), seed_files)
+        armed = _arm(request, config, scratch)
+        events.send(armed)
+        failed = [name for name in request.required_layers if name in armed.missing]
+        if failed:
+            raise RuntimeError(f"required isolation layers failed to apply: {', '.join(failed)}")
+        _run(request, events)
+        events.send(DoneMsg())
+    except Exception as exc:  # ours: the harness failed (or the candidate broke it; see docs/SECURITY.md)
+        code = EXIT_HARNESS_ERROR
+        if events is not None:
+            with contextlib.suppress(Exception):
+                events.send(HarnessErrorMsg(message=f"{type(exc).__name__}: {exc}"[:2000],
+                                            traceback=traceback.format_exc()[-4000:]))
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt... raised by candidate code
+        code = EXIT_ABORT
+        if events is not None:
+            with contextlib.suppress(Exception):
+                events.send(AbortMsg(exception=type(exc).__name__))
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+    os._exit(code)
+
+
+def _detach(res_fd: int, out_fd: int, err_fd: int) -> None:
+    """Own session and process group; stdin /dev/null; stdout/stderr to the capped pipes; no other fds."""
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    keep = {0, 1, 2, res_fd}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    os.set_inheritable(res_fd, False)
+
+
+def _read_request(sock: socket.socket) -> ChildRequest:
+    sock.settimeout(REQUEST_TIMEOUT_S)
+    buf = bytearray()
+    while b"\n" not in buf:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise ProtocolError("supervisor closed the channel before sending the job")
+        buf += chunk
+        if len(buf) > MAX_REQUEST_BYTES:
+            raise ProtocolError("job request too large")
+    sock.settimeout(None)
+    line, _, _rest = bytes(buf).partition(b"\n")
+    return ChildRequest.model_validate_json(line)
+
+
+def _prepare(request: ChildRequest, home: Path, seed_files: dict[str, bytes]) -> None:
+    """Own HOME, TMPDIR and Triton cache; settings the pipeline reads; seed the cache with trusted builds."""
+    tmp, cache = home / "tmp", home / "triton-cache"
+    for d in (tmp, cache, home / ".cache"):
+        d.mkdir(mode=0o700, exist_ok=True)
+    dropped = ("KERNELPROOF_", "TRITON_CACHE", "TRITON_HOME")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env.update(HOME=str(home), TMPDIR=str(tmp), TRITON_CACHE_DIR=str(cache), TRITON_HOME=str(home),
+               XDG_CACHE_HOME=str(home / ".cache"))
+    env.update(request.settings_env)
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = str(tmp)
+    os.chdir(home)
+    for rel, data in seed_files.items():
+        target = cache / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    from kernelproof_core.settings import get_settings
+
+    get_settings.cache_clear()
+
+
+def _arm(request: ChildRequest, config: ServerConfig, scratch: str) -> Armed:
+    """Apply this child's own layers; report exactly which took."""
+    layers = ["scratch-dir", "own-triton-cache"]
+    missing: list[str] = []
+    notes: list[str] = []
+    applied = apply_rlimits(request.limits)
+    layers.append("rlimits")
+    notes.append("rlimits: " + ",".join(applied))
+    if config.landlock:
+        try:
+            from kernelproof_core.sandbox.landlock import restrict_self
+
+            devices = [*config.device_files, *ALWAYS_WRITABLE_DEVICES]
+            layers += restrict_self(config.read_paths, [scratch], devices)
+        except OSError as exc:
+            missing.append("landlock-fs")
+            notes.append(f"landlock: {exc}")
+    else:
+        missing.append("landlock-fs")
+    if config.seccomp:
+        try:
+            from kernelproof_core.sandbox.seccomp_filter import install_seccomp
+
+            install_seccomp()
+            layers.append("seccomp")
+        except Exception as exc:  # libseccomp missing or refused
+            missing.append("seccomp")
+            notes.append(f"seccomp: {exc}")
+    else:
+        missing.append("seccomp")
+    if _no_new_privs():
+        layers.append("no-new-privs")
+    else:
+        missing.append("no-new-privs")
+    return Armed(layers=layers, missing=missing, notes=notes)
+
+
+def _no_new_privs() -> bool:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("NoNewPrivs:"):
+                return line.split()[1] == "1"
+    return False
+
+
+def _run(request: ChildRequest, events: ChannelEvents) -> None:
+    if request.kind == "environment":
+        from kernelproof_core.environment import collect_environment
+
+        env = collect_environment(request.device, measure_bandwidth=request.measure_bandwidth)
+        events.send(EnvironmentMsg(environment=env))
+        return
+    from kernelproof_core.pipeline import verify_candidate
+
+    if request.job is None or request.campaign is None:
+        raise ProtocolError("verify request without job or campaign")
+    verify_candidate(request.job, request.campaign, events)

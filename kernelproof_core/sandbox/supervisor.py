@@ -1,0 +1,369 @@
+"""The trusted parent's watchdog: hands each candidate its channels, owns every deadline, kills.
+
+`supervise()` runs one request through a fork server (server.py): it reads the child's result channel and its
+capped stdout/stderr, moves the child into its cgroup as soon as the kernel has told us its host pid, enforces
+the start, compile and execution deadlines, and kills the whole tree (pidfd, cgroup, the server's pid-namespace
+sweep, and as a last resort the whole sandbox) on expiry, oversized output or protocol abuse. It never parses
+stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+
+from kernelproof_core.pipeline import PipelineEvents
+from kernelproof_core.report.models import CaseResult, Environment
+from kernelproof_core.sandbox.cgroups import CandidateCgroup
+from kernelproof_core.sandbox.deaths import Death, KillReason
+from kernelproof_core.sandbox.protocol import (
+    AbortMsg,
+    Armed,
+    CaseDoneMsg,
+    ChildRequest,
+    DoneMsg,
+    EnvironmentMsg,
+    HarnessErrorMsg,
+    Hello,
+    LineReader,
+    PhaseMsg,
+    ProtocolError,
+    encode_line,
+    parse_child_message,
+    recv_ctl,
+    recv_with_credentials,
+    send_ctl,
+)
+from kernelproof_core.sandbox.results import relabel_fork_failure
+from kernelproof_core.sandbox.server import SandboxStartError, ServerProcess
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunOutcome:
+    """What one supervised request produced."""
+
+    cases: list[CaseResult] = field(default_factory=list)
+    environment: Environment | None = None
+    armed: Armed | None = None
+    death: Death | None = None
+    cgroup_layers: list[str] = field(default_factory=list)
+    stdout_tail: bytes = b""
+    stderr_tail: bytes = b""
+    output_bytes: int = 0
+    server_lost: bool = False
+    last_phase: str = "starting"  # the phase the child was in when it died or was killed
+    timestamps: dict[str, float] = field(default_factory=dict)  # monotonic times of milestones
+
+
+@dataclass
+class Budget:
+    compile_s: float
+    execution_s: float
+    start_s: float
+    kill_grace_s: float
+    output_cap_bytes: int
+    max_message_bytes: int
+    memory_bytes: int | None  # cgroup limits (None: no cgroup)
+    max_processes: int | None
+    cgroup_version: int | None
+
+
+def supervise(server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
+              run_id: str, events: PipelineEvents | None = None) -> RunOutcome:
+    """Run one request through `server` under the watchdog. SandboxStartError if it cannot even hand over."""
+    res, res_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    res.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        send_ctl(server.ctl, {"type": "run", "id": run_id}, [res_child.fileno(), out_w, err_w])
+    except OSError as exc:
+        for fd in (out_r, err_r):
+            os.close(fd)
+        res.close()
+        raise SandboxStartError(f"fork server unreachable: {exc}") from None
+    finally:
+        res_child.close()
+        os.close(out_w)
+        os.close(err_w)
+    watch = _Watch(server, request, budget, planned_ids, run_id, res, out_r, err_r, events)
+    try:
+        return watch.run()
+    finally:
+        watch.close()
+
+
+class _Watch:
+    """One run's state machine: starting -> load -> (compile <-> execute)* -> finishing (or killing)."""
+
+    def __init__(self, server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
+                 run_id: str, res: socket.socket, out_r: int, err_r: int,
+                 events: PipelineEvents | None) -> None:
+        self.server, self.request, self.budget, self.planned_ids, self.run_id = (
+            server, request, budget, planned_ids, run_id)
+        self.res, self.out_r, self.err_r = res, out_r, err_r
+        self.events = events
+        self.outcome = RunOutcome()
+        self.reader = LineReader(budget.max_message_bytes)
+        self.captured = {out_r: bytearray(), err_r: bytearray()}
+        self.open_fds: set[int] = {res.fileno(), out_r, err_r}
+        now = time.monotonic()
+        self.outcome.timestamps["asked"] = now
+        self.phase = "starting"
+        self.deadline: float | None = now + budget.start_s
+        self.exec_used = 0.0
+        self.exec_started = 0.0
+        self.host_pid: int | None = None
+        self.pidfd: int | None = None
+        self.cgroup: CandidateCgroup | None = None
+        self.started = self.done = self.exited = False
+        self.status: int | None = None
+        self.kill_reason: KillReason | None = None
+        self.kill_detail = ""
+        self.harness_error: str | None = None
+        self.abort: str | None = None
+        self.pids_hits = 0
+
+    # --- main loop -----------------------------------------------------------------------------------------
+    def run(self) -> RunOutcome:
+        self.res.setblocking(False)
+        ctl_fd = self.server.ctl.fileno()
+        while not self.outcome.server_lost and not (self.exited and not self.open_fds):
+            timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            ready, _, _ = select.select([*self.open_fds, ctl_fd], [], [], timeout)
+            for fd in ready:
+                if self.outcome.server_lost:
+                    break
+                if fd == ctl_fd:
+                    self._on_ctl()
+                elif fd == self.res.fileno():
+                    self._on_result()
+                else:
+                    self._on_output(fd)
+            if not self.outcome.server_lost and self.deadline is not None and time.monotonic() >= self.deadline:
+                self._on_deadline()
+        return self._finish()
+
+    def _on_deadline(self) -> None:
+        reasons = {"starting": KillReason.START_DEADLINE, "load": KillReason.COMPILE_DEADLINE,
+                   "compile": KillReason.COMPILE_DEADLINE, "execute": KillReason.EXECUTION_DEADLINE}
+        if self.phase in reasons:
+            self._kill(reasons[self.phase])
+        elif self.phase == "finishing":  # results are in but the process lingers: end it, no verdict change
+            self._kill(None)
+        elif self.phase == "killing":  # the server did not confirm the kill: tear the whole sandbox down
+            log.warning("fork server unresponsive after kill; destroying the sandbox")
+            self.server.kill()
+            self.outcome.server_lost = True
+        elif self.phase == "exited":  # a leftover still holds a pipe open after the sweep: stop waiting
+            self.open_fds.clear()
+
+    # --- channels ------------------------------------------------------------------------------------------
+    def _on_ctl(self) -> None:
+        try:
+            got = recv_ctl(self.server.ctl)
+        except (OSError, ProtocolError):
+            got = None
+        if got is None:
+            self.outcome.server_lost = True
+            if not self.exited and self.kill_reason is None and not self.done:
+                self.kill_reason = KillReason.SERVER_LOST
+            self._kill_host_side()
+            return
+        msg, fds = got
+        for fd in fds:
+            os.close(fd)
+        if msg.get("type") == "exited" and msg.get("id") == self.run_id:
+            self.exited = True
+            self.status = msg.get("status") if isinstance(msg.get("status"), int) else None
+            self.outcome.timestamps["exited"] = time.monotonic()
+            if self.phase != "killing":
+                self.outcome.last_phase = self.phase
+            self.phase = "exited"
+            self.deadline = time.monotonic() + self.budget.kill_grace_s
+
+    def _on_output(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self.open_fds.discard(fd)
+            return
+        self.outcome.output_bytes += len(data)
+        buf = self.captured[fd]
+        buf += data
+        if len(buf) > 64 * 1024:
+            del buf[: len(buf) - 64 * 1024]  # keep the tail for diagnostics only
+        if (self.outcome.output_bytes > self.budget.output_cap_bytes and not self.done
+                and self.kill_reason is None):
+            self._kill(KillReason.OUTPUT_CAP)
+
+    def _on_result(self) -> None:
+        try:
+            if self.host_pid is None:
+                data, pid = recv_with_credentials(self.res, 1 << 16)
+                if pid is not None and pid > 0:
+                    self._adopt(pid)
+            else:
+                data = self.res.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.open_fds.discard(self.res.fileno())
+            return
+        try:
+            for line in self.reader.feed(data):
+                self._on_message(parse_child_message(line))
+        except ProtocolError as exc:
+            self._protocol_violation(str(exc))
+
+    def _protocol_violation(self, detail: str) -> None:
+        self.open_fds.discard(self.res.fileno())
+        if self.kill_reason is None and not self.done:
+            self._kill(KillReason.PROTOCOL, detail)
+
+    def _adopt(self, pid: int) -> None:
+        """The kernel told us the child's host pid: take hold of it before it may run anything untrusted."""
+        self.host_pid = pid
+        with contextlib.suppress(OSError):
+            self.pidfd = os.pidfd_open(pid)
+        if self.budget.cgroup_version is not None:
+            cg = CandidateCgroup(f"c-{self.run_id}", self.budget.cgroup_version, self.budget.memory_bytes,
+                                 self.budget.max_processes)
+            try:
+                cg.create()
+                cg.add(pid)
+                self.cgroup = cg
+                self.outcome.cgroup_layers = list(cg.layers)
+            except OSError as exc:
+                log.warning("candidate cgroup unavailable: %s", exc)
+                cg.remove()
+
+    def _on_message(self, msg: object) -> None:
+        now = time.monotonic()
+        if self.phase == "starting" and not isinstance(msg, (Hello, Armed, PhaseMsg, EnvironmentMsg, DoneMsg,
+                                                            HarnessErrorMsg)):
+            raise ProtocolError(f"unexpected {type(msg).__name__} before the candidate started")
+        if isinstance(msg, Hello):
+            if self.host_pid is None:
+                raise ProtocolError("hello without credentials")
+            self.res.setblocking(True)
+            self.res.settimeout(10.0)
+            try:
+                self.res.sendall(encode_line(self.request))
+            finally:
+                self.res.setblocking(False)
+        elif isinstance(msg, Armed):
+            self.outcome.armed = msg
+            self.outcome.timestamps["armed"] = now
+        elif isinstance(msg, PhaseMsg):
+            self._on_phase(msg, now)
+            if self.events is not None:
+                try:
+                    self.events.phase(msg.name, msg.case_id)
+                except Exception:  # a caller's progress display must not break the watchdog
+                    log.exception("events.phase callback failed")
+        elif isinstance(msg, CaseDoneMsg):
+            index = len(self.outcome.cases)
+            if index >= len(self.planned_ids) or msg.result.case_id != self.planned_ids[index]:
+                raise ProtocolError(f"unexpected result for case {msg.result.case_id!r}")
+            hits = self.cgroup.pids_limit_hits() if self.cgroup else 0
+            # The pids cgroup refused a fork during this case (or while loading: then every case failed by it).
+            if hits > self.pids_hits or (self.phase == "load" and hits > 0):
+                relabel_fork_failure(msg.result, self.budget.max_processes or 0)
+            self.pids_hits = hits
+            self.outcome.cases.append(msg.result)
+            if self.events is not None:
+                try:
+                    self.events.case_done(msg.result)
+                except Exception:  # a caller's progress display must not break the watchdog
+                    log.exception("events.case_done callback failed")
+        elif isinstance(msg, EnvironmentMsg):
+            self.outcome.environment = msg.environment
+        elif isinstance(msg, DoneMsg):
+            self.done = True
+            self.outcome.timestamps["done"] = now
+            self._finishing(now)
+        elif isinstance(msg, HarnessErrorMsg):
+            self.harness_error = msg.message
+            log.error("harness error in sandbox child: %s\n%s", msg.message, msg.traceback)
+            self._finishing(now)
+        elif isinstance(msg, AbortMsg):
+            self.abort = msg.exception
+
+    def _on_phase(self, msg: PhaseMsg, now: float) -> None:
+        if msg.name == "load":
+            if self.started:
+                raise ProtocolError("second load phase")
+            self.started = True
+            self.outcome.timestamps["load"] = now
+            self.phase, self.deadline = "load", now + self.budget.compile_s
+            return
+        if not self.started:
+            raise ProtocolError(f"phase {msg.name} before load")
+        index = len(self.outcome.cases)
+        if index >= len(self.planned_ids) or msg.case_id != self.planned_ids[index]:
+            raise ProtocolError(f"phase {msg.name} for unexpected case {msg.case_id!r}")
+        if self.phase == "execute":
+            self.exec_used += now - self.exec_started
+        if msg.name == "compile":
+            self.phase, self.deadline = "compile", now + self.budget.compile_s
+        else:
+            self.phase, self.exec_started = "execute", now
+            self.deadline = now + max(0.0, self.budget.execution_s - self.exec_used)
+
+    def _finishing(self, now: float) -> None:
+        if self.phase not in ("killing", "exited"):
+            self.phase, self.deadline = "finishing", now + self.budget.kill_grace_s
+
+    # --- killing -------------------------------------------------------------------------------------------
+    def _kill(self, reason: KillReason | None, detail: str = "") -> None:
+        if reason is not None and self.kill_reason is None:
+            self.kill_reason, self.kill_detail = reason, detail
+            self.outcome.timestamps["kill"] = time.monotonic()
+        if self.phase not in ("killing", "exited"):
+            self.outcome.last_phase = self.phase
+        self._kill_host_side()
+        with contextlib.suppress(OSError):
+            send_ctl(self.server.ctl, {"type": "kill", "id": self.run_id})
+        if self.phase != "exited":
+            self.phase, self.deadline = "killing", time.monotonic() + self.budget.kill_grace_s
+
+    def _kill_host_side(self) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        if self.cgroup is not None:
+            self.cgroup.kill(timeout_s=self.budget.kill_grace_s)
+
+    def _finish(self) -> RunOutcome:
+        out = self.outcome
+        oom = False
+        if self.cgroup is not None:
+            oom = self.cgroup.oom_kills() > 0
+            self.cgroup.remove()
+        out.death = Death(wait_status=self.status, started=self.started, done=self.done,
+                          kill_reason=self.kill_reason, kill_detail=self.kill_detail, oom_killed=oom,
+                          harness_error=self.harness_error, abort=self.abort)
+        out.stdout_tail = bytes(self.captured[self.out_r][-4096:])
+        out.stderr_tail = bytes(self.captured[self.err_r][-4096:])
+        return out
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        for fd in (self.out_r, self.err_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.res.close()

@@ -1,0 +1,2 @@
+# mypy: ignore-errors
+# The honest candidate as is.

@@ -1,0 +1,75 @@
+"""GPU-only sandbox behaviour (run on the H200 by scripts/gpu-check): a kernel that spins forever on the GPU ends as
+execution_timeout and leaves the GPU usable; an illegal memory access affects only its own process; the child sees
+only its GPU; the warm path meets its latency target."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kernelproof_core.campaign import Campaign
+from kernelproof_core.sandbox import SandboxExecutor
+from kernelproof_core.tasks import CaseSet
+from kernelproof_core.verdicts import Verdict
+from tests.sandbox.conftest import run, sandbox_settings, verdicts
+
+pytestmark = pytest.mark.gpu
+GPU_CASES = ["n1", "tail127"]
+
+
+def gpu_campaign(**overrides: Any) -> Campaign:
+    values: dict[str, Any] = dict(device="cuda", dtypes=["float32"], case_set=CaseSet.FULL, case_ids=GPU_CASES,
+                                     measure=False, compile_timeout_s=120.0, execution_timeout_s=15.0)
+    values.update(overrides)
+    return Campaign(**values)
+
+
+@pytest.fixture(scope="module")
+def gpu_executor() -> Iterator[SandboxExecutor]:
+    ex = SandboxExecutor(sandbox_settings(sandbox_memory_limit_bytes=16 * 1024**3, sandbox_max_processes=1024,
+                                          sandbox_kill_grace_s=10.0))
+    yield ex
+    ex.close()
+
+
+def honest_passes(ex: SandboxExecutor) -> None:
+    execution = run(ex, "honest", gpu_campaign())
+    assert verdicts(execution) == [Verdict.PASS] * len(GPU_CASES), execution.outcome.cases
+
+
+def test_gpu_child_sees_only_its_gpu(gpu_executor: SandboxExecutor) -> None:
+    execution = run(gpu_executor, "gpu_devices", gpu_campaign())
+    assert verdicts(execution) == [Verdict.PASS] * len(GPU_CASES), execution.outcome.cases
+    assert "gpu-device-node" in execution.isolation.layers
+    assert execution.environment.gpu is not None
+
+
+def test_kernel_spinning_forever_is_an_execution_timeout_and_the_gpu_stays_usable(
+        gpu_executor: SandboxExecutor) -> None:
+    execution = run(gpu_executor, "gpu_spin", gpu_campaign())
+    assert verdicts(execution) == [Verdict.EXECUTION_TIMEOUT, Verdict.SKIPPED], execution.outcome.cases
+    honest_passes(gpu_executor)
+
+
+def test_illegal_memory_access_affects_only_its_own_process(gpu_executor: SandboxExecutor) -> None:
+    execution = run(gpu_executor, "gpu_illegal_address", gpu_campaign())
+    first = execution.outcome.cases[0]
+    assert first.verdict in (Verdict.CRASHED, Verdict.RUNTIME_ERROR), first
+    honest_passes(gpu_executor)
+
+
+def test_warm_start_reaches_candidate_code_within_a_second(gpu_executor: SandboxExecutor) -> None:
+    honest_passes(gpu_executor)  # server and environment warm
+    latencies, totals = [], []
+    for _ in range(5):
+        execution = run(gpu_executor, "honest", gpu_campaign(case_ids=["llama_4096"], dtypes=["bfloat16"],
+                                                             measure=True, warmups=2, samples=10,
+                                                             invocations_per_sample=10))
+        assert verdicts(execution) == [Verdict.PASS]
+        latencies.append(gpu_executor.last_timings["to_candidate_code_s"])
+        totals.append(gpu_executor.last_timings["total_s"])
+    assert statistics.median(latencies) < 1.0, latencies
+    assert statistics.median(totals) < 5.0, totals
