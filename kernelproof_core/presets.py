@@ -1,9 +1,9 @@
 """Named campaign presets: the one table that says what `quick`, `standard` and `full` mean.
 
-A preset fixes how many dtypes, which kinds of cases and how hard to measure. Explicit overrides (warm-ups, samples,
-invocations, case ids) are applied on top, and the service checks them against the operator's limits. The device
-and case set come from where the job runs: the reduced interpreter set under the Triton interpreter, all documented
-cases on CUDA.
+A preset fixes how many dtypes, which kinds of cases and how hard to measure. Explicit overrides (warm-ups,
+samples, invocations, case ids) are applied on top, and the service checks them against the operator's limits.
+The device and case set come from where the job runs: the reduced interpreter set under the Triton
+interpreter, all documented cases on CUDA.
 """
 
 from __future__ import annotations
@@ -36,12 +36,33 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
-        Preset("quick", "one dtype, edge cases only, few samples: fast feedback for RL inner loops",
-               1, frozenset({CaseKind.EDGE}), warmups=3, samples=10, invocations_per_sample=10),
-        Preset("standard", "every dtype of the task, every documented case, the seed campaign's measurement",
-               3, None, warmups=10, samples=100, invocations_per_sample=100),
-        Preset("full", "every dtype and case, more samples: leaderboard-grade timings",
-               3, None, warmups=25, samples=200, invocations_per_sample=100),
+        Preset(
+            "quick",
+            "one dtype, edge cases only, few samples: fast feedback for RL inner loops",
+            1,
+            frozenset({CaseKind.EDGE}),
+            warmups=3,
+            samples=10,
+            invocations_per_sample=10,
+        ),
+        Preset(
+            "standard",
+            "every dtype of the task, every documented case, the seed campaign's measurement",
+            3,
+            None,
+            warmups=10,
+            samples=100,
+            invocations_per_sample=100,
+        ),
+        Preset(
+            "full",
+            "every dtype and case, more samples: leaderboard-grade timings",
+            3,
+            None,
+            warmups=25,
+            samples=200,
+            invocations_per_sample=100,
+        ),
     )
 }
 DEFAULT_PRESET = "standard"
@@ -83,7 +104,9 @@ def build_campaign(
         names = list(task.info.dtypes[: preset.max_default_dtypes])
     bad = [d for d in names if d not in task.info.dtypes]
     if bad:
-        raise ValueError(f"task {task.name} does not support {', '.join(bad)}; it supports {', '.join(task.info.dtypes)}")
+        raise ValueError(
+            f"task {task.name} does not support {', '.join(bad)}; it supports {', '.join(task.info.dtypes)}"
+        )
     case_set = default_case_set(device)
     seed = int(overrides.get("seed", 0))
     available = task.cases(case_set, seed)
@@ -92,9 +115,8 @@ def build_campaign(
         known = {c.case_id for c in available}
         missing = [c for c in case_ids if c not in known]
         if missing or not case_ids:
-            raise ValueError(
-                f"unknown case ids for {task.name} ({case_set.value} set): {', '.join(missing) or '(none given)'}"
-            )
+            named = ", ".join(missing) or "(none given)"
+            raise ValueError(f"unknown case ids for {task.name} ({case_set.value} set): {named}")
         case_ids = list(dict.fromkeys(case_ids))
     elif preset.case_kinds is not None:
         case_ids = [c.case_id for c in available if c.kind in preset.case_kinds]

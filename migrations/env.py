@@ -24,11 +24,14 @@ def _url() -> str:
 
 def _configure(connection: Connection | None = None) -> None:
     # render_as_batch: SQLite cannot ALTER most things in place; batch mode rebuilds tables there.
-    kwargs = {"target_metadata": target_metadata, "render_as_batch": True, "compare_type": True}
     if connection is None:
-        context.configure(url=_url(), literal_binds=True, **kwargs)
+        context.configure(
+            url=_url(), literal_binds=True, target_metadata=target_metadata, render_as_batch=True, compare_type=True
+        )
     else:
-        context.configure(connection=connection, **kwargs)
+        context.configure(
+            connection=connection, target_metadata=target_metadata, render_as_batch=True, compare_type=True
+        )
 
 
 def run_migrations_offline() -> None:

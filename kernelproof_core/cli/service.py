@@ -25,17 +25,15 @@ def register(sub: Any) -> None:
         default=None,
         help="device campaigns run on (default: cuda if available, else the Triton interpreter)",
     )
-    p.add_argument(
-        "--no-sandbox", action="store_true", help="verify in-process (trusted local debugging only)"
-    )
+    p.add_argument("--no-sandbox", action="store_true", help="verify in-process (trusted local debugging only)")
     p.add_argument("--no-auth", action="store_true", help="accept requests without an API key")
     p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("worker", help="a Celery GPU worker (run one per GPU)")
-    p.add_argument("--gpu", help="pin this GPU index (sets CUDA_VISIBLE_DEVICES for the worker and its jobs)")
     p.add_argument(
-        "--gpu-class", help="GPU class served, e.g. h200 (consumes <prefix>.<class> and <prefix>.any)"
+        "--gpu", type=int, help="pin this GPU on a bare host (CUDA_VISIBLE_DEVICES and the sandbox's device node)"
     )
+    p.add_argument("--gpu-class", help="GPU class served, e.g. h200 (consumes <prefix>.<class> and <prefix>.any)")
     p.add_argument("--no-sweeper", action="store_true", help="do not run the sweeper thread in this worker")
     p.add_argument("--loglevel", default="INFO")
     p.set_defaults(handler=cmd_worker)
@@ -138,7 +136,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     # Environment first: the Celery app and every job process read their settings (and the GPU) from it.
     if args.gpu is not None:
+        # On a bare host the CUDA index and the /dev/nvidiaN node the sandbox binds are the same number. In a
+        # container the runtime already exposes only the reserved GPU: leave --gpu out and set
+        # KERNELPROOF_SANDBOX_GPU_INDEX to its device node instead.
         os.environ["CUDA_VISIBLE_DEVICES"] = str(args.gpu)
+        os.environ["KERNELPROOF_SANDBOX_GPU_INDEX"] = str(args.gpu)
     if args.gpu_class:
         os.environ["KERNELPROOF_WORKER_GPU_CLASS"] = args.gpu_class
     if args.no_sweeper:
@@ -153,7 +155,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     queues = [queue_name(settings, None)]
     if settings.worker_gpu_class:
         queues.insert(0, queue_name(settings, settings.worker_gpu_class))
-    node = f"kernelproof-gpu{args.gpu if args.gpu is not None else 'any'}@%h"
+    node = f"kernelproof-gpu{args.gpu if args.gpu is not None else settings.sandbox_gpu_index}@%h"
     app.worker_main(
         [
             "worker",

@@ -1,7 +1,7 @@
 """API keys: random tokens shown once at creation; only their SHA-256 is stored.
 
-A plain hash (no salt, no KDF) is right here: keys are 256-bit random tokens, so there is nothing to brute-force, and
-lookup by hash must be a single indexed query on every request.
+A plain hash (no salt, no KDF) is right here: keys are 256-bit random tokens, so there is nothing to
+brute-force, and lookup by hash must be a single indexed query on every request.
 """
 
 from __future__ import annotations

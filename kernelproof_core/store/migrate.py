@@ -11,7 +11,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
 def alembic_config(url: str) -> Config:
-    """A config that needs no alembic.ini: the URL travels in `attributes` (no %-interpolation of passwords)."""
+    """A config that needs no alembic.ini: the URL travels in `attributes` (no %-interpolation of
+    passwords)."""
     if not MIGRATIONS_DIR.is_dir():
         raise FileNotFoundError(f"migrations not found at {MIGRATIONS_DIR}")
     cfg = Config()

@@ -1,5 +1,5 @@
-"""Tables of the verification service. The report JSON stays the source of truth; the columns here are what SQL
-over historical rewards needs (filters, error metrics, timing statistics, reward components).
+"""Tables of the verification service. The report JSON stays the source of truth; the columns here are what
+SQL over historical rewards needs (filters, error metrics, timing statistics, reward components).
 
 Changing anything here needs a new Alembic revision in `migrations/versions/` (tests compare the two).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -40,7 +40,11 @@ FINAL_STATES = (State.FINISHED.value, State.ERROR.value)
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSONType, list[Any]: JSONType}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSONType,
+        list[Any]: JSONType,
+    }
 
 
 class ApiKey(Base):
@@ -56,7 +60,8 @@ class ApiKey(Base):
 
 
 class Environment(Base):
-    """A host as verification saw it (deduplicated on the fields that identify it; clocks live in the report)."""
+    """A host as verification saw it (deduplicated on the fields that identify it; clocks live in the
+    report)."""
 
     __tablename__ = "environments"
 
@@ -133,8 +138,8 @@ class SubmissionTag(Base):
 
 
 class Attempt(Base):
-    """One claim of a submission by a worker. outcome: finished, failed (the job process died), lost (swept after
-    its deadline) or stale (finished after another attempt had taken over; discarded)."""
+    """One claim of a submission by a worker. outcome: finished, failed (the job process died), lost (swept
+    after its deadline) or stale (finished after another attempt had taken over; discarded)."""
 
     __tablename__ = "attempts"
     __table_args__ = (UniqueConstraint("submission_id", "attempt_no"),)

@@ -22,14 +22,14 @@ def database_url(settings: Settings) -> str:
         return f"sqlite:///{path}"
     for bare in ("postgresql://", "postgres://"):
         if url.startswith(bare):
-            return "postgresql+psycopg://" + url[len(bare):]
+            return "postgresql+psycopg://" + url[len(bare) :]
     return url
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets the API read while the embedded worker writes; busy_timeout makes writers queue instead of failing;
-    # foreign keys are off by default in SQLite. The driver's own transaction handling is switched off so that
-    # _sqlite_begin can start every transaction as IMMEDIATE.
+    # WAL lets the API read while the embedded worker writes; busy_timeout makes writers queue instead of
+    # failing; foreign keys are off by default in SQLite. The driver's own transaction handling is
+    # switched off so that _sqlite_begin can start every transaction as IMMEDIATE.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -39,8 +39,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _sqlite_begin(connection: Any) -> None:
-    # A deferred SQLite transaction that reads and then writes fails at once (SQLITE_BUSY_SNAPSHOT) when another
-    # writer committed in between; taking the write lock up front makes writers wait their turn instead.
+    # A deferred SQLite transaction that reads and then writes fails at once (SQLITE_BUSY_SNAPSHOT) when
+    # another writer committed in between; taking the write lock up front makes writers wait their turn.
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 

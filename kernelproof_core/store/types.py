@@ -16,8 +16,8 @@ JSONType = JSON().with_variant(JSONB(), "postgresql")
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes everywhere.
 
-    Postgres stores timestamptz; SQLite has no time zones, so values are stored as naive UTC and given their zone
-    back on load. Comparisons in SQL stay correct because every stored value is UTC.
+    Postgres stores timestamptz; SQLite has no time zones, so values are stored as naive UTC and given their
+    zone back on load. Comparisons in SQL stay correct because every stored value is UTC.
     """
 
     impl = DateTime(timezone=True)

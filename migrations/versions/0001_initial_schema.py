@@ -94,9 +94,7 @@ def upgrade() -> None:
         sa.Column("started_at", TIMESTAMP, nullable=True),
         sa.Column("deadline_at", TIMESTAMP, nullable=True),
         sa.Column("finished_at", TIMESTAMP, nullable=True),
-        sa.ForeignKeyConstraint(
-            ["client_id"], ["api_keys.id"], name=op.f("fk_submissions_client_id_api_keys")
-        ),
+        sa.ForeignKeyConstraint(["client_id"], ["api_keys.id"], name=op.f("fk_submissions_client_id_api_keys")),
         sa.ForeignKeyConstraint(
             ["environment_id"], ["environments.id"], name=op.f("fk_submissions_environment_id_environments")
         ),
@@ -108,9 +106,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("submissions", schema=None) as batch_op:
         batch_op.create_index("ix_submissions_cache_key_state", ["cache_key", "state"], unique=False)
-        batch_op.create_index(
-            "ix_submissions_client_id_created_at", ["client_id", "created_at"], unique=False
-        )
+        batch_op.create_index("ix_submissions_client_id_created_at", ["client_id", "created_at"], unique=False)
         batch_op.create_index("ix_submissions_created_at_id", ["created_at", "id"], unique=False)
         batch_op.create_index(batch_op.f("ix_submissions_generator"), ["generator"], unique=False)
         batch_op.create_index(batch_op.f("ix_submissions_model"), ["model"], unique=False)
@@ -178,9 +174,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("submission_id", "dtype", "case_id", name=op.f("uq_case_results_submission_id")),
     )
     with op.batch_alter_table("case_results", schema=None) as batch_op:
-        batch_op.create_index(
-            "ix_case_results_task_dtype_verdict", ["task", "dtype", "verdict"], unique=False
-        )
+        batch_op.create_index("ix_case_results_task_dtype_verdict", ["task", "dtype", "verdict"], unique=False)
 
     op.create_table(
         "submission_tags",

@@ -31,16 +31,21 @@ def _day(column: str) -> str:
 def _views() -> list[tuple[str, str]]:
     return [
         # One row per submission with a final verdict: the base of most reward questions.
-        ("v_submission_rewards", f"""
+        (
+            "v_submission_rewards",
+            f"""
             SELECT s.id AS submission_id, s.task, s.generator, s.model, s.run_id, s.client_id,
                    COALESCE(s.worker_gpu_class, s.gpu_class) AS gpu_class, s.campaign_preset,
                    s.state, s.verdict, s.reward, s.source_sha256,
                    CASE WHEN s.reused_from IS NULL THEN 0 ELSE 1 END AS reused,
                    s.attempts, s.verify_seconds, s.created_at, s.finished_at
             FROM submissions s
-            WHERE s.state IN {FINAL}"""),
+            WHERE s.state IN {FINAL}""",
+        ),
         # Reward over time per generator and model (UTC days).
-        ("v_reward_daily", f"""
+        (
+            "v_reward_daily",
+            f"""
             SELECT {_day("s.finished_at")} AS day, s.generator, s.model, s.task,
                    COUNT(*) AS submissions,
                    SUM(CASE WHEN s.verdict = 'pass' THEN 1 ELSE 0 END) AS passed,
@@ -49,16 +54,22 @@ def _views() -> list[tuple[str, str]]:
                    MAX(s.reward) AS max_reward
             FROM submissions s
             WHERE s.state IN {FINAL}
-            GROUP BY {_day("s.finished_at")}, s.generator, s.model, s.task"""),
+            GROUP BY {_day("s.finished_at")}, s.generator, s.model, s.task""",
+        ),
         # Verdict mix per task, generator and model.
-        ("v_verdict_mix", f"""
+        (
+            "v_verdict_mix",
+            f"""
             SELECT s.task, s.generator, s.model, s.verdict, COUNT(*) AS submissions
             FROM submissions s
             WHERE s.state IN {FINAL}
-            GROUP BY s.task, s.generator, s.model, s.verdict"""),
+            GROUP BY s.task, s.generator, s.model, s.verdict""",
+        ),
         # Per submission and dtype: how many cases passed and the mean case reward (NULL unless every case of
         # that dtype has one, e.g. under the interpreter). Reused answers have no case rows of their own.
-        ("v_submission_dtype_scores", """
+        (
+            "v_submission_dtype_scores",
+            """
             SELECT c.submission_id, s.task, c.dtype,
                    COALESCE(s.worker_gpu_class, s.gpu_class) AS gpu_class,
                    s.source_sha256, s.generator, s.model, s.finished_at,
@@ -70,9 +81,12 @@ def _views() -> list[tuple[str, str]]:
             JOIN submissions s ON s.id = c.submission_id
             LEFT JOIN rewards r ON r.case_result_id = c.id
             GROUP BY c.submission_id, s.task, c.dtype, COALESCE(s.worker_gpu_class, s.gpu_class),
-                     s.source_sha256, s.generator, s.model, s.finished_at"""),
+                     s.source_sha256, s.generator, s.model, s.finished_at""",
+        ),
         # The best passing, rewarded submission per task, dtype and GPU class (earliest wins ties).
-        ("v_best_per_task_dtype", """
+        (
+            "v_best_per_task_dtype",
+            """
             SELECT task, dtype, gpu_class, submission_id, source_sha256, generator, model,
                    mean_reward AS best_reward, finished_at
             FROM (
@@ -82,16 +96,17 @@ def _views() -> list[tuple[str, str]]:
                 FROM v_submission_dtype_scores v
                 WHERE v.cases_passed = v.cases_total AND v.mean_reward IS NOT NULL
             ) ranked
-            WHERE position_in_group = 1"""),
+            WHERE position_in_group = 1""",
+        ),
         # Case-level timing statistics next to their verdicts and error metrics.
-        ("v_case_timings", """
-            SELECT c.submission_id, c.task, c.dtype, c.case_id, c.case_kind, c.verdict,
-                   c.max_abs, c.rel_l2, t.kind AS timing_kind,
-                   t.candidate_median_us, t.baseline_median_us, t.speedup, t.candidate_cv,
-                   t.achieved_bandwidth_gbps, r.value AS reward, r.speed_score, r.instability, r.spec AS reward_spec
-            FROM case_results c
-            LEFT JOIN timings t ON t.case_result_id = c.id
-            LEFT JOIN rewards r ON r.case_result_id = c.id"""),
+        (
+            "v_case_timings",
+            """ SELECT c.submission_id, c.task, c.dtype, c.case_id, c.case_kind, c.verdict, c.max_abs,
+            c.rel_l2, t.kind AS timing_kind, t.candidate_median_us, t.baseline_median_us, t.speedup,
+            t.candidate_cv, t.achieved_bandwidth_gbps, r.value AS reward, r.speed_score, r.instability, r.spec
+            AS reward_spec FROM case_results c LEFT JOIN timings t ON t.case_result_id = c.id LEFT JOIN
+            rewards r ON r.case_result_id = c.id""",
+        ),
     ]
 
 

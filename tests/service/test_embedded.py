@@ -1,0 +1,139 @@
+"""The embedded default end to end: `kernelproof serve` (SQLite + in-process worker, no Postgres, no Redis) and
+`kernelproof submit --wait`, whose exit code is the verification exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kernelproof_core.cli.exit_codes import ExitCode
+from tests.service.candidates import GOOD, NO_WEIGHT
+from tests.service.conftest import REPO, free_port
+
+CLI = [sys.executable, "-m", "kernelproof_core"]
+
+
+def clean_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELPROOF_")}
+    return {**env, "KERNELPROOF_DATA_DIR": str(data_dir), "KERNELPROOF_SWEEPER_INTERVAL_S": "2"}
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[tuple[str, str, Path, dict[str, str]]]:
+    port = free_port()
+    env = clean_env(tmp_path / "data")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*CLI, "serve", "--port", str(port), "--device", "interpreter", "--no-sandbox"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.3)
+    key = next(line.strip() for line in log.read_text().splitlines() if line.strip().startswith("kp_"))
+    yield url, key, tmp_path / "data" / "kernelproof.sqlite3", env
+    proc.send_signal(signal.SIGINT)
+    try:
+        assert proc.wait(20) == 0, log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def submit(url: str, key: str, env: dict[str, str], path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *CLI,
+            "submit",
+            str(path),
+            "--task",
+            "rms_norm",
+            "--campaign",
+            "quick",
+            "--samples",
+            "1",
+            "--wait",
+            "--url",
+            url,
+            "--api-key",
+            key,
+            *extra,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_embedded_service_end_to_end(embedded: tuple[str, str, Path, dict[str, str]], tmp_path: Path) -> None:
+    url, key, db_path, env = embedded
+    good, bad = tmp_path / "good.py", tmp_path / "no_weight.py"
+    good.write_text(GOOD)
+    bad.write_text(NO_WEIGHT)
+
+    passed = submit(url, key, env, good, "--case", "n1", "--meta", "generator=laptop", "--tag", "embedded")
+    assert passed.returncode == ExitCode.OK, passed.stdout + passed.stderr
+    assert passed.stdout.startswith("verdict: pass")
+    failed = submit(url, key, env, bad, "--case", "tail127", "--no-measure")
+    assert failed.returncode == ExitCode.FAILED, failed.stdout + failed.stderr
+    assert "verdict: tolerance" in failed.stdout and "first failure: tolerance" in failed.stdout
+    refused = submit(url, "kp_wrong", env, good, "--case", "n1")
+    assert refused.returncode == ExitCode.USAGE and "unauthorized" in refused.stderr
+
+    headers = {"Authorization": f"Bearer {key}"}
+    listed = httpx.get(f"{url}/v1/submissions", params={"tag": "embedded"}, headers=headers).json()["items"]
+    assert len(listed) == 1 and listed[0]["metadata"]["generator"] == "laptop"
+    markdown = httpx.get(f"{url}{listed[0]['report_markdown_url']}", headers=headers)
+    assert markdown.status_code == 200 and "pass" in markdown.text
+
+    # Same schema, same views, on SQLite.
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute("SELECT verdict, generator FROM v_submission_rewards ORDER BY created_at").fetchall()
+        assert rows == [("pass", "laptop"), ("tolerance", None)]
+        assert db.execute("SELECT COUNT(*) FROM v_case_timings WHERE timing_kind IS NOT NULL").fetchone() == (1,)
+        assert db.execute("SELECT COUNT(*) FROM api_keys").fetchone() == (1,)
+
+
+def test_migrate_and_key_commands(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "data")
+    url = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*CLI, *args, "--database-url", url], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert run("migrate").returncode == ExitCode.OK
+    created = run("keys", "create", "--name", "fleet-a", "--rate-limit", "120")
+    assert created.returncode == ExitCode.OK and created.stdout.startswith("kp_")
+    key = created.stdout.strip()
+    listed = run("keys", "list")
+    assert key[:10] in listed.stdout and "fleet-a" in listed.stdout and "120/min" in listed.stdout
+    assert key not in listed.stdout  # only the prefix is ever shown again
+    assert run("keys", "revoke", key[:10]).stdout.strip() == "revoked 1 key(s)"
+    assert "revoked" in run("keys", "list").stdout
+    with sqlite3.connect(tmp_path / "cli.sqlite3") as db:
+        stored = db.execute("SELECT key_hash FROM api_keys").fetchone()[0]
+    assert key not in stored and len(stored) == 64

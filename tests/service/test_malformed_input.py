@@ -1,0 +1,212 @@
+"""Malformed input of every kind gets an RFC 9457 problem with a stable type, and never a 500."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.service.candidates import GOOD
+from tests.service.conftest import TINY_CAMPAIGN
+
+PROBLEM = "application/problem+json"
+VALID: dict[str, Any] = {"task": "rms_norm", "source": GOOD, "campaign": TINY_CAMPAIGN}
+JSON = {"Content-Type": "application/json"}
+
+
+def with_(**changes: Any) -> bytes:
+    body = {**VALID, **changes}
+    return json.dumps({k: v for k, v in body.items() if v is not ...}).encode()
+
+
+# (id, method, path, content, extra headers, status, problem slug)
+CASES: list[tuple[str, str, str, bytes | None, dict[str, str], int, str]] = [
+    ("invalid-json", "POST", "/v1/submissions", b'{"task": ', JSON, 400, "malformed-body"),
+    ("not-utf8", "POST", "/v1/submissions", b'{"task": "\xff\xfe"}', JSON, 400, "malformed-body"),
+    ("array-body", "POST", "/v1/submissions", b"[1, 2]", JSON, 422, "validation-error"),
+    ("empty-body", "POST", "/v1/submissions", b"", JSON, 422, "validation-error"),
+    ("missing-task", "POST", "/v1/submissions", with_(task=...), JSON, 422, "validation-error"),
+    ("missing-source", "POST", "/v1/submissions", with_(source=...), JSON, 422, "validation-error"),
+    ("empty-source", "POST", "/v1/submissions", with_(source=""), JSON, 422, "validation-error"),
+    ("source-not-string", "POST", "/v1/submissions", with_(source=42), JSON, 422, "validation-error"),
+    ("unknown-field", "POST", "/v1/submissions", with_(priority=1), JSON, 422, "validation-error"),
+    ("unknown-task", "POST", "/v1/submissions", with_(task="matmul"), JSON, 422, "unknown-task"),
+    ("unknown-dtype", "POST", "/v1/submissions", with_(dtypes=["int4"]), JSON, 422, "invalid-campaign"),
+    ("empty-dtypes", "POST", "/v1/submissions", with_(dtypes=[]), JSON, 422, "validation-error"),
+    ("unknown-preset", "POST", "/v1/submissions", with_(campaign="turbo"), JSON, 422, "invalid-campaign"),
+    ("bad-preset-name", "POST", "/v1/submissions", with_(campaign="Quick!"), JSON, 422, "validation-error"),
+    ("zero-samples", "POST", "/v1/submissions", with_(campaign={"samples": 0}), JSON, 422, "validation-error"),
+    (
+        "samples-over-limit",
+        "POST",
+        "/v1/submissions",
+        with_(campaign={"samples": 10**30}),
+        JSON,
+        422,
+        "campaign-out-of-limits",
+    ),
+    ("unknown-case", "POST", "/v1/submissions", with_(campaign={"case_ids": ["nope"]}), JSON, 422, "invalid-campaign"),
+    ("campaign-extra", "POST", "/v1/submissions", with_(campaign={"device": "cpu"}), JSON, 422, "validation-error"),
+    ("huge-seed", "POST", "/v1/submissions", with_(campaign={"seed": 2**70}), JSON, 422, "validation-error"),
+    ("bad-gpu-class", "POST", "/v1/submissions", with_(gpu_class="H 200"), JSON, 422, "validation-error"),
+    ("metadata-list", "POST", "/v1/submissions", with_(metadata=[1]), JSON, 422, "validation-error"),
+    (
+        "too-many-tags",
+        "POST",
+        "/v1/submissions",
+        with_(metadata={"tags": [str(i) for i in range(40)]}),
+        JSON,
+        422,
+        "validation-error",
+    ),
+    (
+        "metadata-nan",
+        "POST",
+        "/v1/submissions",
+        json.dumps(VALID)[:-1].encode() + b', "metadata": {"x": NaN}}',
+        JSON,
+        422,
+        "validation-error",
+    ),
+    (
+        "metadata-deep",
+        "POST",
+        "/v1/submissions",
+        with_(metadata={"a": json.loads("[" * 20 + "]" * 20)}),
+        JSON,
+        422,
+        "validation-error",
+    ),
+    ("metadata-too-big", "POST", "/v1/submissions", with_(metadata={"x": "y" * 20_000}), JSON, 422, "validation-error"),
+    ("nul-in-source", "POST", "/v1/submissions", with_(source="x = 1\u0000"), JSON, 422, "validation-error"),
+    (
+        "lone-surrogate",
+        "POST",
+        "/v1/submissions",
+        with_(source="x").replace(b'"x"', b'"\\ud800"'),
+        JSON,
+        422,
+        "validation-error",
+    ),
+    ("nul-in-metadata", "POST", "/v1/submissions", with_(metadata={"m": "\u0000"}), JSON, 422, "validation-error"),
+    ("source-too-large", "POST", "/v1/submissions", with_(source="#" * 300_000), JSON, 413, "source-too-large"),
+    ("body-too-large", "POST", "/v1/submissions", b" " * (5 * 1024 * 1024), JSON, 413, "payload-too-large"),
+    ("deep-json", "POST", "/v1/submissions", b"[" * 100_000 + b"]" * 100_000, JSON, 400, "malformed-body"),
+    ("text-plain", "POST", "/v1/submissions", with_(), {"Content-Type": "text/plain"}, 415, "unsupported-media-type"),
+    ("no-content-type", "POST", "/v1/submissions", with_(), {}, 415, "unsupported-media-type"),
+    (
+        "idem-key-too-long",
+        "POST",
+        "/v1/submissions",
+        with_(),
+        {**JSON, "Idempotency-Key": "k" * 300},
+        422,
+        "validation-error",
+    ),
+    ("idem-key-space", "POST", "/v1/submissions", with_(), {**JSON, "Idempotency-Key": "a b"}, 422, "validation-error"),
+    ("batch-empty", "POST", "/v1/submissions/batch", b'{"items": []}', JSON, 422, "validation-error"),
+    ("batch-not-list", "POST", "/v1/submissions/batch", b'{"items": {"a": 1}}', JSON, 422, "validation-error"),
+    (
+        "batch-too-large",
+        "POST",
+        "/v1/submissions/batch",
+        json.dumps({"items": [{}] * 65}).encode(),
+        JSON,
+        413,
+        "batch-too-large",
+    ),
+    ("unknown-id", "GET", "/v1/submissions/" + "0" * 32, None, {}, 404, "not-found"),
+    ("junk-id", "GET", "/v1/submissions/..%2F..%2Fetc", None, {}, 404, "not-found"),
+    ("negative-wait", "GET", "/v1/submissions/" + "0" * 32 + "?wait=-1", None, {}, 422, "validation-error"),
+    ("text-wait", "GET", "/v1/submissions/" + "0" * 32 + "?wait=soon", None, {}, 422, "validation-error"),
+    ("report-unknown", "GET", "/v1/submissions/" + "0" * 32 + "/report", None, {}, 404, "not-found"),
+    ("bad-cursor", "GET", "/v1/submissions?cursor=%%%", None, {}, 400, "bad-cursor"),
+    ("forged-cursor", "GET", "/v1/submissions?cursor=bm90LWEtY3Vyc29y", None, {}, 400, "bad-cursor"),
+    ("zero-limit", "GET", "/v1/submissions?limit=0", None, {}, 422, "validation-error"),
+    ("bad-state", "GET", "/v1/submissions?state=done", None, {}, 422, "validation-error"),
+    ("bad-date", "GET", "/v1/submissions?created_after=yesterday", None, {}, 422, "validation-error"),
+    ("bad-client", "GET", "/v1/submissions?client=alice", None, {}, 422, "validation-error"),
+    ("unknown-task-get", "GET", "/v1/tasks/matmul", None, {}, 404, "not-found"),
+    ("leaderboard-limit", "GET", "/v1/leaderboard?limit=100000", None, {}, 422, "validation-error"),
+    ("unknown-path", "GET", "/v1/nothing-here", None, {}, 404, "not-found"),
+    ("wrong-method", "DELETE", "/v1/submissions", None, {}, 405, "method-not-allowed"),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "content", "headers", "status", "slug"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_malformed_request_gets_a_typed_problem(
+    http: httpx.Client, method: str, path: str, content: bytes | None, headers: dict[str, str], status: int, slug: str
+) -> None:
+    response = http.request(method, path, content=content, headers=headers)
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"] == PROBLEM
+    problem = response.json()
+    assert problem["type"] == f"urn:kernelproof:problem:{slug}"
+    assert problem["status"] == status and problem["title"]
+
+
+def test_chunked_body_over_the_cap_is_refused(http: httpx.Client) -> None:
+    def chunks() -> Any:
+        for _ in range(6):
+            yield b" " * (1024 * 1024)
+
+    response = http.post("/v1/submissions", content=chunks(), headers=JSON)
+    assert response.status_code == 413 and response.json()["type"].endswith("payload-too-large")
+
+
+def _mutate(rng: random.Random, value: Any, depth: int = 0) -> Any:
+    junk: list[Any] = [
+        None,
+        True,
+        -1,
+        0,
+        2**64,
+        1e308,
+        "",
+        "x" * rng.randint(0, 300),
+        [],
+        {},
+        [1, "a"],
+        {"k": None},
+        "rms_norm",
+        "bfloat16",
+        "quick",
+        "\u202e\ud7ff",
+        -0.0,
+    ]
+    if isinstance(value, dict) and depth < 3 and rng.random() < 0.8:
+        out = dict(value)
+        for _ in range(rng.randint(1, 3)):
+            choice = rng.random()
+            key = rng.choice([*out.keys(), "extra", "campaign", "metadata", "dtypes", "gpu_class"]) if out else "k"
+            if choice < 0.3:
+                out.pop(key, None)
+            elif choice < 0.6:
+                out[key] = _mutate(rng, out.get(key), depth + 1)
+            else:
+                out[key] = rng.choice(junk)
+        return out
+    if isinstance(value, list) and rng.random() < 0.5:
+        return [_mutate(rng, v, depth + 1) for v in value] + [rng.choice(junk)]
+    return rng.choice(junk)
+
+
+def test_fuzzed_bodies_never_cause_a_server_error(http: httpx.Client) -> None:
+    rng = random.Random(1234)
+    base = {**VALID, "dtypes": ["bfloat16"], "metadata": {"generator": "g", "tags": ["t"]}, "gpu_class": "h200"}
+    base["source"] = "x = 1\n"  # keep bodies small; validity of the candidate is not the point here
+    statuses: set[int] = set()
+    for i in range(250):
+        body = _mutate(rng, base)
+        response = http.post("/v1/submissions", json=body)
+        statuses.add(response.status_code)
+        assert response.status_code < 500, (i, body, response.text[:300])
+        if response.status_code >= 400:
+            assert response.headers["content-type"] == PROBLEM
+            assert response.json()["type"].startswith("urn:kernelproof:problem:")
+    assert 422 in statuses
