@@ -39,12 +39,15 @@ class Executor(Protocol):
     def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution: ...
 
 
-NO_SANDBOX = Isolation(
-    sandboxed=False,
-    layers=[],
-    missing_layers=["process", "filesystem", "network", "seccomp", "rlimits", "cgroup", "user"],
-    note="--no-sandbox: candidate code ran inside the verifier's own process (trusted local debugging only)",
-)
+def _no_sandbox() -> Isolation:
+    from kernelproof_core.sandbox.layers import REQUIRED_FOR_UNTRUSTED
+
+    return Isolation(
+        sandboxed=False,
+        layers=[],
+        missing_layers=list(REQUIRED_FOR_UNTRUSTED),
+        note="--no-sandbox: candidate code ran inside the verifier's own process (trusted local debugging only)",
+    )
 
 
 class InProcessExecutor:
@@ -52,7 +55,7 @@ class InProcessExecutor:
 
     def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution:
         outcome = verify_candidate(job, campaign, events)
-        return Execution(outcome, collect_environment(campaign.device), NO_SANDBOX)
+        return Execution(outcome, collect_environment(campaign.device), _no_sandbox())
 
 
 def run_verification(

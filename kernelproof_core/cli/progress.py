@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from kernelproof_core.campaign import Campaign
-from kernelproof_core.report.models import CaseResult
+if TYPE_CHECKING:  # importing campaign pulls in torch; `kernelproof submit` and `keys` should not pay for it
+    from kernelproof_core.campaign import Campaign
+    from kernelproof_core.report.models import CaseResult
 
 
 class ProgressPrinter:
