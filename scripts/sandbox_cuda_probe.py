@@ -37,8 +37,37 @@ def ll():
     restrict_self(read_paths, [scratch], [*devices, *ALWAYS_WRITABLE_DEVICES])
 def sc():
     install_seccomp()
+import ctypes
+from kernelproof_core.sandbox import landlock as L
+def ll_variant(fs, net, scope, full=()):
+    def apply():
+        libc = ctypes.CDLL(None, use_errno=True)
+        abi = L.landlock_abi()
+        handled = L._mask(L.FS_RIGHTS, abi) if fs else 0
+        attr = L._RulesetAttr(handled_access_fs=handled)
+        attr.handled_access_net = (L.NET_BIND_TCP | L.NET_CONNECT_TCP) if net else 0
+        attr.scoped = (L.SCOPE_ABSTRACT_UNIX_SOCKET | L.SCOPE_SIGNAL) if scope else 0
+        rs = libc.syscall(L._SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), ctypes.c_uint32(0))
+        assert rs >= 0, ctypes.get_errno()
+        if fs:
+            for p in read_paths:
+                L._add(libc, rs, p, L._mask(L.READ, abi))
+            for p in [*devices, *ALWAYS_WRITABLE_DEVICES]:
+                L._add(libc, rs, p, L._mask(L.DEVICE, abi))
+            for p in [scratch, *full]:
+                L._add(libc, rs, p, handled)
+        libc.prctl(38, 1, 0, 0, 0)
+        assert libc.syscall(L._SYS_RESTRICT_SELF, rs, ctypes.c_uint32(0)) == 0, ctypes.get_errno()
+    return apply
 steps = {"none": [], "uid": [uid], "uid+rlimits": [uid, rl], "uid+landlock": [uid, ll], "uid+seccomp": [uid, sc],
-         "all": [uid, rl, ll, sc]}
+         "all": [uid, rl, ll, sc],
+         "ll-fs-only": [uid, ll_variant(True, False, False)],
+         "ll-net-only": [uid, ll_variant(False, True, False)],
+         "ll-scope-only": [uid, ll_variant(False, False, True)],
+         "ll-fs+dev": [uid, ll_variant(True, False, False, ["/dev"])],
+         "ll-fs+proc,sys": [uid, ll_variant(True, False, False, ["/proc", "/sys"])],
+         "ll-fs+root": [uid, ll_variant(True, False, False, ["/"])],
+         }
 for name, preps in steps.items():
     pid = os.fork()
     if pid == 0:
@@ -47,10 +76,10 @@ for name, preps in steps.items():
                 p()
             torch.cuda.init()
             x = torch.ones(4, device="cuda") * 2
-            print(f"{name:14} OK   {x.sum().item()}", flush=True)
+            print(f"{name:16} OK   {x.sum().item()}", flush=True)
             os._exit(0)
         except BaseException as exc:
-            print(f"{name:14} FAIL {exc!r}"[:400], flush=True)
+            print(f"{name:16} FAIL {exc!r}"[:400], flush=True)
             os._exit(1)
     os.waitpid(pid, 0)
 '''
