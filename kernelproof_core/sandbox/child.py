@@ -51,6 +51,15 @@ EXIT_ABORT = 71
 REQUEST_TIMEOUT_S = 60.0
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 ALWAYS_WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# CUDA's driver writes below /proc or /sys while it initialises: with landlock denying that, cuInit fails with error
+# 304 (seen on the H200 host; scripts/sandbox_cuda_probe.py narrows it to these two trees). Granting landlock rights
+# there adds little: /sys is a read-only bind in the sandbox, and /proc writes stay subject to procfs permissions
+# for the unprivileged uid inside a private PID namespace.
+CUDA_LANDLOCK_WRITE_PATHS = ("/proc", "/sys")
+
+
+def landlock_extra_write_paths(device: str) -> tuple[str, ...]:
+    return CUDA_LANDLOCK_WRITE_PATHS if device == "cuda" else ()
 
 
 class ChannelEvents:
@@ -175,7 +184,7 @@ def _arm(request: ChildRequest, config: ServerConfig, scratch: str) -> Armed:
             from kernelproof_core.sandbox.landlock import restrict_self
 
             devices = [*config.device_files, *ALWAYS_WRITABLE_DEVICES]
-            layers += restrict_self(config.read_paths, [scratch], devices)
+            layers += restrict_self(config.read_paths, [scratch, *landlock_extra_write_paths(request.device)], devices)
         except OSError as exc:
             missing.append("landlock-fs")
             notes.append(f"landlock: {exc}")
