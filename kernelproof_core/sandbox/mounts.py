@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,21 @@ def gpu_device_nodes(index: int) -> list[str]:
     return [p for p in (f"/dev/nvidia{index}", *GPU_SHARED_NODES) if os.path.exists(p)]
 
 
+def toolchain_bin_dirs() -> list[Path]:
+    """Directories of the C compiler Triton builds its launcher with ($CC, else gcc/cc on PATH), when outside
+    the standard top-level paths (the H200 image keeps gcc under /opt/gcc)."""
+    out: list[Path] = []
+    for name in (os.environ.get("CC"), "gcc", "cc"):
+        found = shutil.which(name) if name else None
+        if not found:
+            continue
+        # Both the name as configured (what Triton will exec) and where a symlink leads.
+        for bin_dir in (Path(found).parent, Path(found).resolve().parent):
+            if not any(str(bin_dir).startswith(top + "/") for top in TOP_LEVEL):
+                out.append(bin_dir)
+    return list(dict.fromkeys(out))
+
+
 def derive_view(device: str, gpu_index: int, extra_ro: list[Path]) -> SandboxView:
     """Everything the sandbox needs to see, derived from this interpreter and the environment."""
     harness = Path(kernelproof_core.__file__).resolve().parent
@@ -87,6 +103,8 @@ def derive_view(device: str, gpu_index: int, extra_ro: list[Path]) -> SandboxVie
         wanted += [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
         wanted += [Path(p) for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")]
         wanted += _ld_conf_dirs()
+    toolchain = toolchain_bin_dirs()
+    wanted += [d.parent for d in toolchain]  # the compiler's whole prefix: it runs cc1/as/ld from there
     wanted += extra_ro
     # Directories on the worker's PYTHONPATH (e.g. a --target dir of wheels) are software too; the repository root
     # is not (it may hold .env files): only the harness package directory inside it is bound.
@@ -107,7 +125,7 @@ def derive_view(device: str, gpu_index: int, extra_ro: list[Path]) -> SandboxVie
     binds = _outermost(binds)
     env = {k: v for k, (v, _why) in ENV_FIXED.items()}
     env.update({k: os.environ[k] for k in ENV_PASSTHROUGH if os.environ.get(k)})
-    bin_dirs = [str(Path(sys.prefix) / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]
+    bin_dirs = [str(Path(sys.prefix) / "bin"), *map(str, toolchain), "/usr/local/bin", "/usr/bin", "/bin"]
     env["PATH"] = ":".join(dict.fromkeys(bin_dirs))
     env["PYTHONPATH"] = ":".join(dict.fromkeys(pythonpath))
     if device == "interpreter":  # must be set before triton.language is first imported (its own @jit functions)
