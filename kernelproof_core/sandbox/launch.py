@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -114,14 +115,35 @@ def bwrap_works(plan: LaunchPlan, settings: Settings) -> tuple[bool, str]:
     return proc.returncode == 0, proc.stderr.decode(errors="replace")[-500:]
 
 
+def _reachable_by_others(paths: list[str]) -> bool:
+    """Can an unrelated uid traverse to every path (execute bit for others on each ancestor directory)?"""
+    for path in paths:
+        current = Path(path)
+        for directory in [*reversed(current.parents), current]:
+            try:
+                st = directory.stat()
+            except OSError:
+                break
+            if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH:
+                return False
+    return True
+
+
 def start_server(plan: LaunchPlan, settings: Settings) -> ServerProcess:
     """Start one fork server and wait until it is warm. Raises SandboxStartError."""
     scratch = SCRATCH_ROOT if plan.use_bwrap else str(plan.host_scratch)
+    drop = plan.as_root and (plan.use_bwrap or _reachable_by_others(plan.view.read_paths))
+    if plan.as_root and not drop:
+        # Degraded mode sees the host filesystem: if the software lives under a directory other users cannot
+        # traverse (a 0700 checkout), uid 65534 could not even import the harness. Run as the worker's uid and say so.
+        note = "software paths not reachable by the sandbox uid: candidate runs as the worker's uid"
+        if note not in plan.notes:
+            plan.notes.append(note)
     config = ServerConfig(
         device=plan.device,
         scratch_root=scratch,
-        drop_to_uid=settings.sandbox_uid if plan.as_root else None,
-        drop_to_gid=settings.sandbox_gid if plan.as_root else None,
+        drop_to_uid=settings.sandbox_uid if drop else None,
+        drop_to_gid=settings.sandbox_gid if drop else None,
         sweep_pid_namespace=plan.use_bwrap,
         read_paths=plan.view.read_paths,
         device_files=plan.view.device_nodes,

@@ -25,6 +25,7 @@ import redis
 import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelproof_core.settings import Settings
@@ -227,9 +228,18 @@ def clean_state(request: pytest.FixtureRequest) -> Iterator[None]:
     if "sessions" not in request.fixturenames:
         return
     sessions: sessionmaker[Session] = request.getfixturevalue("sessions")
-    with sessions() as session:
-        session.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE"))
-        session.commit()
+    # A worker's sweeper may hold row locks on one table while TRUNCATE wants all of them: Postgres then picks one
+    # side as a deadlock victim. Retry the cleanup (the sweeper's compare-and-set tolerates losing).
+    for attempt in range(5):
+        try:
+            with sessions() as session:
+                session.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE"))
+                session.commit()
+            break
+        except OperationalError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
     flush_redis(request.getfixturevalue("redis_client"))
 
 
