@@ -3,7 +3,8 @@ sandboxed child unchanged."""
 
 from __future__ import annotations
 
-from typing import Literal
+import secrets
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +29,35 @@ class Campaign(BaseModel):
     measure: bool = True
     compile_timeout_s: float = Field(300.0, gt=0, description="load + first (JIT) call of each case")
     execution_timeout_s: float = Field(900.0, gt=0, description="everything after compilation, per candidate")
+    # --- Cheat checks (kernelproof_core/integrity, docs/METHODOLOGY.md "Cheat checks").
+    hidden_cases: bool | None = Field(
+        None, description="add per-run hidden cases; None: on when case_ids is None (a run of every case)"
+    )
+    hidden_seed: int | None = Field(
+        None,
+        ge=0,
+        description="secret the hidden cases are drawn from; drawn from os.urandom where the campaign is built (the "
+        "trusted parent), never derived from `seed`. Set it only to replay a run's hidden cases.",
+    )
+    static_policy: bool = Field(
+        False, description="reject sources that break the static policy (integrity/policy.py) before they run"
+    )
+
+    def model_post_init(self, context: Any, /) -> None:
+        # The trusted side draws the secret when it builds the campaign; the sandboxed child receives it inside the
+        # campaign, so parent and child plan the same cases, and it never passes through environment or files.
+        if self.hidden_seed is None and self.uses_hidden_cases:
+            self.hidden_seed = secrets.randbits(63)
+
+    def public_dump(self) -> dict[str, Any]:
+        """The campaign as stored and shown to clients: without the hidden-case secret. A campaign rebuilt from it
+        draws a fresh secret on the trusted side that runs it, so the secret never reaches the database, the API or
+        the verdict-reuse key."""
+        return self.model_dump(mode="json", exclude={"hidden_seed"})
+
+    @property
+    def uses_hidden_cases(self) -> bool:
+        return self.hidden_cases if self.hidden_cases is not None else self.case_ids is None
 
 
 class CandidateJob(BaseModel):

@@ -2,11 +2,12 @@
 case and no timing is taken.
 
 Order (METHODOLOGY.md explains each):
-  2. run on fresh inputs before this case's oracle exists, into poisoned memory; check the output contract and that
-     inputs are unchanged
+  2. run on fresh inputs before this case's oracle exists, into poisoned memory, observed (integrity.guard); check
+     the output contract (a plain tensor with its own storage) and that inputs are unchanged; at least one launch
+     of the candidate's own kernels
   3. non-finite output where the oracle is finite
-  4. tolerance (elementwise and magnitude-aware)
-  5. exact replay on copies of the same inputs
+  4. tolerance (elementwise, magnitude-aware and, for 16-bit outputs, within one ulp), then proof of work
+  5. exact replay on copies of the same inputs, in new memory
   6. fresh-data recheck on new random inputs
 """
 
@@ -17,11 +18,14 @@ from typing import Any
 
 import torch
 
-from kernelproof_core.candidate import short_traceback
+from kernelproof_core.candidate import LoadedCandidate, short_traceback
 from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.integrity.guard import CallGuard, Watch
+from kernelproof_core.integrity.precision import check_precision
+from kernelproof_core.integrity.proof import check_gpu_share, check_launched, check_proof_of_work, foreign_share
 from kernelproof_core.metrics import describe_failure, error_metrics, within_tolerance
-from kernelproof_core.report.models import ErrorMetrics
-from kernelproof_core.tasks.base import OutputSpec
+from kernelproof_core.report.models import ErrorMetrics, Integrity
+from kernelproof_core.tasks.base import Case, OutputSpec, Task
 from kernelproof_core.tolerances import TolerancePolicy
 from kernelproof_core.verdicts import Verdict
 
@@ -31,16 +35,35 @@ POISON_BYTES_MAX = 4 * 1024**3
 
 def call_candidate(fn: Fn, inputs: Sequence[Any], device: torch.device) -> Any:
     """Call the candidate and wait for its work; exceptions become typed verdicts."""
+    out = _typed_call(fn, inputs)
+    if device.type == "cuda":
+        _typed_call(torch.cuda.synchronize, (device,))
+    return out
+
+
+def _typed_call(fn: Fn, args: Sequence[Any]) -> Any:
+    """Candidate code (or a wait on its work); what it raises becomes the candidate's typed verdict."""
     try:
-        out = fn(*inputs)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return out
+        return fn(*args)
+    except CandidateFailure:
+        raise
     except torch.OutOfMemoryError as exc:
         raise CandidateFailure(Verdict.RESOURCE_LIMIT, f"out of device memory: {exc}"[:500]) from None
     except Exception as exc:
         verdict = Verdict.COMPILE_ERROR if _is_triton_compile_error(exc) else Verdict.RUNTIME_ERROR
         raise CandidateFailure(verdict, f"{type(exc).__name__}: {exc}"[:2000], short_traceback(exc)) from None
+
+
+def call_guarded(
+    fn: Fn, inputs: Sequence[Any], device: torch.device, guard: CallGuard | None, profile: bool = False
+) -> tuple[Any, Watch | None]:
+    """`call_candidate` observed by the guard: launches, torch ops, tampering, threads, deferred writes. Only the
+    candidate's own exceptions become its verdicts; a fault in the guard stays ours (infra_error)."""
+    if guard is None:
+        return call_candidate(fn, inputs, device), None
+    with guard.watch(profile=profile) as watch:
+        watch.out = _typed_call(fn, inputs)
+    return watch.out, watch
 
 
 def _is_triton_compile_error(exc: BaseException) -> bool:
@@ -62,9 +85,13 @@ def poison_allocator(device: torch.device, nbytes: int) -> None:
 
 
 def check_output_contract(out: Any, spec: OutputSpec, device: torch.device) -> torch.Tensor:
-    """A plain torch.Tensor (not a subclass), on the inputs' device, of the documented shape and dtype."""
+    """A plain torch.Tensor (not a subclass, no instance attributes), on the inputs' device, of the documented shape
+    and dtype. Instance attributes on a tensor (`y.double = ...`) would run candidate code inside the checker."""
     if type(out) is not torch.Tensor:
         raise CandidateFailure(Verdict.WRONG_OUTPUT_TYPE, f"returned {type(out).__module__}.{type(out).__qualname__}")
+    if vars(out):
+        raise CandidateFailure(Verdict.WRONG_OUTPUT_TYPE,
+                               f"returned a tensor carrying instance attributes {sorted(vars(out))[:5]}")
     if out.device.type != device.type:
         raise CandidateFailure(Verdict.DEVICE_MISMATCH, f"output on {out.device}, inputs on {device}")
     if tuple(out.shape) != spec.shape:
@@ -99,6 +126,33 @@ def check_inputs_unchanged(inputs: Sequence[Any], originals: Sequence[Any]) -> N
             raise CandidateFailure(Verdict.INPUT_MUTATED, f"input #{i} was modified by the candidate")
 
 
+def _storage_span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    (a0, a1), (b0, b1) = _storage_span(a), _storage_span(b)
+    return a.device == b.device and a0 < b1 and b0 < a1
+
+
+def check_owns_storage(out: torch.Tensor, inputs: Sequence[Any]) -> None:
+    """The output has its own memory: a view of an input is not a result."""
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and _overlaps(out, x):
+            raise CandidateFailure(Verdict.WRONG_OUTPUT_TYPE,
+                                   f"the output shares memory with input #{i}; return a tensor with its own storage")
+
+
+def check_not_aliased(out: torch.Tensor, earlier: Sequence[torch.Tensor]) -> None:
+    """A call's output must not be the buffer an earlier call returned (still held by the verifier): results that
+    change after they were returned cannot be checked, and reusing one buffer is caching by construction."""
+    for prev in earlier:
+        if _overlaps(out, prev):
+            raise CandidateFailure(Verdict.CACHED_OUTPUT,
+                                   "the output is the same memory an earlier call returned (a cached buffer)")
+
+
 def check_finite(out: torch.Tensor, reference: torch.Tensor) -> None:
     bad = ~torch.isfinite(out) & torch.isfinite(reference)
     if bool(bad.any()):
@@ -110,12 +164,18 @@ def check_finite(out: torch.Tensor, reference: torch.Tensor) -> None:
 
 
 def check_tolerance(out: torch.Tensor, reference: torch.Tensor, policy: TolerancePolicy) -> ErrorMetrics:
+    """Elementwise and relative-L2 tolerance, then (16-bit outputs) the one-ulp precision check."""
     metrics = error_metrics(out, reference, policy)
     if not within_tolerance(metrics, policy):
         failure = CandidateFailure(Verdict.TOLERANCE, describe_failure(metrics, policy))
         failure.metrics = metrics  # type: ignore[attr-defined]
         raise failure
-    return metrics
+    try:
+        share = check_precision(out, reference, policy)
+    except CandidateFailure as failure:
+        failure.metrics = metrics  # type: ignore[attr-defined]
+        raise
+    return metrics.model_copy(update={"beyond_1ulp_fraction": share})
 
 
 def check_replay(first: torch.Tensor, replay: torch.Tensor) -> None:
@@ -143,3 +203,70 @@ def check_fresh(
             Verdict.CACHED_OUTPUT,
             "correct on the first inputs but wrong on fresh ones: " + describe_failure(metrics, policy),
         )
+
+
+class CaseGates:
+    """Gates 2-6 of one case (kernelproof_core/gates.py, docs/METHODOLOGY.md), each candidate call observed."""
+
+    def __init__(self, task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandidate, device: torch.device,
+                 guard: CallGuard | None, evidence: Integrity) -> None:
+        self.task, self.case, self.dtype, self.loaded, self.device = task, case, dtype, loaded, device
+        self.guard, self.evidence = guard, evidence
+        self.spec = task.output_spec(case, dtype)
+        self.policy = task.tolerance(dtype)
+        self.metrics: ErrorMetrics | None = None
+        self.owned_names: set[str] = set()
+
+    def call(self, inputs: Sequence[Any], profile: bool = False) -> tuple[torch.Tensor, Watch | None]:
+        """One observed call: output contract, inputs unchanged, the output in its own storage."""
+        originals = snapshot(inputs)
+        out, watch = call_guarded(self.loaded.fn, inputs, self.device, self.guard, profile=profile)
+        out = check_output_contract(out, self.spec, self.device)
+        check_inputs_unchanged(inputs, originals)
+        check_owns_storage(out, inputs)
+        if watch is not None and watch.log is not None:
+            self.owned_names |= watch.log.owned_names
+        return out, watch
+
+    def prove(self, out: torch.Tensor, watch: Watch | None, inputs: Sequence[Any]) -> None:
+        if watch is not None and watch.log is not None:
+            check_proof_of_work(watch.log, watch.trace, out, inputs)
+            if watch.kernel_us is not None:
+                self.evidence.foreign_gpu_share = foreign_share(watch.kernel_us, watch.log.owned_names)
+                check_gpu_share(watch.kernel_us, watch.log.owned_names)
+
+    def run(self, inputs: Sequence[Any], seed: int, events: Any) -> None:
+        """Gates 2-6 in order; `events` gets the execute phase once the first (compiling) call returned. The first
+        call must launch an own kernel at once (a no-op is caught before the oracle exists); the full proof of work
+        of each call follows its numeric checks, so a wrong or stale output gets the more specific verdict."""
+        task, policy, cuda = self.task, self.policy, self.device.type == "cuda"
+        originals = snapshot(inputs)
+        # Gate 2: the candidate runs before this case's oracle exists, into poisoned allocator memory.
+        poison_allocator(self.device, int(torch.Size(self.spec.shape).numel()) * self.spec_itemsize())
+        out, first = self.call(inputs)
+        events.phase("execute", self.case.case_id)
+        if first is not None and first.log is not None:
+            check_launched(first.log)
+            self.evidence.own_launches = first.log.own_launches
+            self.evidence.kernels = sorted(self.owned_names & ({launch.kernel for launch in first.log.launches}
+                                                               | {name for name, _ in first.log.hooked}))
+        reference = task.oracle(inputs)
+        check_finite(out, reference)  # gate 3
+        self.metrics = check_tolerance(out, reference, policy)  # gate 4 (precision included)
+        self.prove(out, first, inputs)
+        replay_inputs = snapshot(originals)
+        replay, second = self.call(replay_inputs, profile=cuda)  # gate 5, GPU time per kernel (CUPTI)
+        check_not_aliased(replay, [out])
+        check_replay(out, replay)
+        fresh_seed = torch.Generator().manual_seed(seed ^ 0x5EED)
+        fresh_inputs = task.make_inputs(self.case, self.dtype, self.device, fresh_seed)
+        fresh_out, third = self.call(fresh_inputs)  # gate 6
+        check_not_aliased(fresh_out, [out, replay])
+        fresh_reference = task.oracle(fresh_inputs)
+        check_finite(fresh_out, fresh_reference)
+        check_fresh(out, reference, fresh_out, fresh_reference, policy)
+        self.prove(replay, second, replay_inputs)
+        self.prove(fresh_out, third, fresh_inputs)
+
+    def spec_itemsize(self) -> int:
+        return torch.empty((), dtype=self.spec.dtype).element_size()

@@ -3,11 +3,14 @@
 This runs in whatever process the caller chose: the sandboxed child (default) or, with --no-sandbox, the caller's
 own. It reports progress through `PipelineEvents` so a supervisor can enforce compile and execution deadlines and
 keep the results of cases that finished before a kill.
+
+The cheat checks (kernelproof_core/integrity) are armed before any candidate code runs: the plan of cases, the
+device's copy bandwidth and a snapshot of the harness are taken first; then the static policy (if enabled) is
+applied to the source, the module is loaded, and every candidate call is observed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,22 +20,18 @@ import torch
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.candidate import LoadedCandidate, load_candidate, source_sha256
-from kernelproof_core.dtypes import parse_dtype
+from kernelproof_core.dtypes import dtype_name, parse_dtype
 from kernelproof_core.errors import CandidateFailure
-from kernelproof_core.gates import (
-    call_candidate,
-    check_finite,
-    check_fresh,
-    check_inputs_unchanged,
-    check_output_contract,
-    check_replay,
-    check_tolerance,
-    poison_allocator,
-    snapshot,
-)
+from kernelproof_core.gates import CaseGates
+from kernelproof_core.integrity.audit import SampleAuditor
+from kernelproof_core.integrity.hidden_cases import derive_seed, hidden_cases, input_seed
+from kernelproof_core.integrity.launches import owner_kernel_names
+from kernelproof_core.integrity.plausibility import check_plausible, time_floor_us
+from kernelproof_core.integrity.proof import check_gpu_share
+from kernelproof_core.integrity.run import RunIntegrity, arm, enforce_policy, warm_up_process
 from kernelproof_core.interpreter import enable_interpreter
 from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
-from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Timing
+from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Integrity, Timing
 from kernelproof_core.reward import case_reward_v1, failed_case_reward_v1
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import Case, CaseSet, Task, get_task
@@ -63,28 +62,25 @@ class CandidateOutcome:
     cases: list[CaseResult] = field(default_factory=list)
 
 
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from the campaign seed and the case's identity: stable across hosts and Python versions."""
-    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
-
-
 def torch_device(campaign: Campaign) -> torch.device:
     return torch.device("cuda") if campaign.device == "cuda" else torch.device("cpu")
 
 
 def planned_cases(task: Task, campaign: Campaign) -> list[Case]:
+    """The documented cases (restricted to case_ids) plus the campaign's hidden cases, in run order."""
     cases = task.cases(campaign.case_set, campaign.seed)
     if campaign.case_ids is not None:
         wanted = set(campaign.case_ids)
         cases = [c for c in cases if c.case_id in wanted]
-    return cases
+    return cases + hidden_cases(task, campaign)
 
 
 def prepare_process(campaign: Campaign) -> None:
-    """Process-wide settings a run needs before any candidate is loaded (the interpreter flag is read by @jit)."""
+    """Process-wide settings a run needs before any candidate is loaded (the interpreter flag is read by @jit), and
+    the cheat checks' lazy imports and first uses, so the harness snapshot sees the process as it will stay."""
     if campaign.device == "interpreter":
         enable_interpreter()
+    warm_up_process(campaign.device)
 
 
 def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> CandidateOutcome:
@@ -92,6 +88,9 @@ def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEven
     events = events or NullEvents()
     prepare_process(campaign)
     task = get_task(job.task)
+    device = torch_device(campaign)
+    plan = [(parse_dtype(d), case) for d in campaign.dtypes for case in planned_cases(task, campaign)]
+    integrity = arm(campaign, device)
     info = CandidateInfo(
         task=task.name,
         origin=job.origin,
@@ -104,24 +103,37 @@ def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEven
     loaded: LoadedCandidate | None = None
     load_failure: CandidateFailure | None = None
     try:
+        if campaign.static_policy:
+            enforce_policy(job.source)
         loaded = load_candidate(job.source, job.filename)
-    except CandidateFailure as failure:
-        load_failure = failure
-    device = torch_device(campaign)
-    for dtype_name in campaign.dtypes:
-        dtype = parse_dtype(dtype_name)
-        for case in planned_cases(task, campaign):
-            if loaded is None:
-                assert load_failure is not None
-                result = _result(task, case, dtype, [], load_failure.verdict, None, None)
-                result.failure = Failure(code=load_failure.verdict, message=load_failure.message,
-                                         detail=load_failure.detail)
-                result.reward = failed_case_reward_v1()
-            else:
-                result = run_case(task, case, dtype, loaded, campaign, device, events)
-            outcome.cases.append(result)
-            events.case_done(result)
+        integrity.attach(loaded.module.__dict__, device)  # tampering while the module body ran
+    except CandidateFailure as exc:
+        load_failure = exc
+    try:
+        _run_plan(task, plan, loaded, load_failure, campaign, device, events, integrity, outcome)
+    finally:
+        integrity.restore()  # a process that goes on verifying must not inherit what this candidate changed
     return outcome
+
+
+def _run_plan(task: Task, plan: list[tuple[torch.dtype, Case]], loaded: LoadedCandidate | None,
+              load_failure: CandidateFailure | None, campaign: Campaign, device: torch.device,
+              events: PipelineEvents, integrity: RunIntegrity, outcome: CandidateOutcome) -> None:
+    for dtype, case in plan:
+        if load_failure is None and integrity.tampered is None and integrity.campaign_changed(campaign):
+            integrity.tampered = "the campaign object was modified"
+        if load_failure is not None or integrity.tampered is not None or loaded is None:
+            ended = load_failure or CandidateFailure(
+                Verdict.TAMPERING, f"not run: the harness was altered earlier ({integrity.tampered})")
+            result = _result(task, case, dtype, [], ended.verdict, None, None)
+            result.failure = Failure(code=ended.verdict, message=ended.message, detail=ended.detail)
+            result.reward = failed_case_reward_v1()
+        else:
+            result = run_case(task, case, dtype, loaded, campaign, device, events, integrity)
+            if result.verdict is Verdict.TAMPERING and result.failure is not None:
+                integrity.tampered = f"case {case.case_id}: {result.failure.message}"[:300]
+        outcome.cases.append(result)
+        events.case_done(result)
 
 
 def _result(
@@ -133,8 +145,6 @@ def _result(
     error: ErrorMetrics | None,
     timing: Timing | None,
 ) -> CaseResult:
-    from kernelproof_core.dtypes import dtype_name
-
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     return CaseResult(
         task=task.name,
@@ -161,57 +171,57 @@ def run_case(
     campaign: Campaign,
     device: torch.device,
     events: PipelineEvents,
+    integrity: RunIntegrity | None = None,
 ) -> CaseResult:
     """Gates 2-6, then measurement. Candidate faults become verdicts; our own faults become infra_error."""
-    policy = task.tolerance(dtype)
-    spec = task.output_spec(case, dtype)
-    seed = derive_seed(campaign.seed, task.name, dtype, case.case_id)
+    integrity = integrity or RunIntegrity()
+    seed = input_seed(campaign, task, dtype, case)
     inputs: Sequence[Any] = []
-    metrics: ErrorMetrics | None = None
+    evidence = Integrity(own_launches=0, policy=integrity.policy)
+    gates = CaseGates(task, case, dtype, loaded, device, integrity.guard, evidence)
     try:
         inputs = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed))
-        originals = snapshot(inputs)
-        out_bytes = int(torch.Size(spec.shape).numel()) * torch.empty((), dtype=dtype).element_size()
-        # Gate 2: the candidate runs before this case's oracle exists, into poisoned allocator memory.
-        poison_allocator(device, out_bytes)
         events.phase("compile", case.case_id)
-        out = check_output_contract(call_candidate(loaded.fn, inputs, device), spec, device)
-        events.phase("execute", case.case_id)
-        check_inputs_unchanged(inputs, originals)
-        reference = task.oracle(inputs)
-        check_finite(out, reference)  # gate 3
-        metrics = check_tolerance(out, reference, policy)  # gate 4
-        replay = check_output_contract(call_candidate(loaded.fn, snapshot(originals), device), spec, device)
-        check_replay(out, replay)  # gate 5
-        fresh_inputs = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed ^ 0x5EED))
-        fresh_out = check_output_contract(call_candidate(loaded.fn, fresh_inputs, device), spec, device)
-        fresh_reference = task.oracle(fresh_inputs)
-        check_finite(fresh_out, fresh_reference)
-        check_fresh(out, reference, fresh_out, fresh_reference, policy)  # gate 6
-        del out, replay, fresh_out, reference, fresh_inputs, fresh_reference
+        gates.run(inputs, seed, events)
     except CandidateFailure as failure:
-        result = _result(task, case, dtype, inputs, failure.verdict, getattr(failure, "metrics", metrics), None)
-        result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
-        result.reward = failed_case_reward_v1()
-        return result
-    except Exception as exc:  # our code failed (oracle, input generation): never the candidate's fault
+        return _failed(task, case, dtype, inputs, failure, gates.metrics, evidence)
+    except Exception as exc:  # our code failed (oracle, input generation): never the candidate's fault...
+        # ...unless the candidate broke something our code relies on.
+        tampering = integrity.guard.tampering() if integrity.guard else None
+        if tampering is not None:
+            return _failed(task, case, dtype, inputs, tampering, gates.metrics, evidence)
         log.exception("infrastructure fault in case %s/%s", task.name, case.case_id)
-        result = _result(task, case, dtype, inputs, Verdict.INFRA_ERROR, metrics, None)
+        result = _result(task, case, dtype, inputs, Verdict.INFRA_ERROR, gates.metrics, None)
         result.failure = Failure(code=Verdict.INFRA_ERROR, message=f"{type(exc).__name__}: {exc}"[:2000])
+        result.integrity = evidence
         return result
 
-    result = _result(task, case, dtype, inputs, Verdict.PASS, metrics, None)
+    result = _result(task, case, dtype, inputs, Verdict.PASS, gates.metrics, None)
+    result.integrity = evidence
     if campaign.measure:
         try:
-            result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, seed)
+            result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, seed, integrity,
+                                         gates.owned_names)
         except CandidateFailure as failure:
             result.verdict = failure.verdict
             result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
         except Exception as exc:
+            tampering = integrity.guard.tampering() if integrity.guard else None
+            if tampering is not None:
+                return _failed(task, case, dtype, inputs, tampering, gates.metrics, evidence)
             log.exception("measurement fault in case %s/%s", task.name, case.case_id)
             result.verdict = Verdict.INFRA_ERROR
             result.failure = Failure(code=Verdict.INFRA_ERROR, message=f"measurement: {type(exc).__name__}: {exc}")
     result.reward = _case_reward(result)
+    return result
+
+
+def _failed(task: Task, case: Case, dtype: torch.dtype, inputs: Sequence[Any], failure: CandidateFailure,
+            metrics: ErrorMetrics | None, evidence: Integrity) -> CaseResult:
+    result = _result(task, case, dtype, inputs, failure.verdict, getattr(failure, "metrics", metrics), None)
+    result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
+    result.reward = failed_case_reward_v1()
+    result.integrity = evidence
     return result
 
 
@@ -233,12 +243,19 @@ def measure_case(
     device: torch.device,
     first_inputs: Sequence[Any],
     seed: int,
+    integrity: RunIntegrity | None = None,
+    owned_names: set[str] | None = None,
 ) -> Timing:
-    """Time candidate and baseline on the same rotated inputs (see measurement.timing)."""
+    """Time candidate and baseline on the same rotated inputs (see measurement.timing), audited between samples;
+    then the physical floor and, on a GPU, the share of foreign kernels in the profiled pass."""
     settings = get_settings()
+    integrity = integrity or RunIntegrity()
     min_bytes = task.min_bytes(case, dtype)
     baseline = task.baseline()
     fn = loaded.fn
+    guard = integrity.guard
+    spec = task.output_spec(case, dtype)
+    floor: float | None = None
     if device.type == "cuda":
         n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
                            settings.input_ring_max_bytes)
@@ -246,21 +263,29 @@ def measure_case(
             task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed + 1 + i))
             for i in range(n_sets - 1)
         ]
+        auditor = SampleAuditor(task, case, dtype, spec, guard, campaign.samples, settings.integrity_audit_samples,
+                                settings.integrity_min_call_fraction, integrity.l2) if guard is not None else None
         pair = measure_cuda(
             fn, baseline, sets,
             warmups=campaign.warmups, samples=campaign.samples, invocations=campaign.invocations_per_sample,
             l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=settings.profiler_invocations,
-            max_sample_ms=settings.max_sample_ms,
+            max_sample_ms=settings.max_sample_ms, auditor=auditor,
         )
         kind = "cuda_events"
         invocations = pair.invocations
         samples = campaign.samples
         warmups = campaign.warmups
         flush = settings.l2_flush_bytes
+        if integrity.copy_gbps is not None:
+            floor = time_floor_us(min_bytes, task.flops(case), integrity.copy_gbps)
+            check_plausible(pair.candidate.median, floor, min_bytes)
+        if pair.candidate_kernels is not None and guard is not None:
+            check_gpu_share(pair.candidate_kernels, (owned_names or set()) | owner_kernel_names(guard.owner))
     else:
         n_sets = 1
         samples = campaign.samples
-        pair = measure_interpreter(fn, baseline, [first_inputs], samples)
+        auditor = SampleAuditor(task, case, dtype, spec, guard, samples, samples, 1.0) if guard is not None else None
+        pair = measure_interpreter(fn, baseline, [first_inputs], samples, auditor)
         kind, invocations, warmups, flush = "interpreter_wall_clock", 1, 0, 0
     bandwidth = min_bytes / (pair.candidate.median * 1e-6) / 1e9 if kind == "cuda_events" else None
     return Timing(
@@ -281,7 +306,10 @@ def measure_case(
         achieved_bandwidth_gbps=bandwidth,
         min_bytes=min_bytes,
         note=pair.note,
+        audited_samples=pair.audited_samples,
+        sync_gap_us=pair.sync_gap_us,
+        time_floor_us=floor,
     )
 
 
-__all__ = ["CandidateOutcome", "CaseSet", "PipelineEvents", "verify_candidate"]
+__all__ = ["CandidateOutcome", "CaseSet", "PipelineEvents", "derive_seed", "verify_candidate"]

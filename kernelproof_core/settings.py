@@ -112,6 +112,18 @@ class Settings(BaseSettings):
     )
 
 
+    # --- Cheat checks (kernelproof_core/integrity, docs/METHODOLOGY.md "Cheat checks"). The rules themselves
+    # (allowed ops, precision and plausibility limits, the static policy) are versioned tables in that package.
+    integrity_audit_samples: int = Field(
+        default=8, ge=1, description="timed candidate samples per case whose last output is verified on fresh data"
+    )
+    integrity_min_call_fraction: float = Field(
+        default=0.75, gt=0, le=1, description="each sample makes a random count of calls in [fraction*n, n]"
+    )
+    integrity_bandwidth_probe_bytes: int = Field(
+        default=256 * 1024**2, description="buffer of the copy-bandwidth probe behind the plausibility floor"
+    )
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()

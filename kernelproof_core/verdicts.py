@@ -67,7 +67,9 @@ VERDICT_INFO: dict[Verdict, VerdictInfo] = {
     Verdict.IMPORT_ERROR: VerdictInfo(True, "Executing the module body raised (including failed imports)."),
     Verdict.MISSING_ENTRYPOINT: VerdictInfo(True, "The module defines no top-level callable named `candidate`."),
     Verdict.RUNTIME_ERROR: VerdictInfo(True, "Calling `candidate` raised an exception."),
-    Verdict.WRONG_OUTPUT_TYPE: VerdictInfo(True, "The return value is not a plain torch.Tensor."),
+    Verdict.WRONG_OUTPUT_TYPE: VerdictInfo(
+        True, "The return value is not a plain torch.Tensor with its own storage (subclass, attributes, input view)."
+    ),
     Verdict.DEVICE_MISMATCH: VerdictInfo(True, "The output is not on the inputs' device."),
     Verdict.SHAPE_MISMATCH: VerdictInfo(True, "The output shape differs from the documented shape."),
     Verdict.DTYPE_MISMATCH: VerdictInfo(True, "The output dtype differs from the documented dtype."),

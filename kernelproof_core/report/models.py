@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kernelproof_core.verdicts import Verdict
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 TimingKind = Literal["cuda_events", "interpreter_wall_clock"]
 
@@ -50,6 +50,9 @@ class ErrorMetrics(_Model):
     cosine: float
     mismatch_count: int
     first_mismatch_index: list[int] | None
+    beyond_1ulp_fraction: float | None = Field(
+        None, description="bf16/fp16 outputs: share of elements more than one ulp from the oracle (precision check)"
+    )
 
 
 class Timing(_Model):
@@ -72,6 +75,22 @@ class Timing(_Model):
     achieved_bandwidth_gbps: float | None = None
     min_bytes: int
     note: str | None = None
+    audited_samples: int = Field(0, description="timed samples whose last output was verified on fresh inputs")
+    sync_gap_us: float | None = Field(
+        None, description="calibrated device-sync gap removed from each sample (the end event follows a sync)"
+    )
+    time_floor_us: float | None = Field(None, description="physical floor per call: min_bytes at the device's limit")
+
+
+class Integrity(_Model):
+    """Evidence of the cheat checks for one case (kernelproof_core/integrity)."""
+
+    own_launches: int = Field(description="launches of the candidate's own Triton kernels in the first call")
+    kernels: list[str] = Field(default_factory=list, description="the candidate's kernels seen launching")
+    foreign_gpu_share: float | None = Field(
+        None, description="GPU: share of a call's GPU time in kernels the candidate did not write (CUPTI)"
+    )
+    policy: str | None = Field(None, description="static policy version the source was checked against")
 
 
 class Reward(_Model):
@@ -104,6 +123,7 @@ class CaseResult(_Model):
     error: ErrorMetrics | None = None
     timing: Timing | None = None
     reward: Reward | None = None
+    integrity: Integrity | None = None
 
 
 class CandidateInfo(_Model):

@@ -75,7 +75,7 @@ def cache_key(task: str, source_hash: str, campaign: Campaign, gpu_class: str | 
         {
             "task": task,
             "source_sha256": source_hash,
-            "campaign": campaign.model_dump(mode="json"),
+            "campaign": campaign.public_dump(),
             "gpu_class": gpu_class,
             "harness_version": HARNESS_VERSION,
         }
@@ -132,7 +132,7 @@ def create_submission(session: Session, new: NewSubmission, *, reuse_verdicts: b
         source_sha256=src_hash,
         dtypes=list(new.campaign.dtypes),
         campaign_preset=new.campaign_preset,
-        campaign=new.campaign.model_dump(mode="json"),
+        campaign=new.campaign.public_dump(),
         gpu_class=new.gpu_class,
         meta=meta,
         generator=meta.get("generator"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelproof_core.errors import UsageError
-from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, OutputSpec, Task, TaskInfo
+from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, HiddenProfile, OutputSpec, Task, TaskInfo
 from kernelproof_core.tasks.rms_norm import RmsNorm
 from kernelproof_core.tasks.softmax import Softmax
 from kernelproof_core.tasks.swiglu import Swiglu
@@ -23,4 +23,7 @@ def resolve_tasks(name: str) -> list[Task]:
     return list(TASKS.values()) if name == "all" else [get_task(name)]
 
 
-__all__ = ["TASKS", "Case", "CaseKind", "CaseSet", "OutputSpec", "Task", "TaskInfo", "get_task", "resolve_tasks"]
+__all__ = [
+    "TASKS", "Case", "CaseKind", "CaseSet", "HiddenProfile", "OutputSpec", "Task", "TaskInfo", "get_task",
+    "resolve_tasks",
+]

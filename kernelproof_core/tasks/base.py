@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ class CaseKind(enum.StrEnum):
     PRODUCTION = "production"  # shapes real models run
     RANDOM = "random"  # shapes drawn from the campaign seed
     THROUGHPUT = "throughput"  # large working sets for bandwidth
+    HIDDEN = "hidden"  # drawn per run from a secret seed, with adversarial value distributions
 
 
 class CaseSet(enum.StrEnum):
@@ -63,6 +65,24 @@ class Case:
 
 
 @dataclass(frozen=True, slots=True)
+class HiddenProfile:
+    """One family of per-run hidden cases: width and row ranges per case set and an input distribution.
+
+    Hidden cases exist so that code specialised to the published shapes fails: widths are drawn from these ranges
+    (never equal to a published width), rows too, and `strided` profiles get a random row padding.
+    """
+
+    name: str
+    description: str
+    n_full: tuple[int, int]
+    n_interpreter: tuple[int, int]
+    m_full: tuple[int, int]
+    m_interpreter: tuple[int, int]
+    distribution: str = "normal"
+    strided: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class OutputSpec:
     shape: tuple[int, ...]
     dtype: torch.dtype
@@ -85,6 +105,7 @@ class Task(abc.ABC):
     """A verification task. Subclasses are stateless; all randomness comes from the generator passed in."""
 
     info: TaskInfo
+    hidden_profiles: tuple[HiddenProfile, ...] = ()
 
     @property
     def name(self) -> str:
@@ -123,6 +144,46 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def tolerance(self, dtype: torch.dtype) -> TolerancePolicy:
         """Tolerance policy for outputs of this dtype."""
+
+    def hidden_cases(self, secret_seed: int, case_set: CaseSet) -> list[Case]:
+        """One case per hidden profile, its shape drawn from `secret_seed` (chosen per run by the trusted parent).
+
+        Widths never equal a published one, so a kernel that is right only on the documented shapes fails here.
+        """
+        rng = random.Random(f"{secret_seed}/{self.name}/{case_set.value}")
+        published = {c.dims.get("N") for c in self.cases(case_set, 0) if c.kind is not CaseKind.RANDOM}
+        out = []
+        for p in self.hidden_profiles:
+            lo, hi = p.n_full if case_set is CaseSet.FULL else p.n_interpreter
+            n = rng.randint(lo, hi)
+            while n in published and hi > lo:
+                n = rng.randint(lo, hi)
+            m = rng.randint(*(p.m_full if case_set is CaseSet.FULL else p.m_interpreter))
+            pad = rng.choice((rng.randint(1, 40), rng.randint(1, 7))) if p.strided else 0
+            out.append(Case(f"hidden_{p.name}", CaseKind.HIDDEN, {"M": m, "N": n}, p.description,
+                            distribution=p.distribution, row_stride_pad=pad))
+        return out
+
+    def perturb_inputs(self, case: Case, dtype: torch.dtype, inputs: Sequence[Any], generator: torch.Generator) -> None:
+        """Give the input tensors new contents in place: same storage, shape, strides and distribution.
+
+        Used between timing samples, so output cached by pointer, or by a cheap hash of a few elements, goes stale
+        while the candidate cannot tell which set changed. Two random rows of every 2-D input trade places: the
+        result is still a sample of the same (row-i.i.d.) distribution, a hash that does not read those rows does
+        not change, and the output for those rows does. Inputs with a single row are redrawn instead.
+        """
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if any(t.dim() == 2 and t.shape[0] < 2 for t in tensors):
+            device = tensors[0].device
+            fresh = self.make_inputs(case, dtype, device, generator)
+            for now, new in zip(inputs, fresh, strict=True):
+                if isinstance(now, torch.Tensor):
+                    now.copy_(new)
+            return
+        for t in tensors:
+            if t.dim() == 2:
+                i, j = (int(v) for v in torch.randperm(t.shape[0], generator=generator)[:2])
+                t[[i, j]] = t[[j, i]].clone()
 
     @property
     def builtin_candidate(self) -> Path:

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, OutputSpec, Task, TaskInfo
+from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, HiddenProfile, OutputSpec, Task, TaskInfo
 from kernelproof_core.tasks.common import random_matrix, rows_cols
 from kernelproof_core.tolerances import TolerancePolicy, policy_for
 
@@ -29,6 +29,19 @@ _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
     ("big_8192", CaseKind.THROUGHPUT, 32768, 0, 8192, "1 GB bf16 working set", {}),
 ]
 
+# Per-run hidden cases (one per profile): widths (full, interpreter), rows (full, interpreter), distribution.
+_HIDDEN = (
+    HiddenProfile("tiny", "tiny width, not a published one", (2, 16), (2, 16), (1, 4096), (1, 8)),
+    HiddenProfile("odd", "odd width with a random row padding", (17, 6000), (17, 6000), (1, 4096), (1, 4),
+                  distribution="uniform", strided=True),
+    HiddenProfile("wide", "rows wider than any published case", (8193, 65536), (8193, 40000), (1, 512), (1, 2)),
+    HiddenProfile("huge", "values ~N(0, 1000^2): x^2 overflows FP16 arithmetic", (256, 8192), (256, 4096),
+                  (1, 2048), (1, 2), distribution="huge"),
+    HiddenProfile("mixed_rows", "row magnitudes from 1e-3 to 1e3: eps and overflow in one tensor", (17, 8192),
+                  (17, 4096), (2, 2048), (2, 4), distribution="mixed_rows"),
+    HiddenProfile("constant", "all-equal rows", (17, 8192), (17, 4096), (1, 2048), (1, 4), distribution="constant"),
+)
+
 
 class RmsNorm(Task):
     info = TaskInfo(
@@ -39,6 +52,7 @@ class RmsNorm(Task):
         dtypes=("bfloat16", "float16", "float32"),
         notes=f"eps={EPS}; x may have a row stride larger than N.",
     )
+    hidden_profiles = _HIDDEN
 
     def cases(self, case_set: CaseSet, seed: int) -> list[Case]:
         out = []

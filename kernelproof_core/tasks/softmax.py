@@ -8,12 +8,14 @@ from typing import Any
 
 import torch
 
-from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, OutputSpec, Task, TaskInfo
+from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, HiddenProfile, OutputSpec, Task, TaskInfo
 from kernelproof_core.tasks.common import random_matrix, rows_cols
 from kernelproof_core.tolerances import TolerancePolicy, policy_for
 
 NEG_INF_FRACTION = 0.25  # share of entries set to -inf by the "neg_inf" distribution
 CONSTANT_SCALE = 40.0  # "constant" rows repeat one value ~N(0, 40^2): exp(value) alone would overflow FP32
+SPIKE_VALUE = 100.0  # "spike": one entry per row is this large; exp(100) overflows FP32 unless max-subtracted
+_OWN_DISTRIBUTIONS = ("neg_inf", "constant", "spike")
 
 # (case_id, kind, M full, M interpreter, N, description, extra). M interpreter = 0: FULL set only.
 _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
@@ -39,6 +41,22 @@ _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
     ("big_1024", CaseKind.THROUGHPUT, 262144, 0, 1024, "512 MB bf16 input of short rows", {}),
 ]
 
+# Per-run hidden cases (one per profile): widths (full, interpreter), rows (full, interpreter), distribution.
+_HIDDEN = (
+    HiddenProfile("tiny", "tiny width, not a published one", (2, 16), (2, 16), (1, 4096), (1, 8)),
+    HiddenProfile("odd", "odd width with a random row padding", (17, 50000), (17, 20000), (1, 2048), (1, 2),
+                  distribution="uniform", strided=True),
+    # Wider rows would make every fp16 output subnormal, where even exact rounding misses the fp16 policy.
+    HiddenProfile("flat_wide", "near-equal values in wide rows: a 16-bit running sum loses the output's digits",
+                  (16384, 40000), (16384, 40000), (1, 256), (1, 1), distribution="flat"),
+    HiddenProfile("neg_inf", "-inf entries at a random width", (2, 8192), (2, 4096), (1, 4096), (1, 4),
+                  distribution="neg_inf"),
+    HiddenProfile("constant", "all-equal rows of large values", (2, 8192), (2, 4096), (1, 4096), (1, 4),
+                  distribution="constant"),
+    HiddenProfile("spike", "one entry of 100 per row: exp overflows unless max-subtracted", (2, 16384),
+                  (2, 8192), (1, 2048), (1, 2), distribution="spike"),
+)
+
 
 def softmax_input(
     rows: int,
@@ -49,8 +67,8 @@ def softmax_input(
     distribution: str = "normal",
     row_stride_pad: int = 0,
 ) -> torch.Tensor:
-    """random_matrix plus the two softmax-only distributions, "neg_inf" and "constant"."""
-    if distribution not in ("neg_inf", "constant"):
+    """random_matrix plus the softmax-only distributions "neg_inf", "constant" and "spike"."""
+    if distribution not in _OWN_DISTRIBUTIONS:
         return random_matrix(rows, cols, dtype, device, generator, distribution, row_stride_pad)
     # Built on the CPU at full (padded) width, then moved, so a padded layout survives the transfer.
     full = random_matrix(rows, cols + row_stride_pad, torch.float32, torch.device("cpu"), generator)
@@ -60,6 +78,8 @@ def softmax_input(
         keep = torch.randint(0, cols, (rows,), generator=generator)
         drop[torch.arange(rows), keep] = False  # a row of only -inf has no softmax
         body.masked_fill_(drop, float("-inf"))
+    elif distribution == "spike":
+        body[torch.arange(rows), torch.randint(0, cols, (rows,), generator=generator)] = SPIKE_VALUE
     else:
         body.copy_((torch.randn((rows, 1), generator=generator) * CONSTANT_SCALE).expand(rows, cols))
     full = full.to(dtype=dtype).to(device)
@@ -76,6 +96,7 @@ class Softmax(Task):
         dtypes=("bfloat16", "float16", "float32"),
         notes="x may have a row stride larger than N and may contain -inf (never a whole row).",
     )
+    hidden_profiles = _HIDDEN
 
     def cases(self, case_set: CaseSet, seed: int) -> list[Case]:
         out = []

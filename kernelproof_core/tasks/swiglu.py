@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, OutputSpec, Task, TaskInfo
+from kernelproof_core.tasks.base import Case, CaseKind, CaseSet, HiddenProfile, OutputSpec, Task, TaskInfo
 from kernelproof_core.tasks.common import random_matrix, rows_cols
 from kernelproof_core.tolerances import TolerancePolicy, policy_for
 
@@ -29,6 +29,18 @@ _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
     ("big_14336", CaseKind.THROUGHPUT, 16384, 0, 14336, "1.4 GB bf16 traffic at the Llama-3 MLP width", {}),
 ]
 
+# Per-run hidden cases (one per profile): widths (full, interpreter), rows (full, interpreter), distribution.
+_HIDDEN = (
+    HiddenProfile("tiny", "tiny width, not a published one", (2, 16), (2, 16), (1, 4096), (1, 8)),
+    HiddenProfile("odd", "odd width with a random row padding", (17, 16000), (17, 8000), (1, 4096), (1, 4),
+                  distribution="uniform", strided=True),
+    HiddenProfile("wide", "rows wider than any published case", (16385, 65536), (16385, 40000), (1, 512), (1, 2)),
+    HiddenProfile("mixed_rows", "gate row magnitudes from 1e-3 to 1e3", (17, 8192), (17, 4096), (2, 2048), (2, 4),
+                  distribution="mixed_rows"),
+    HiddenProfile("large", "gate ~N(0, 64^2) at a random width", (17, 8192), (17, 4096), (1, 2048), (1, 4),
+                  distribution="large"),
+)
+
 
 class Swiglu(Task):
     info = TaskInfo(
@@ -39,6 +51,7 @@ class Swiglu(Task):
         dtypes=("bfloat16", "float16", "float32"),
         notes="gate and up may have a row stride larger than N (e.g. halves of a fused [M, 2N] projection).",
     )
+    hidden_profiles = _HIDDEN
 
     def cases(self, case_set: CaseSet, seed: int) -> list[Case]:
         out = []

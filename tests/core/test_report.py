@@ -10,7 +10,7 @@ import pytest
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.report.markdown import render_markdown
-from kernelproof_core.report.models import Report
+from kernelproof_core.report.models import SCHEMA_VERSION, Report
 from kernelproof_core.report.schema import committed_schema, generate_schema
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
@@ -40,7 +40,7 @@ def test_report_validates_and_round_trips(mixed_report: Report) -> None:
     jsonschema.validate(doc, committed_schema())
     again = Report.model_validate_json(text)
     assert again == mixed_report or again.model_dump_json() == text
-    assert doc["schema_version"] == "1.0" and doc["kind"] == "kernelproof.report"
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["kind"] == "kernelproof.report"
 
 
 def test_summary_rules(mixed_report: Report) -> None:

@@ -1,0 +1,84 @@
+"""Checks between timing samples: fresh data, verified outputs, an intact harness. Never inside a timed region.
+
+A candidate that behaves during the gates and cheats while it is timed (phase detection, caching by pointer, a
+no-op returning memory that still holds an earlier result, deferred or batched launches) is caught here:
+  * each sample makes a random number of calls (in [fraction x n, n]), so a batcher cannot align its flushes with
+    the end of a sample;
+  * on `audits` randomly chosen samples, the input set read by the sample's last call gets new contents in place
+    (same pointer, never seen before) before the L2 flush, and that call's output is checked against the oracle
+    after the sample: stale, deferred or wrong output is `cached_output`;
+  * after every sample the harness, Triton's launch path and the thread set are checked (`tampering`) and, on a
+    GPU, the persisting-L2 limit must still be zero.
+The choices come from an RNG seeded from os.urandom, so the candidate cannot predict which sample is audited.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.integrity.guard import CallGuard
+from kernelproof_core.integrity.plausibility import PersistingL2
+from kernelproof_core.metrics import describe_failure, error_metrics, within_tolerance
+from kernelproof_core.tasks.base import Case, OutputSpec, Task
+from kernelproof_core.verdicts import Verdict
+
+
+class SampleAuditor:
+    """Implements measurement.timing's SampleAuditor protocol for one case."""
+
+    def __init__(self, task: Task, case: Case, dtype: torch.dtype, spec: OutputSpec, guard: CallGuard,
+                 samples: int, audits: int, min_call_fraction: float, l2: PersistingL2 | None = None) -> None:
+        self.task, self.case, self.dtype, self.spec = task, case, dtype, spec
+        self.guard = guard
+        self.l2 = l2 if l2 is not None and l2.disable() else None
+        self.rng = random.Random(secrets.randbits(63))
+        self.audited = frozenset(self.rng.sample(range(samples), min(audits, samples)))
+        self.min_call_fraction = min_call_fraction
+        self.checked = 0
+
+    def calls(self, sample: int, invocations: int) -> int:
+        """How many calls this sample makes."""
+        return self.rng.randint(max(1, math.ceil(invocations * self.min_call_fraction)), invocations)
+
+    def audit(self, sample: int) -> bool:
+        return sample in self.audited
+
+    def refresh(self, inputs: Sequence[Any]) -> None:
+        """New contents for one input set, in place (outside the timed region)."""
+        self.task.perturb_inputs(self.case, self.dtype, inputs, torch.Generator().manual_seed(self.rng.getrandbits(62)))
+
+    def before_flush(self) -> None:
+        if self.l2 is not None:
+            self.l2.reset()
+
+    def after_sample(self, out: Any, inputs: Sequence[Any], audited: bool) -> None:
+        """Harness intact; and, for an audited sample, the last call's output right for the refreshed inputs."""
+        self.guard.check()
+        if self.l2 is not None:
+            self.l2.verify_disabled()
+        if audited:
+            self.verify(out, inputs)
+
+    def verify(self, out: Any, inputs: Sequence[Any]) -> None:
+        if type(out) is not torch.Tensor or vars(out) or tuple(out.shape) != self.spec.shape \
+                or out.dtype != self.spec.dtype:
+            raise CandidateFailure(Verdict.CACHED_OUTPUT, "a timed call returned something other than the "
+                                   f"documented output ({type(out).__qualname__}); the gates saw a proper tensor")
+        reference = self.task.oracle(inputs)
+        policy = self.task.tolerance(self.dtype)
+        metrics = error_metrics(out, reference, policy)
+        if not within_tolerance(metrics, policy):
+            raise CandidateFailure(
+                Verdict.CACHED_OUTPUT,
+                "a timed call returned output that is wrong for its (fresh) inputs, though the gates passed: "
+                "the candidate behaves differently while timed (stale, cached or deferred output): "
+                + describe_failure(metrics, policy),
+            )
+        self.checked += 1

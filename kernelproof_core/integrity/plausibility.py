@@ -1,0 +1,93 @@
+"""Physical plausibility of a timing, and persisting-L2 control.
+
+Every task declares the fewest bytes a correct implementation must move through device memory and its FLOPs. A
+median per-call time below `min_bytes / (MAX_BANDWIDTH_FACTOR x measured copy bandwidth)` (or below
+`flops / MAX_FLOPS_PER_S`) cannot come from doing the work: it is `implausible_timing`, never a reward. The copy
+bandwidth is measured in the verifying process before the candidate is loaded; the factor (1.5) sits above the
+H200's theoretical peak (4.8 TB/s against ~4 TB/s measured copy), so an honest kernel is never near it, while the
+L2 flush and input rotation keep honest timings HBM-bound for every case large enough for the floor to matter.
+
+Persisting L2 (cudaAccessPolicyWindow) could keep a working set resident across the flush. The measurement sets the
+persisting-L2 limit to zero, resets persisting lines before every flush, and treats a limit changed by the
+candidate as `tampering`. This uses the CUDA driver API (libcuda, always present next to a GPU) through ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+
+from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.verdicts import Verdict
+
+log = logging.getLogger(__name__)
+
+MAX_BANDWIDTH_FACTOR = 1.5
+MAX_FLOPS_PER_S = 2e15  # no single GPU does 2 PFLOP/s of the FP32 vector math these tasks need (H200: 67 TFLOP/s)
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+CUDA_DRIVER_LIBRARY = "libcuda.so.1"
+
+
+def copy_bandwidth_ceiling_gbps(probe_bytes: int) -> float:
+    """Measured device copy bandwidth (read + write, GB/s); call before any candidate code runs."""
+    from kernelproof_core.environment import copy_bandwidth_gbps
+
+    return copy_bandwidth_gbps(probe_bytes, 10)
+
+
+def time_floor_us(min_bytes: int, flops: int, copy_gbps: float) -> float:
+    """The fastest a call doing the task's work can physically take, per the module docstring."""
+    bytes_floor = min_bytes / (copy_gbps * 1e9 * MAX_BANDWIDTH_FACTOR) * 1e6
+    return max(bytes_floor, flops / MAX_FLOPS_PER_S * 1e6)
+
+
+def check_plausible(median_us: float, floor_us: float, min_bytes: int) -> None:
+    if median_us < floor_us:
+        implied = min_bytes / (median_us * 1e-6) / 1e9 if median_us > 0 else float("inf")
+        raise CandidateFailure(
+            Verdict.IMPLAUSIBLE_TIMING,
+            f"median {median_us:.3f} us per call is below the physical floor of {floor_us:.3f} us: moving the "
+            f"task's {min_bytes} bytes that fast needs {implied:.0f} GB/s, more than the device can deliver",
+        )
+
+
+class PersistingL2:
+    """The current CUDA context's persisting-L2 state. Every method is a no-op when the driver API is missing."""
+
+    def __init__(self) -> None:
+        self._lib: ctypes.CDLL | None = None
+        try:
+            self._lib = ctypes.CDLL(CUDA_DRIVER_LIBRARY)
+        except OSError as exc:
+            log.warning("persisting-L2 control unavailable: %s", exc)
+
+    @property
+    def available(self) -> bool:
+        return self._lib is not None
+
+    def disable(self) -> bool:
+        """Limit persisting lines to zero bytes; True on success."""
+        if self._lib is None:
+            return False
+        status = self._lib.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(0))
+        if status != 0:
+            log.warning("cuCtxSetLimit(persisting L2) failed with CUresult %s", status)
+        return status == 0
+
+    def reset(self) -> None:
+        """Demote every persisting line to normal, so the next flush evicts it."""
+        if self._lib is not None:
+            self._lib.cuCtxResetPersistingL2Cache()
+
+    def limit(self) -> int | None:
+        if self._lib is None:
+            return None
+        value = ctypes.c_size_t(0)
+        status = self._lib.cuCtxGetLimit(ctypes.byref(value), ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE))
+        return int(value.value) if status == 0 else None
+
+    def verify_disabled(self) -> None:
+        limit = self.limit()
+        if limit:
+            raise CandidateFailure(Verdict.TAMPERING, f"the persisting-L2 limit was raised to {limit} bytes: L2 "
+                                   "persistence keeps data resident across the flush between timing samples")

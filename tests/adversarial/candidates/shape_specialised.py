@@ -1,0 +1,35 @@
+"""Exploit: a kernel tuned to the published cases only: full-width blocks for the documented widths, a fixed
+1024-wide block (wrong for wider rows) otherwise. Expected: tolerance (on a hidden case)."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rms_norm(x_ptr, w_ptr, y_ptr, stride_x, stride_y, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    inv = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * stride_y + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def honest(x, weight, eps):
+    m, n = x.shape
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    _rms_norm[(m,)](x, weight, y, x.stride(0), y.stride(0), n, eps, BLOCK=triton.next_power_of_2(n))
+    return y
+
+
+_PUBLISHED = {1, 127, 1000, 1024, 2880, 4096, 8192}
+
+
+def candidate(x, weight, eps):
+    m, n = x.shape
+    y = torch.zeros((m, n), dtype=x.dtype, device=x.device)
+    block = triton.next_power_of_2(n) if n in _PUBLISHED else 1024
+    _rms_norm[(m,)](x, weight, y, x.stride(0), y.stride(0), n, eps, BLOCK=block)
+    return y

@@ -1,0 +1,66 @@
+"""GPU-only behaviour of the cheat checks: audited CUDA-event timing with the calibrated synchronize gap, the physical
+floor, the CUPTI share of foreign kernels, persisting-L2 control. Skipped without CUDA; run by scripts/gpu-check."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from kernelproof_core.campaign import Campaign, CandidateJob
+from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.integrity import run as integrity_run
+from kernelproof_core.integrity.plausibility import CU_LIMIT_PERSISTING_L2_CACHE_SIZE, PersistingL2
+from kernelproof_core.pipeline import verify_candidate
+from kernelproof_core.tasks import TASKS, CaseSet
+from kernelproof_core.verdicts import Verdict
+
+pytestmark = pytest.mark.gpu
+
+
+def _run(task: str = "rms_norm", case: str = "llama_4096", **kw: object) -> list:
+    values: dict[str, object] = dict(device="cuda", dtypes=["bfloat16"], case_set=CaseSet.FULL, case_ids=[case],
+                                     warmups=3, samples=20, invocations_per_sample=10)
+    values.update(kw)
+    path = TASKS[task].builtin_candidate
+    job = CandidateJob(task=task, source=path.read_bytes(), filename=str(path), origin="builtin")
+    return verify_candidate(job, Campaign(**values)).cases  # type: ignore[arg-type]
+
+
+def test_honest_kernel_is_audited_and_within_the_floor() -> None:
+    (r,) = _run()
+    assert r.verdict is Verdict.PASS, r.failure
+    t = r.timing
+    assert t is not None and t.kind == "cuda_events" and t.audited_samples >= 1
+    assert t.sync_gap_us is not None and 0 <= t.sync_gap_us < 100
+    assert t.time_floor_us is not None and 0 < t.time_floor_us < t.candidate.median
+    assert r.integrity is not None and r.integrity.own_launches >= 1
+    assert r.integrity.foreign_gpu_share == 0.0  # CUPTI saw only the candidate's kernels
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_builtin_passes_with_hidden_cases_on_the_gpu(task: str) -> None:
+    cases = _run(task, case=TASKS[task].cases(CaseSet.FULL, 0)[1].case_id, hidden_cases=True, samples=5)
+    assert [c.verdict for c in cases] == [Verdict.PASS] * len(cases), [(c.case_id, c.failure) for c in cases]
+
+
+def test_time_below_the_physical_floor_is_implausible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floor's wiring: a device that pretends to move 1 MB/s makes any real kernel impossibly fast."""
+    monkeypatch.setattr(integrity_run, "copy_bandwidth_ceiling_gbps", lambda probe_bytes: 1e-3)
+    (r,) = _run(samples=5)
+    assert r.verdict is Verdict.IMPLAUSIBLE_TIMING, r.failure
+    assert r.timing is None and r.reward is not None and r.reward.value == -1.0
+
+
+def test_persisting_l2_limit_is_held_at_zero() -> None:
+    l2 = PersistingL2()
+    assert l2.available and l2.disable() and l2.limit() == 0
+    cuda = ctypes.CDLL("libcuda.so.1")
+    assert cuda.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(4 << 20)) == 0
+    try:
+        with pytest.raises(CandidateFailure) as failure:
+            l2.verify_disabled()
+        assert failure.value.verdict is Verdict.TAMPERING
+    finally:
+        assert l2.disable()
+    l2.reset()
