@@ -80,3 +80,32 @@ def test_oversized_source_is_rejected(device: str) -> None:
     (result,) = run(big, device)
     assert result.verdict is Verdict.INVALID_SOURCE
     assert "cap" in result.failure.message  # type: ignore[union-attr]
+
+
+ZEROS_SOFTMAX = b'''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _zeros(y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32).to(y_ptr.dtype.element_ty), mask=offs < n)
+
+
+def candidate(x):
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _zeros[(triton.cdiv(y.numel(), 1024),)](y, y.numel(), BLOCK=1024)
+    return y
+'''
+
+
+def test_all_zeros_softmax_fails_even_on_long_rows(device: str) -> None:
+    """A kernel that writes zeros: tiny softmax probabilities must not let it through on any row width."""
+    campaign = Campaign(device=device, dtypes=["bfloat16"], case_set=CaseSet.INTERPRETER,  # type: ignore[arg-type]
+                        case_ids=["tail127", "long_32768", "long_65536"], measure=False)
+    results = verify_candidate(CandidateJob(task="softmax", source=ZEROS_SOFTMAX), campaign).cases
+    assert [r.case_id for r in results] == ["tail127", "long_32768", "long_65536"]
+    assert all(r.verdict is Verdict.TOLERANCE for r in results), [(r.case_id, r.verdict) for r in results]
+    assert all(r.error is not None and r.error.rel_l2 == 1.0 for r in results)
