@@ -13,14 +13,14 @@ from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
 
-CANDIDATES = Path(__file__).resolve().parents[1] / "candidates"
+CANDIDATES = Path(__file__).resolve().parents[1] / "adversarial" / "candidates" / "honest"
 
 
 @pytest.mark.parametrize(
     ("task", "filename", "dtype"),
     [
-        ("rms_norm", "rms_norm_autotuned_loop.py", "bfloat16"),
-        ("rms_norm", "rms_norm_autotuned_loop.py", "float32"),
+        ("rms_norm", "rms_norm_autotuned.py", "bfloat16"),
+        ("rms_norm", "rms_norm_autotuned.py", "float32"),
         ("softmax", "softmax_online.py", "bfloat16"),
         ("softmax", "softmax_online.py", "float16"),
     ],
