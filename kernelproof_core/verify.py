@@ -6,6 +6,7 @@ or the sandboxed runner in `kernelproof_core.sandbox` (the default). Both return
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -134,8 +135,6 @@ def summarize_cases(cases: list[CaseResult], campaign: Campaign) -> Summary:
     speedups = [c.timing.speedup for c in cases if c.timing and c.timing.kind == "cuda_events"]
     geomean = None
     if speedups and len(speedups) == len(cases):
-        import math
-
         geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
     return Summary(
         verdict=overall,
