@@ -63,6 +63,7 @@ def measure(mode: str, job: CandidateJob, campaign: Campaign, repeats: int) -> d
         first = executor.execute(job, campaign)
         first_s = time.monotonic() - t0
         to_code, total = [], []
+        milestones: dict[str, list[float]] = {}
         for _ in range(repeats):
             execution = executor.execute(job, campaign)
             verdicts = [c.verdict for c in execution.outcome.cases]
@@ -70,12 +71,18 @@ def measure(mode: str, job: CandidateJob, campaign: Campaign, repeats: int) -> d
                 raise SystemExit(f"{mode}: honest candidate did not pass: {execution.outcome.cases}")
             to_code.append(executor.last_timings["to_candidate_code_s"])
             total.append(executor.last_timings["total_s"])
+            for key, value in executor.last_timings.items():
+                if key.startswith("at_"):
+                    milestones.setdefault(key[3:-2], []).append(value)
         return {
             "first_run_s": first_s,
             "to_candidate_code_s": to_code,
             "total_s": total,
             "median_to_candidate_code_s": statistics.median(to_code),
             "median_total_s": statistics.median(total),
+            # median seconds from the ask to: the child's first message (hello), sandbox layers applied (armed),
+            # harness setup start (prepare), cheat-check arming (arm), candidate code (load), all cases (done)
+            "median_milestones_s": {k: statistics.median(v) for k, v in milestones.items()},
             "isolation_layers": first.isolation.layers,
             "missing_layers": first.isolation.missing_layers,
         }
@@ -88,6 +95,7 @@ def main() -> int:
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "interpreter"])
     parser.add_argument("--task", default="rms_norm")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--cold-repeats", type=int, help="repeats of the cold mode (default: --repeats)")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     device = resolve_device(args.device)
@@ -96,7 +104,7 @@ def main() -> int:
                        filename=str(task.builtin_candidate))
     campaign = quick_campaign(device)
     bare = bare_import_s(3)
-    cold = measure("cold", job, campaign, args.repeats)
+    cold = measure("cold", job, campaign, args.cold_repeats or args.repeats)
     warm = measure("forkserver", job, campaign, args.repeats)
     result = {
         "host": socket.gethostname(),
@@ -117,6 +125,9 @@ def main() -> int:
     print(f"{'mode':<12}{'to candidate code (median)':>30}{'total (median)':>18}")
     for mode, r in (("cold", cold), ("warm", warm)):
         print(f"{mode:<12}{r['median_to_candidate_code_s']:>28.3f} s{r['median_total_s']:>16.3f} s")
+    for mode, r in (("cold", cold), ("warm", warm)):
+        print(f"{mode} milestones (median s from the ask): "
+              + ", ".join(f"{k} {v:.3f}" for k, v in r["median_milestones_s"].items()))
     print(f"cold/warm ratio: to candidate code {result['ratio_to_candidate_code']:.1f}x, "
           f"total {result['ratio_total']:.1f}x")
     if args.output:

@@ -24,9 +24,17 @@ def _wall_clock_bench(kernel_call: Callable[[], Any], quantiles: Sequence[float]
     return [ms] * len(quantiles) if quantiles else [ms]
 
 
+def compiled_mode_fixed() -> bool:
+    """True when Triton was imported in compiled mode: its own @jit helpers (tl.max, ...) are then compiled-mode
+    objects, and switching the process to the interpreter would break every kernel using them."""
+    import sys
+
+    return "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1"
+
+
 @functools.cache
 def enable_interpreter() -> None:
-    """Switch this process to the Triton interpreter (idempotent)."""
+    """Switch this process to the Triton interpreter (idempotent; one-way: a process is interpreted or compiled)."""
     os.environ["TRITON_INTERPRET"] = "1"
     from triton.runtime import autotuner
 

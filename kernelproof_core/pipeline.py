@@ -21,7 +21,7 @@ import torch
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.candidate import LoadedCandidate, load_candidate, source_sha256
 from kernelproof_core.dtypes import dtype_name, parse_dtype
-from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.errors import CandidateFailure, UsageError
 from kernelproof_core.gates import CaseGates
 from kernelproof_core.integrity.audit import SampleAuditor
 from kernelproof_core.integrity.hidden_cases import derive_seed, hidden_cases, input_seed
@@ -29,7 +29,7 @@ from kernelproof_core.integrity.launches import owner_kernel_names
 from kernelproof_core.integrity.plausibility import check_plausible, time_floor_us
 from kernelproof_core.integrity.proof import check_gpu_share
 from kernelproof_core.integrity.run import RunIntegrity, arm, enforce_policy, warm_up_process
-from kernelproof_core.interpreter import enable_interpreter
+from kernelproof_core.interpreter import compiled_mode_fixed, enable_interpreter
 from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
 from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Integrity, Timing
 from kernelproof_core.reward import case_reward_v1, failed_case_reward_v1
@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 
 class PipelineEvents(Protocol):
-    """Progress callbacks. phase is one of: load, compile (first call of a case: JIT), execute."""
+    """Progress callbacks. phase is one of: prepare and arm (setup before any candidate code; timestamps only),
+    load, compile (first call of a case: JIT), execute."""
 
     def phase(self, name: str, case_id: str | None = None) -> None: ...
 
@@ -79,6 +80,9 @@ def prepare_process(campaign: Campaign) -> None:
     """Process-wide settings a run needs before any candidate is loaded (the interpreter flag is read by @jit), and
     the cheat checks' lazy imports and first uses, so the harness snapshot sees the process as it will stay."""
     if campaign.device == "interpreter":
+        if compiled_mode_fixed() and torch.cuda.is_initialized():
+            raise UsageError("this process already runs Triton kernels compiled on CUDA; an interpreter campaign "
+                             "needs a process of its own (the sandbox gives it one)")
         enable_interpreter()
     warm_up_process(campaign.device)
 
@@ -86,10 +90,12 @@ def prepare_process(campaign: Campaign) -> None:
 def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> CandidateOutcome:
     """Run every (dtype, case) of the campaign for one candidate and return per-case results."""
     events = events or NullEvents()
+    events.phase("prepare")
     prepare_process(campaign)
     task = get_task(job.task)
     device = torch_device(campaign)
     plan = [(parse_dtype(d), case) for d in campaign.dtypes for case in planned_cases(task, campaign)]
+    events.phase("arm")
     integrity = arm(campaign, device)
     info = CandidateInfo(
         task=task.name,

@@ -104,6 +104,10 @@ class SandboxExecutor:
         self.last_timings = {"total_s": time.monotonic() - asked}
         if "load" in run.timestamps:
             self.last_timings["to_candidate_code_s"] = run.timestamps["load"] - asked
+        # Start-up breakdown: seconds from the ask to each milestone the child reached (benchmarks read it).
+        for name in ("hello", "armed", "prepare", "arm", "load", "done"):
+            if name in run.timestamps:
+                self.last_timings[f"at_{name}_s"] = run.timestamps[name] - asked
         isolation = build_isolation(launch, server, run)
         return Execution(CandidateOutcome(candidate=info, cases=cases), environment, isolation)
 

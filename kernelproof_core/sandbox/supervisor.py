@@ -44,6 +44,7 @@ from kernelproof_core.sandbox.results import relabel_fork_failure
 from kernelproof_core.sandbox.server import SandboxStartError, ServerProcess
 
 log = logging.getLogger(__name__)
+SETUP_PHASES = ("prepare", "arm")  # sent by the harness before the candidate loads; no deadline change
 
 
 @dataclass
@@ -252,6 +253,7 @@ class _Watch:
 
     def _on_message(self, msg: object) -> None:
         now = time.monotonic()
+        self.outcome.timestamps.setdefault("hello", now)
         if self.phase == "starting" and not isinstance(msg, (Hello, Armed, PhaseMsg, EnvironmentMsg, DoneMsg,
                                                             HarnessErrorMsg)):
             raise ProtocolError(f"unexpected {type(msg).__name__} before the candidate started")
@@ -269,7 +271,7 @@ class _Watch:
             self.outcome.timestamps["armed"] = now
         elif isinstance(msg, PhaseMsg):
             self._on_phase(msg, now)
-            if self.events is not None:
+            if self.events is not None and msg.name not in SETUP_PHASES:
                 try:
                     self.events.phase(msg.name, msg.case_id)
                 except Exception:  # a caller's progress display must not break the watchdog
@@ -303,6 +305,11 @@ class _Watch:
             self.abort = msg.exception
 
     def _on_phase(self, msg: PhaseMsg, now: float) -> None:
+        if msg.name in SETUP_PHASES:  # the trusted harness setting up: timestamps for the start-up breakdown
+            if self.started:
+                raise ProtocolError(f"setup phase {msg.name} after load")
+            self.outcome.timestamps.setdefault(msg.name, now)
+            return
         if msg.name == "load":
             if self.started:
                 raise ProtocolError("second load phase")

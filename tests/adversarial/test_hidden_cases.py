@@ -12,6 +12,7 @@ from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.integrity.hidden_cases import input_seed
 from kernelproof_core.pipeline import planned_cases, verify_candidate
 from kernelproof_core.tasks import TASKS, CaseKind, CaseSet
+from tests.conftest import HAS_CUDA
 
 
 def _campaign(**kw: object) -> Campaign:
@@ -81,7 +82,10 @@ def candidate(x):
 
 
 def test_secret_is_not_in_the_candidates_environment() -> None:
-    campaign = _campaign(case_ids=["n1"], hidden_cases=True, measure=False)
+    # The session's device: an interpreter run would switch a GPU test process to the interpreter for good.
+    device = "cuda" if HAS_CUDA else "interpreter"
+    campaign = _campaign(device=device, case_set=CaseSet.FULL if HAS_CUDA else CaseSet.INTERPRETER, case_ids=["n1"],
+                         hidden_cases=True, measure=False)
     secret = str(campaign.hidden_seed)
     verify_candidate(CandidateJob(task="softmax", source=ENV_SPY), campaign)
     seen = builtins.__dict__.pop("_kernelproof_test_env")
