@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 class PipelineEvents(Protocol):
     """Progress callbacks. phase is one of: prepare and arm (setup before any candidate code; timestamps only),
-    load, compile (first call of a case: JIT), execute."""
+    load, compile (first call of a case: JIT), execute (correctness and cheat checks), measure (timing)."""
 
     def phase(self, name: str, case_id: str | None = None) -> None: ...
 
@@ -79,12 +79,18 @@ def planned_cases(task: Task, campaign: Campaign) -> list[Case]:
 def prepare_process(campaign: Campaign) -> None:
     """Process-wide settings a run needs before any candidate is loaded (the interpreter flag is read by @jit), and
     the cheat checks' lazy imports and first uses, so the harness snapshot sees the process as it will stay."""
-    if campaign.device == "interpreter":
+    prepare_device(campaign.device)
+
+
+def prepare_device(device: str) -> None:
+    """prepare_process for a device, without a campaign: a sandboxed child does this before its job arrives (on
+    CUDA it creates the context and pays CUPTI's start-up), and verify_candidate repeats it, cheaply."""
+    if device == "interpreter":
         if compiled_mode_fixed() and torch.cuda.is_initialized():
             raise UsageError("this process already runs Triton kernels compiled on CUDA; an interpreter campaign "
                              "needs a process of its own (the sandbox gives it one)")
         enable_interpreter()
-    warm_up_process(campaign.device)
+    warm_up_process(device)
 
 
 def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> CandidateOutcome:
@@ -205,6 +211,7 @@ def run_case(
     result = _result(task, case, dtype, inputs, Verdict.PASS, gates.metrics, None)
     result.integrity = evidence
     if campaign.measure:
+        events.phase("measure", case.case_id)  # exclusive: a sandbox pauses its standby children meanwhile
         try:
             result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, seed, integrity,
                                          gates.owned_names)

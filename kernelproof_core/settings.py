@@ -110,6 +110,11 @@ class Settings(BaseSettings):
     sandbox_seed_triton_cache: bool = Field(
         default=True, description="prebuild Triton's CUDA helper once per server; copy it into each child's cache"
     )
+    sandbox_standby_children: int = Field(
+        default=2, ge=0, le=8,
+        description="children forked ahead of their job, each starting up beside the running one (0: off; used "
+                    "only where landlock confines each child's writes; see sandbox/standby.py)",
+    )
 
 
     # --- Cheat checks (kernelproof_core/integrity, docs/METHODOLOGY.md "Cheat checks"). The rules themselves

@@ -33,6 +33,7 @@ from kernelproof_core.sandbox.limits import ResourceLimits, deadlines_for
 from kernelproof_core.sandbox.protocol import ChildRequest
 from kernelproof_core.sandbox.results import PlannedCase, complete, plan, skeleton
 from kernelproof_core.sandbox.server import SandboxStartError, ServerProcess
+from kernelproof_core.sandbox.standby import StandbyPool
 from kernelproof_core.sandbox.supervisor import Budget, RunOutcome, supervise
 from kernelproof_core.settings import Settings, get_settings
 from kernelproof_core.verdicts import Verdict
@@ -71,14 +72,17 @@ class SandboxExecutor:
         self._plans: dict[Device, LaunchPlan] = {}
         self._servers: dict[Device, ServerProcess] = {}
         self._environments: dict[Device, Environment] = {}
+        self._standbys: dict[Device, StandbyPool] = {}
         self._lock = threading.Lock()
         self.last_timings: dict[str, float] = {}
+        self.last_standby = False  # whether the latest run's child was a standby (benchmarks and tests read it)
         atexit.register(self.close)
 
     def execute(self, job: CandidateJob, campaign: Campaign,
                 events: PipelineEvents | None = None) -> Execution:
         asked = time.monotonic()
         planned = plan(job, campaign)  # an unknown task raises UsageError, as in-process
+        self.last_standby = False
         info = CandidateInfo(task=planned[0].task.name if planned else job.task, origin=job.origin,
                              path=None if job.origin == "submission" else job.filename,
                              source_sha256=source_sha256(job.source), size_bytes=len(job.source))
@@ -90,7 +94,8 @@ class SandboxExecutor:
             try:
                 environment = self.environment(campaign.device)
                 server = self._server(launch)
-                run, budget = self._run_verify(server, launch, job, campaign, planned, events)
+                run, budget = self._run_verify(server, launch, job, campaign, planned, events,
+                                               self._standby_pool(launch))
             except InfraError as exc:
                 log.error("sandbox failure: %s", exc)
                 self._drop(campaign.device)
@@ -136,13 +141,25 @@ class SandboxExecutor:
         server = self._servers.get(launch.device)
         if server is not None and server.alive():
             return server
+        if server is not None:  # died: its standbys went with it
+            self._drop(launch.device)
         server = start_server(launch, self.settings)
         if self.mode == "forkserver":
             self._servers[launch.device] = server
         return server
 
+    def _standby_pool(self, launch: LaunchPlan) -> StandbyPool | None:
+        """The device's standby children (None where they are off: cold mode, no landlock, or the setting)."""
+        size = self.settings.sandbox_standby_children
+        if self.mode != "forkserver" or size <= 0 or launch.host.landlock_abi <= 0:
+            return None
+        return self._standbys.setdefault(launch.device, StandbyPool(size))
+
     def _drop(self, device: Device) -> None:
         server = self._servers.pop(device, None)
+        pool = self._standbys.pop(device, None)
+        if pool is not None:
+            pool.clear(server)
         if server is not None:
             server.stop(self.settings.sandbox_kill_grace_s)
 
@@ -180,7 +197,8 @@ class SandboxExecutor:
                       max_processes=s.sandbox_max_processes if cg.pids else None, cgroup_version=cg.version)
 
     def _run_verify(self, server: ServerProcess, launch: LaunchPlan, job: CandidateJob, campaign: Campaign,
-                    planned: list[PlannedCase], events: PipelineEvents | None) -> tuple[RunOutcome, Budget]:
+                    planned: list[PlannedCase], events: PipelineEvents | None,
+                    pool: StandbyPool | None) -> tuple[RunOutcome, Budget]:
         cg = launch.host.cgroups
         settings_env = {f"KERNELPROOF_{k.upper()}": str(getattr(self.settings, k)) for k in CHILD_SETTINGS
                         if hasattr(self.settings, k)}
@@ -188,7 +206,18 @@ class SandboxExecutor:
                                limits=self.limits.for_child(cg.memory, cg.pids, campaign.device),
                                settings_env=settings_env, required_layers=required_child_layers(job, self.settings))
         budget = self._budget(campaign, launch, job.task)
-        run = supervise(server, request, budget, [p.case.case_id for p in planned], uuid.uuid4().hex, events)
+        if pool is None:
+            run = supervise(server, request, budget, [p.case.case_id for p in planned], uuid.uuid4().hex, events)
+            return run, budget
+        channels = pool.take(server)  # a standby started up ahead of this job, or None: a fresh fork
+        self.last_standby = channels is not None
+        pool.fill(server)  # the next jobs' standbys start up while this one runs (paused while it is timed)
+        try:
+            run = supervise(server, request, budget, [p.case.case_id for p in planned],
+                            channels.run_id if channels else uuid.uuid4().hex, events, channels=channels,
+                            measuring=lambda on: pool.pause(server, on))
+        finally:
+            pool.pause(server, False)
         return run, budget
 
     @staticmethod

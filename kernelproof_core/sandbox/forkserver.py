@@ -3,9 +3,11 @@ forking stays safe), then forks one disposable child per candidate.
 
 Started by the supervisor as `python -m kernelproof_core.sandbox.forkserver --ctl-fd N --config JSON`. It
 speaks only on its control socket. Per request it creates the child's scratch directory, forks, reports the
-child's pid, waits for it (pidfd) while honouring "kill" requests, then kills every leftover process in its
-pid namespace, wipes the scratch area and reports the raw wait status. In cold mode it serves exactly one
-request and exits.
+child's pid and goes on serving; when a child ends (pidfd) it kills every leftover process in its pid namespace
+outside the other live children's trees, wipes that child's scratch and reports the raw wait status. Several
+children may live at once: the one running a candidate and standbys, forked ahead of their request so that their
+trusted start-up (CUDA context, CUPTI, warm-up kernel) is done by the time a candidate arrives. In cold mode it
+serves exactly one child and exits.
 
 The server drops to the sandbox uid before serving, is non-dumpable (a same-uid candidate cannot read its
 memory or file descriptors through /proc) and is a child subreaper (orphans of a candidate come back to it to
@@ -26,6 +28,7 @@ import socket
 import stat
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernelproof_core.sandbox.protocol import ServerConfig, recv_ctl, send_ctl
@@ -97,27 +100,64 @@ def drop_privileges(config: ServerConfig) -> None:
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+@dataclass
+class _Child:
+    pid: int
+    pidfd: int
+    scratch: Path
+
+
 def serve(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes]) -> None:
-    while True:
-        got = recv_ctl(ctl)
-        if got is None:
-            return
-        msg, fds = got
-        if msg["type"] == "exit":
-            return
-        if msg["type"] != "run" or len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            continue
-        if not handle_run(ctl, config, seed, str(msg["id"]), fds):
-            return
-        if config.mode == "cold":
-            return
+    """Serve "run" (fork a child on the given channels), "kill", "freeze"/"thaw" (SIGSTOP/SIGCONT a child that
+    has not started its candidate: a standby warming up while another child is timed) and "exit" requests.
+    Several children may live at once: the one running a candidate and standbys forked ahead of their request."""
+    children: dict[str, _Child] = {}
+    try:
+        while True:
+            by_fd = {c.pidfd: run_id for run_id, c in children.items()}
+            ready, _, _ = select.select([ctl.fileno(), *by_fd], [], [])
+            for fd in ready:
+                if fd != ctl.fileno():
+                    run_id = by_fd[fd]
+                    _reap_child(ctl, config, children, run_id)
+                    if config.mode == "cold":
+                        return
+            if ctl.fileno() in ready and not _on_request(ctl, config, seed, children):
+                return
+    finally:
+        for run_id in list(children):
+            _kill_child(children[run_id].pid)
+        for child in children.values():
+            os.close(child.pidfd)
+        sweep(config)
 
 
-def handle_run(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes], run_id: str,
-               fds: list[int]) -> bool:
-    """Fork, supervise and clean up one child. False when the supervisor went away."""
+def _on_request(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes],
+                children: dict[str, _Child]) -> bool:
+    """Handle one control message; False when the supervisor went away or asked us to exit."""
+    got = recv_ctl(ctl)
+    if got is None:
+        return False
+    msg, fds = got
+    kind, run_id = msg.get("type"), str(msg.get("id"))
+    if kind == "run" and len(fds) == 3 and run_id not in children:
+        children[run_id] = fork_child(config, seed, run_id, fds)
+        send_ctl(ctl, {"type": "started", "id": run_id, "pid": children[run_id].pid})
+        return True
+    for fd in fds:
+        os.close(fd)
+    if kind == "exit":
+        return False
+    child = children.get(run_id)
+    if child is not None and kind == "kill":
+        _kill_child(child.pid)
+    elif child is not None and kind in ("freeze", "thaw"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGSTOP if kind == "freeze" else signal.SIGCONT)
+    return True
+
+
+def fork_child(config: ServerConfig, seed: dict[str, bytes], run_id: str, fds: list[int]) -> _Child:
     scratch = Path(config.scratch_root) / run_id
     scratch.mkdir(mode=0o700)
     sys.stdout.flush()
@@ -129,45 +169,67 @@ def handle_run(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes],
         run_child(fds[0], fds[1], fds[2], str(scratch), config, seed)
     for fd in fds:
         os.close(fd)
-    send_ctl(ctl, {"type": "started", "id": run_id, "pid": pid})
-    pidfd = os.pidfd_open(pid)
+    return _Child(pid, os.pidfd_open(pid), scratch)
+
+
+def _reap_child(ctl: socket.socket, config: ServerConfig, children: dict[str, _Child], run_id: str) -> None:
+    """A child ended: reap it, kill what it left behind (sparing the other children's trees), wipe what it wrote,
+    report its raw wait status."""
+    child = children.pop(run_id)
     status: int | None = None
-    supervisor_alive = True
-    try:
-        while status is None:
-            watched = [pidfd, ctl.fileno()] if supervisor_alive else [pidfd]
-            ready, _, _ = select.select(watched, [], [])
-            if ctl.fileno() in ready:
-                got = recv_ctl(ctl)
-                if got is None:  # the supervisor is gone: nobody will read results; end the child
-                    supervisor_alive = False
-                if got is None or got[0].get("type") == "exit" or got[0].get("id") == run_id:
-                    _kill_child(pid)
-                    sweep(config)
-            if pidfd in ready:
-                _, status = os.waitpid(pid, 0)
-    finally:
-        os.close(pidfd)
-    swept = sweep(config)
-    wipe(Path(config.scratch_root))
-    if supervisor_alive:
+    with contextlib.suppress(ChildProcessError):
+        _, status = os.waitpid(child.pid, 0)
+    os.close(child.pidfd)
+    spared = {c.pid for c in children.values()}
+    swept = sweep(config, spared)
+    wipe(Path(config.scratch_root), keep={c.scratch.name for c in children.values()})
+    with contextlib.suppress(OSError):
         send_ctl(ctl, {"type": "exited", "id": run_id, "status": status, "swept": swept})
-    return supervisor_alive
 
 
 def _kill_child(pid: int) -> None:
     for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGCONT)  # a frozen child dies only once continued
 
 
-def sweep(config: ServerConfig) -> int:
-    """Kill and reap every process left in our pid namespace (daemonised grandchildren included)."""
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process we can see."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat_line = Path(f"/proc/{name}/stat").read_text()
+                out[int(name)] = int(stat_line[stat_line.rindex(")") + 2:].split()[1])
+    return out
+
+
+def _trees(roots: set[int], parents: dict[int, int]) -> set[int]:
+    """The roots and all their descendants. A candidate's orphans are re-parented to us (subreaper), never into
+    another child's tree, so a live child's tree holds only what that child started."""
+    inside = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid in parents.items():
+            if ppid in inside and pid not in inside:
+                inside.add(pid)
+                changed = True
+    return inside
+
+
+def sweep(config: ServerConfig, spared: set[int] | None = None) -> int:
+    """Kill and reap every process left in our pid namespace (daemonised grandchildren included), except the
+    trees of the other live children."""
     killed = 0
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while config.sweep_pid_namespace:
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-        _reap()
+        keep = _trees(spared, _parents()) if spared else set()
+        others = [int(p) for p in os.listdir("/proc")
+                  if p.isdigit() and int(p) not in (1, os.getpid()) and int(p) not in keep]
+        _reap(keep)
         if not others or time.monotonic() > deadline:
             break
         for pid in others:
@@ -175,20 +237,22 @@ def sweep(config: ServerConfig) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
         time.sleep(0.005)
-    _reap()
+    _reap(_trees(spared, _parents()) if spared else set())
     return killed
 
 
-def _reap() -> None:
-    with contextlib.suppress(ChildProcessError):
-        while True:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
-                return
+def _reap(keep: set[int]) -> None:
+    """Reap our ended children, except those of `keep` (a live child's status belongs to its own pidfd)."""
+    me = os.getpid()
+    for pid, ppid in _parents().items():
+        if ppid == me and pid not in keep:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
 
 
-def wipe(root: Path) -> None:
-    """Remove everything under the scratch root, even what a candidate made unreadable."""
+def wipe(root: Path, keep: set[str] | None = None) -> None:
+    """Remove everything under the scratch root but the live children's own directories (`keep`), even what a
+    candidate made unreadable."""
 
     def fix(_func: object, path: str, _exc: object) -> None:
         with contextlib.suppress(OSError):
@@ -200,6 +264,8 @@ def wipe(root: Path) -> None:
                 os.unlink(path)
 
     for entry in list(root.iterdir()) if root.exists() else []:
+        if keep and entry.name in keep:
+            continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, onerror=fix)
         else:

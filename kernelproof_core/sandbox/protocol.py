@@ -56,7 +56,7 @@ class Armed(_Msg):
 
 class PhaseMsg(_Msg):
     type: Literal["phase"] = "phase"
-    name: Literal["prepare", "arm", "load", "compile", "execute"]
+    name: Literal["prepare", "arm", "load", "compile", "execute", "measure"]
     case_id: str | None = None
 
 

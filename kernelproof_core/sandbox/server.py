@@ -36,6 +36,8 @@ class ServerProcess:
                                      start_new_session=True, cwd="/")
         ctl_child.close()
         self.ready: dict[str, object] = {}
+        # "exited" reports read by one run's watch that belong to another child (a standby that died waiting)
+        self.exits: dict[str, int | None] = {}
         self._drain = threading.Thread(target=self._drain_stderr, name="forkserver-stderr", daemon=True)
         self._drain.start()
 
@@ -67,6 +69,29 @@ class ServerProcess:
             raise SandboxStartError(f"fork server exited during start-up; stderr: {self.tail()}")
         self.ready = got[0]
         return self.ready
+
+    def poll_exits(self) -> None:
+        """Read, without waiting, control messages that arrived while no run was being watched: "exited" reports
+        of standby children go to `exits`."""
+        self.ctl.setblocking(False)
+        try:
+            while True:
+                try:
+                    got = recv_ctl(self.ctl)
+                except (BlockingIOError, InterruptedError):
+                    return
+                except (OSError, ProtocolError):
+                    return  # a broken channel shows up as a dead server or a failed run
+                if got is None:
+                    return
+                msg, fds = got
+                for fd in fds:
+                    os.close(fd)
+                if msg.get("type") == "exited":
+                    status = msg.get("status")
+                    self.exits[str(msg.get("id"))] = status if isinstance(status, int) else None
+        finally:
+            self.ctl.setblocking(True)
 
     def tail(self, n: int = 20) -> str:
         if self.proc.poll() is not None:  # let the drain thread catch the last lines

@@ -16,6 +16,7 @@ import select
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelproof_core.pipeline import PipelineEvents
@@ -77,9 +78,25 @@ class Budget:
     cgroup_version: int | None
 
 
-def supervise(server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
-              run_id: str, events: PipelineEvents | None = None) -> RunOutcome:
-    """Run one request through `server` under the watchdog. SandboxStartError if it cannot even hand over."""
+@dataclass
+class Channels:
+    """Our ends of one child's result channel and output pipes. A child is forked with them; a standby child
+    starts up on its own and waits on `res` for its request."""
+
+    run_id: str
+    res: socket.socket
+    out_r: int
+    err_r: int
+
+    def close(self) -> None:
+        for fd in (self.out_r, self.err_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.res.close()
+
+
+def fork_child(server: ServerProcess, run_id: str) -> Channels:
+    """Ask `server` to fork a child on fresh channels. SandboxStartError if the server is unreachable."""
     res, res_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     res.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     out_r, out_w = os.pipe()
@@ -95,7 +112,17 @@ def supervise(server: ServerProcess, request: ChildRequest, budget: Budget, plan
         res_child.close()
         os.close(out_w)
         os.close(err_w)
-    watch = _Watch(server, request, budget, planned_ids, run_id, res, out_r, err_r, events)
+    return Channels(run_id, res, out_r, err_r)
+
+
+def supervise(server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
+              run_id: str, events: PipelineEvents | None = None, *, channels: Channels | None = None,
+              measuring: Callable[[bool], None] | None = None) -> RunOutcome:
+    """Run one request under the watchdog, in a standby child (`channels`) or a freshly forked one.
+    `measuring(True/False)` is called as the child enters and leaves its exclusive timing phases.
+    SandboxStartError if it cannot even hand over."""
+    channels = channels or fork_child(server, run_id)
+    watch = _Watch(server, request, budget, planned_ids, channels, events, measuring)
     try:
         return watch.run()
     finally:
@@ -106,16 +133,19 @@ class _Watch:
     """One run's state machine: starting -> load -> (compile <-> execute)* -> finishing (or killing)."""
 
     def __init__(self, server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
-                 run_id: str, res: socket.socket, out_r: int, err_r: int,
-                 events: PipelineEvents | None) -> None:
+                 channels: Channels, events: PipelineEvents | None,
+                 measuring: Callable[[bool], None] | None) -> None:
         self.server, self.request, self.budget, self.planned_ids, self.run_id = (
-            server, request, budget, planned_ids, run_id)
-        self.res, self.out_r, self.err_r = res, out_r, err_r
+            server, request, budget, planned_ids, channels.run_id)
+        self.channels = channels
+        self.res, self.out_r, self.err_r = channels.res, channels.out_r, channels.err_r
         self.events = events
+        self.measuring_cb = measuring
+        self.measuring = False
         self.outcome = RunOutcome()
         self.reader = LineReader(budget.max_message_bytes)
-        self.captured = {out_r: bytearray(), err_r: bytearray()}
-        self.open_fds: set[int] = {res.fileno(), out_r, err_r}
+        self.captured = {self.out_r: bytearray(), self.err_r: bytearray()}
+        self.open_fds: set[int] = {self.res.fileno(), self.out_r, self.err_r}
         now = time.monotonic()
         self.outcome.timestamps["asked"] = now
         self.phase = "starting"
@@ -132,6 +162,8 @@ class _Watch:
         self.harness_error: str | None = None
         self.abort: str | None = None
         self.pids_hits = 0
+        if self.run_id in server.exits:  # a standby that ended while waiting for its request
+            self._exited(server.exits.pop(self.run_id))
 
     # --- main loop -----------------------------------------------------------------------------------------
     def run(self) -> RunOutcome:
@@ -182,14 +214,23 @@ class _Watch:
         msg, fds = got
         for fd in fds:
             os.close(fd)
-        if msg.get("type") == "exited" and msg.get("id") == self.run_id:
-            self.exited = True
-            self.status = msg.get("status") if isinstance(msg.get("status"), int) else None
-            self.outcome.timestamps["exited"] = time.monotonic()
-            if self.phase != "killing":
-                self.outcome.last_phase = self.phase
-            self.phase = "exited"
-            self.deadline = time.monotonic() + self.budget.kill_grace_s
+        if msg.get("type") != "exited":
+            return
+        status = msg.get("status") if isinstance(msg.get("status"), int) else None
+        if msg.get("id") == self.run_id:
+            self._exited(status)
+        else:  # another child's (a standby): its own watch will read it from here
+            self.server.exits[str(msg.get("id"))] = status
+
+    def _exited(self, status: object) -> None:
+        self.exited = True
+        self.status = status if isinstance(status, int) else None
+        self.outcome.timestamps["exited"] = time.monotonic()
+        if self.phase != "killing":
+            self.outcome.last_phase = self.phase
+        self.phase = "exited"
+        self.deadline = time.monotonic() + self.budget.kill_grace_s
+        self._set_measuring(False)
 
     def _on_output(self, fd: int) -> None:
         try:
@@ -277,6 +318,7 @@ class _Watch:
                 except Exception:  # a caller's progress display must not break the watchdog
                     log.exception("events.phase callback failed")
         elif isinstance(msg, CaseDoneMsg):
+            self._set_measuring(False)
             index = len(self.outcome.cases)
             if index >= len(self.planned_ids) or msg.result.case_id != self.planned_ids[index]:
                 raise ProtocolError(f"unexpected result for case {msg.result.case_id!r}")
@@ -324,13 +366,24 @@ class _Watch:
             raise ProtocolError(f"phase {msg.name} for unexpected case {msg.case_id!r}")
         if self.phase == "execute":
             self.exec_used += now - self.exec_started
+        self._set_measuring(msg.name == "measure")
         if msg.name == "compile":
             self.phase, self.deadline = "compile", now + self.budget.compile_s
-        else:
+        else:  # execute or measure: both spend the execution budget
             self.phase, self.exec_started = "execute", now
             self.deadline = now + max(0.0, self.budget.execution_s - self.exec_used)
 
+    def _set_measuring(self, on: bool) -> None:
+        if on != self.measuring:
+            self.measuring = on
+            if self.measuring_cb is not None:
+                try:
+                    self.measuring_cb(on)
+                except Exception:  # freezing standbys is an optimisation; it must not break the watchdog
+                    log.exception("measuring callback failed")
+
     def _finishing(self, now: float) -> None:
+        self._set_measuring(False)
         if self.phase not in ("killing", "exited"):
             self.phase, self.deadline = "finishing", now + self.budget.kill_grace_s
 
@@ -368,9 +421,7 @@ class _Watch:
         return out
 
     def close(self) -> None:
+        self._set_measuring(False)
         if self.pidfd is not None:
             os.close(self.pidfd)
-        for fd in (self.out_r, self.err_r):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.res.close()
+        self.channels.close()

@@ -4,6 +4,7 @@ hanging the suite."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from kernelproof_core.sandbox import SandboxExecutor
 from kernelproof_core.verdicts import Verdict
-from tests.sandbox.conftest import DEADLINE_S, assert_honest_passes, campaign, run, verdicts
+from tests.sandbox.conftest import DEADLINE_S, assert_honest_passes, campaign, run, sandbox_settings, verdicts
 
 P, S = Verdict.PASS, Verdict.SKIPPED
 
@@ -104,8 +105,48 @@ def test_writes_outside_scratch_fail_and_leave_nothing(executor: SandboxExecutor
     assert_honest_passes(executor)
 
 
-def test_nothing_survives_into_the_next_candidate(executor: SandboxExecutor) -> None:
-    """Poisoned scratch, HOME, Triton cache and a daemonised process are all gone for the next candidate."""
+def test_nothing_survives_into_the_next_candidate() -> None:
+    """Poisoned scratch, HOME, Triton cache and a daemonised process are all gone for the next candidate. Checked
+    from inside, so without standby children (a candidate sees their pids and could not tell them from a daemon);
+    the next test checks the same sweep with standbys, from the host."""
+    executor = SandboxExecutor(sandbox_settings(sandbox_standby_children=0))
+    try:
+        assert verdicts(run(executor, "poison_cache")) == [P, P]
+        execution = run(executor, "leftover_check")
+        assert verdicts(execution) == [P, P], execution.outcome.cases
+    finally:
+        executor.close()
+
+
+def _sandbox_processes(executor: SandboxExecutor) -> set[int]:
+    """Host pids of every process inside the executor's fork-server sandbox (bwrap and its descendants)."""
+    root = executor._servers["interpreter"].proc.pid
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                text = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
+    inside, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, ppid in parents.items():
+            if ppid in inside and pid not in inside:
+                inside.add(pid)
+                grew = True
+    return inside
+
+
+def test_daemons_are_swept_while_standby_children_live(executor: SandboxExecutor) -> None:
+    """With standbys (children forked ahead of their job) alive beside it, a candidate's daemonised process is
+    still killed when it ends, and the standbys survive that sweep and serve the next candidates."""
+    assert_honest_passes(executor)
+    before = _sandbox_processes(executor)
+    assert len(executor._standbys["interpreter"]) == 2  # the pool refilled beside the last run
     assert verdicts(run(executor, "poison_cache")) == [P, P]
-    execution = run(executor, "leftover_check")
-    assert verdicts(execution) == [P, P], execution.outcome.cases
+    after = _sandbox_processes(executor)
+    assert len(after) == len(before), (before, after)  # one standby used, one forked: no daemon left
+    assert_honest_passes(executor)
+    assert_honest_passes(executor)
