@@ -1,9 +1,10 @@
 """The disposable candidate process: forked by the fork server, armed, then handed to the pipeline.
 
 Order matters. Before any candidate code runs, the child (still trusted code) detaches from the server's
-session and file descriptors, tells the supervisor its pid (SCM_CREDENTIALS) and waits to be placed in its
-cgroup, receives its job, points HOME/TMPDIR/TRITON_CACHE_DIR at its own scratch, then applies rlimits,
-landlock and seccomp, and reports what it applied ("armed"). Only then does `verify_candidate` load the
+session and file descriptors, tells the supervisor its pid (SCM_CREDENTIALS), points HOME/TMPDIR/
+TRITON_CACHE_DIR at its own scratch, does the trusted start-up (CUDA context, CUPTI, warm-up kernel: a standby
+child does this before its job exists), receives its job (by then the supervisor has placed it in its cgroup),
+applies the job's settings, rlimits, landlock and seccomp, and reports what it applied ("armed"). Only then does `verify_candidate` load the
 candidate. Progress and results go to the supervisor as JSON lines over the private result socket; stdout and
 stderr are plain capped pipes nobody parses.
 
