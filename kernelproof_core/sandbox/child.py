@@ -3,10 +3,10 @@
 Order matters. Before any candidate code runs, the child (still trusted code) detaches from the server's
 session and file descriptors, tells the supervisor its pid (SCM_CREDENTIALS), points HOME/TMPDIR/
 TRITON_CACHE_DIR at its own scratch, does the trusted start-up (CUDA context, CUPTI, warm-up kernel: a standby
-child does this before its job exists), receives its job (by then the supervisor has placed it in its cgroup),
-applies the job's settings, rlimits, landlock and seccomp, and reports what it applied ("armed"). Only then does `verify_candidate` load the
-candidate. Progress and results go to the supervisor as JSON lines over the private result socket; stdout and
-stderr are plain capped pipes nobody parses.
+child does this before its job exists), receives its job (by then the supervisor has placed it in its
+cgroup), applies the job's settings, rlimits, landlock and seccomp, and reports what it applied ("armed").
+Only then does `verify_candidate` load the candidate. Progress and results go to the supervisor as JSON lines
+over the private result socket; stdout and stderr are plain capped pipes nobody parses.
 
 The candidate runs in this same process, so it can write to the result socket too: the channel defeats fake
 output on stdout, not in-process tampering (that is the cheat checks' job; see docs/SECURITY.md).
