@@ -1,0 +1,59 @@
+"""Smoke tests of benchmarks/reproducibility.py and benchmarks/throughput.py: each runs as a subprocess under the
+Triton interpreter with the smallest parameters, and its JSON output must have the expected structure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_script(name: str, output: Path, *args: str) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / name), "--device", "interpreter",
+                           "--output", str(output), *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{name} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert "interpreter: no targets" in proc.stdout
+    result: dict[str, Any] = json.loads(output.read_text())
+    return result
+
+
+def test_reproducibility_script(tmp_path: Path) -> None:
+    r = run_script("reproducibility.py", tmp_path / "repro.json", "--runs", "2", "--case", "tail127",
+                   "--samples", "2")
+    assert r["benchmark"] == "reproducibility" and r["device"] == "interpreter" and r["runs"] == 2
+    assert r["cases"] == ["tail127"] and r["all_verified"] is True
+    assert r["environment"]["device"] == "interpreter" and r["campaign"]["samples"] == 2
+    assert r["targets"] == {"evaluated": False, "note": "interpreter: no targets", "passed": None}
+    [row] = r["per_case"]
+    assert row["case_id"] == "tail127" and row["verdicts"] == ["pass", "pass"] and row["complete"] is True
+    assert len(row["medians_us"]) == 2 and all(m > 0 for m in row["medians_us"])
+    assert row["spread"] >= 0 and row["kernel_us"] is None and row["class"] == "no-cupti"
+    assert len(r["per_run"]) == 2
+    for run in r["per_run"]:
+        assert run["returncode"] == 0 and run["verdict"] == "pass" and run["wall_s"] > 0
+        assert [c["case_id"] for c in run["cases"]] == ["tail127"] and run["cases"][0]["timing"] is not None
+
+
+def test_throughput_script(tmp_path: Path) -> None:
+    r = run_script("throughput.py", tmp_path / "throughput.json", "--candidates", "2", "--case", "tail127",
+                   "--samples", "2")
+    assert r["benchmark"] == "throughput" and r["device"] == "interpreter" and r["preset"] == "quick"
+    assert r["case_count"] == 1 and r["case_ids"] == ["tail127"] and r["campaign"]["samples"] == 2
+    assert r["all_passed"] is True and r["failures"] == []
+    assert r["distinct"]["distinct_cache_keys"] is True and r["distinct"]["distinct_source_hashes"] is True
+    assert r["target"]["evaluated"] is False
+    a, b = r["mode_a"], r["mode_b"]
+    assert a["candidates"] == 2 and b["candidates"] == 2
+    assert a["candidates_per_min"] > 0 and b["candidates_per_min"] > 0 and r["ratio_a_over_b"] > 0
+    assert all(c["failures"] == [] for c in a["per_candidate"] + b["per_candidate"])
+    hashes = [c["source_sha256"] for c in a["per_candidate"] + b["per_candidate"]]
+    assert len(set(hashes)) == 4
+    breakdown = a["median_breakdown_s"]
+    for key in ("process_start_s", "child_startup_and_layers_s", "harness_setup_s", "candidate_load_s", "compile_s",
+                "checks_and_timing_s", "total_s"):
+        assert key in breakdown
+    assert breakdown["total_s"] > 0 and breakdown["compile_s"] > 0
