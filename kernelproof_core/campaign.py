@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernelproof_core.measurement.stopping import StoppingRule
 from kernelproof_core.tasks.base import CaseSet
 
 Device = Literal["cuda", "interpreter"]
@@ -27,6 +28,9 @@ class Campaign(BaseModel):
     samples: int = Field(100, ge=1)
     invocations_per_sample: int = Field(100, ge=1)
     measure: bool = True
+    stopping: StoppingRule | None = Field(
+        None, description="CUDA: sample until this noise target instead of a fixed count (None: `samples` exactly)"
+    )
     compile_timeout_s: float = Field(300.0, gt=0, description="load + first (JIT) call of each case")
     execution_timeout_s: float = Field(900.0, gt=0, description="everything after compilation, per candidate")
     # --- Cheat checks (kernelproof_core/integrity, docs/METHODOLOGY.md "Cheat checks").
@@ -53,7 +57,9 @@ class Campaign(BaseModel):
         """The campaign as stored and shown to clients: without the hidden-case secret. A campaign rebuilt from it
         draws a fresh secret on the trusted side that runs it, so the secret never reaches the database, the API or
         the verdict-reuse key."""
-        return self.model_dump(mode="json", exclude={"hidden_seed"})
+        # Without a stopping rule the dump is what it was before the field existed: stored verdict keys stay valid.
+        hidden = {"hidden_seed"} if self.stopping is not None else {"hidden_seed", "stopping"}
+        return self.model_dump(mode="json", exclude=hidden)
 
     @property
     def uses_hidden_cases(self) -> bool:

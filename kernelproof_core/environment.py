@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import platform
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,24 +29,41 @@ def triton_version() -> str:
 
 
 def nvml_readings(index: int = 0) -> dict[str, Any]:
-    """Driver, SM/memory clocks and temperature through NVML; empty where NVML is not installed or fails."""
+    """Driver, current and maximum SM/memory clocks, temperature and enforced power limit through NVML. Each reading
+    is guarded on its own (a GPU may not support one query); empty where NVML is not installed or fails to start."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        try:
-            h = pynvml.nvmlDeviceGetHandleByIndex(index)
-            return {
-                "driver": str(pynvml.nvmlSystemGetDriverVersion()),
-                "sm_clock_mhz": int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
-                "mem_clock_mhz": int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
-                "temperature_c": int(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
-            }
-        finally:
-            pynvml.nvmlShutdown()
     except Exception as exc:
         log.debug("NVML unavailable: %s", exc)
         return {}
+    try:
+        from kernelproof_core.measurement.clocks import nvml_handle
+
+        h = nvml_handle(index)
+        queries: dict[str, Callable[[], Any]] = {
+            "driver": lambda: str(pynvml.nvmlSystemGetDriverVersion()),
+            "sm_clock_mhz": lambda: int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            "mem_clock_mhz": lambda: int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+            "max_sm_clock_mhz": lambda: int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            "max_mem_clock_mhz": lambda: int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+            "temperature_c": lambda: int(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+            "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+        }
+        readings = {}
+        for name, query in queries.items():
+            try:
+                readings[name] = query()
+            except Exception as exc:  # not supported on this GPU or driver
+                log.debug("NVML %s unavailable: %s", name, exc)
+        return readings
+    except Exception as exc:
+        log.debug("NVML device unavailable: %s", exc)
+        return {}
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
 
 
 @functools.lru_cache(maxsize=1)

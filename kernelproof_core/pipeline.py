@@ -30,6 +30,8 @@ from kernelproof_core.integrity.plausibility import check_plausible, time_floor_
 from kernelproof_core.integrity.proof import check_gpu_share
 from kernelproof_core.integrity.run import RunIntegrity, arm, enforce_policy, warm_up_process
 from kernelproof_core.interpreter import compiled_mode_fixed, enable_interpreter
+from kernelproof_core.measurement.clocks import ClockMonitor, ClockSummary
+from kernelproof_core.measurement.speed_of_light import REWARD_INPUT_CUDA, speed_of_light
 from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
 from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Integrity, Timing
 from kernelproof_core.reward import case_reward_v1, failed_case_reward_v1
@@ -276,17 +278,22 @@ def measure_case(
             task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed + 1 + i))
             for i in range(n_sets - 1)
         ]
-        auditor = SampleAuditor(task, case, dtype, spec, guard, campaign.samples, settings.integrity_audit_samples,
+        # Audited samples are drawn from those every run takes: all of a fixed count, the minimum of an adaptive one.
+        planned = campaign.samples if campaign.stopping is None else campaign.stopping.min_samples
+        auditor = SampleAuditor(task, case, dtype, spec, guard, planned, settings.integrity_audit_samples,
                                 settings.integrity_min_call_fraction, integrity.l2) if guard is not None else None
-        pair = measure_cuda(
-            fn, baseline, sets,
-            warmups=campaign.warmups, samples=campaign.samples, invocations=campaign.invocations_per_sample,
-            l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=settings.profiler_invocations,
-            max_sample_ms=settings.max_sample_ms, auditor=auditor,
-        )
+        monitor = ClockMonitor.open(torch.cuda.current_device()) if settings.nvml_sample_clocks \
+            else ClockMonitor(note="clock sampling disabled (KERNELPROOF_NVML_SAMPLE_CLOCKS)")
+        with monitor as clocks:
+            pair = measure_cuda(
+                fn, baseline, sets,
+                warmups=campaign.warmups, samples=campaign.samples, invocations=campaign.invocations_per_sample,
+                l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=settings.profiler_invocations,
+                max_sample_ms=settings.max_sample_ms, auditor=auditor, stopping=campaign.stopping, clocks=clocks,
+                throttle_fraction=settings.throttle_clock_fraction,
+            )
         kind = "cuda_events"
         invocations = pair.invocations
-        samples = campaign.samples
         warmups = campaign.warmups
         flush = settings.l2_flush_bytes
         if integrity.copy_gbps is not None:
@@ -296,15 +303,16 @@ def measure_case(
             check_gpu_share(pair.candidate_kernels, (owned_names or set()) | owner_kernel_names(guard.owner))
     else:
         n_sets = 1
-        samples = campaign.samples
-        auditor = SampleAuditor(task, case, dtype, spec, guard, samples, samples, 1.0) if guard is not None else None
-        pair = measure_interpreter(fn, baseline, [first_inputs], samples, auditor)
+        auditor = SampleAuditor(task, case, dtype, spec, guard, campaign.samples, campaign.samples, 1.0) \
+            if guard is not None else None
+        pair = measure_interpreter(fn, baseline, [first_inputs], campaign.samples, auditor)
         kind, invocations, warmups, flush = "interpreter_wall_clock", 1, 0, 0
-    bandwidth = min_bytes / (pair.candidate.median * 1e-6) / 1e9 if kind == "cuda_events" else None
+    gpu = kind == "cuda_events"
+    clocks_seen = pair.clocks or ClockSummary()
     return Timing(
         kind=kind,
         warmups=warmups,
-        samples=samples,
+        samples=pair.samples_taken,
         invocations_per_sample=invocations,
         input_sets=n_sets,
         l2_flush_bytes=flush,
@@ -313,15 +321,25 @@ def measure_case(
         candidate_device_us=pair.candidate_device_us,
         baseline_device_us=pair.baseline_device_us,
         device_time_source=pair.device_time_source,
-        reward_input="median launch-inclusive latency per call (CUDA events), candidate vs baseline"
-        if kind == "cuda_events" else "none: interpreter timings never feed a reward",
+        reward_input=REWARD_INPUT_CUDA if gpu else "none: interpreter timings never feed a reward",
         speedup=pair.baseline.median / pair.candidate.median if pair.candidate.median > 0 else 0.0,
-        achieved_bandwidth_gbps=bandwidth,
         min_bytes=min_bytes,
         note=pair.note,
         audited_samples=pair.audited_samples,
         sync_gap_us=pair.sync_gap_us,
         time_floor_us=floor,
+        stopped_by=pair.stopped_by,
+        target_rse=campaign.stopping.target_rse if gpu and campaign.stopping is not None else None,
+        candidate_rse=pair.candidate_rse,
+        baseline_rse=pair.baseline_rse,
+        throttled_samples=clocks_seen.throttled_samples,
+        sm_clock_mhz_min=clocks_seen.sm_clock_mhz_min,
+        sm_clock_mhz_max=clocks_seen.sm_clock_mhz_max,
+        sm_clock_mhz_start=clocks_seen.sm_clock_mhz_start,
+        mem_clock_mhz_start=clocks_seen.mem_clock_mhz_start,
+        temperature_c_start=clocks_seen.temperature_c_start,
+        **speed_of_light(min_bytes, pair.candidate.median if gpu else None, pair.candidate_device_us,
+                         integrity.copy_gbps if gpu else None),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelproof_core.campaign import Campaign, Device
 from kernelproof_core.dtypes import dtype_name, parse_dtype
+from kernelproof_core.measurement.stopping import StoppingRule
 from kernelproof_core.tasks import CaseKind, CaseSet, Task
 
 
@@ -22,6 +23,8 @@ class Preset:
 
     max_default_dtypes: how many of the task's dtypes to use when the caller names none (its first ones).
     case_kinds: only cases of these kinds (None: every case of the case set).
+    target_rse, max_measure_s: on CUDA, sample until this noise target (capped at that many seconds per case)
+    instead of `samples` (measurement/stopping.py); None: the fixed count.
     """
 
     name: str
@@ -31,6 +34,8 @@ class Preset:
     warmups: int
     samples: int
     invocations_per_sample: int
+    target_rse: float | None = None
+    max_measure_s: float = 30.0
 
 
 PRESETS: dict[str, Preset] = {
@@ -62,6 +67,17 @@ PRESETS: dict[str, Preset] = {
             warmups=25,
             samples=200,
             invocations_per_sample=100,
+        ),
+        Preset(
+            "adaptive",
+            "every dtype and case, sampled until both medians are within 0.5% (RSE), at most 10 s per case",
+            3,
+            None,
+            warmups=10,
+            samples=100,
+            invocations_per_sample=100,
+            target_rse=0.005,
+            max_measure_s=10.0,
         ),
     )
 }
@@ -125,5 +141,7 @@ def build_campaign(
         "samples": preset.samples,
         "invocations_per_sample": preset.invocations_per_sample,
     }
+    if preset.target_rse is not None and device == "cuda":
+        fields["stopping"] = StoppingRule(target_rse=preset.target_rse, max_measure_s=preset.max_measure_s)
     fields.update(overrides)
     return Campaign(device=device, dtypes=names, case_set=case_set, case_ids=case_ids, **fields)

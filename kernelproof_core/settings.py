@@ -35,6 +35,12 @@ class Settings(BaseSettings):
     )
     interpreter_samples: int = Field(3, description="wall-clock samples under the interpreter (never rewarded)")
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
+    nvml_sample_clocks: bool = Field(
+        True, description="read the SM clock and slowdown reasons around every CUDA sample (NVML, when available)"
+    )
+    throttle_clock_fraction: float = Field(
+        0.9, gt=0, le=1, description="discard a sample pair whose SM clock fell below this share of the reference"
+    )
 
     # Where things go.
     data_dir: Path = Field(Path.home() / ".kernelproof", description="embedded database, scratch, caches")
@@ -111,7 +117,7 @@ class Settings(BaseSettings):
         default=True, description="prebuild Triton's CUDA helper once per server; copy it into each child's cache"
     )
     sandbox_standby_children: int = Field(
-        default=2, ge=0, le=8,
+        default=3, ge=0, le=8,
         description="children forked ahead of their job, each starting up beside the running one (0: off; used "
                     "only where landlock confines each child's writes; see sandbox/standby.py)",
     )

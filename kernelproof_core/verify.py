@@ -104,6 +104,7 @@ def build_report(
         samples=campaign.samples,
         invocations_per_sample=campaign.invocations_per_sample,
         measure=campaign.measure,
+        stopping=campaign.stopping,
     )
     return Report(
         run_id=uuid.uuid4().hex,

@@ -9,7 +9,8 @@ import torch
 from kernelproof_core.campaign import Campaign
 from kernelproof_core.dtypes import dtype_name, parse_dtype
 from kernelproof_core.environment import resolve_device
-from kernelproof_core.errors import DeviceUnavailable
+from kernelproof_core.errors import DeviceUnavailable, UsageError
+from kernelproof_core.measurement.stopping import StoppingRule
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet
 
@@ -38,4 +39,21 @@ def campaign_from_args(args: argparse.Namespace) -> Campaign:
         samples=defaults[1] if args.repeats is None else args.repeats,
         invocations_per_sample=defaults[2] if args.iterations_per_sample is None else args.iterations_per_sample,
         measure=not args.no_measure,
+        stopping=stopping_from_args(args),
     )
+
+
+STOPPING_OPTIONS = {"min_samples": "--min-samples", "max_samples": "--max-samples",
+                    "min_measured_s": "--min-measured-s", "max_measure_s": "--max-measure-s"}
+
+
+def stopping_from_args(args: argparse.Namespace) -> StoppingRule | None:
+    """A StoppingRule when --target-rse is given (its other options need it); None keeps the fixed count."""
+    given = {field: getattr(args, field, None) for field in STOPPING_OPTIONS}
+    given = {k: v for k, v in given.items() if v is not None}
+    target = getattr(args, "target_rse", None)
+    if target is None:
+        if given:
+            raise UsageError(f"{', '.join(STOPPING_OPTIONS[k] for k in given)} need --target-rse")
+        return None
+    return StoppingRule(target_rse=target, **given)

@@ -40,6 +40,13 @@ def _campaign_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=None, help="timing samples")
     p.add_argument("--iterations-per-sample", type=int, default=None)
     p.add_argument("--no-measure", action="store_true", help="correctness gates only")
+    stop = p.add_argument_group("adaptive stopping (CUDA; replaces --repeats; see docs/METHODOLOGY.md)")
+    stop.add_argument("--target-rse", type=float, default=None,
+                      help="sample until both medians' relative standard error is below this (e.g. 0.005)")
+    stop.add_argument("--min-samples", type=int, default=None, help="samples before the target may stop (20)")
+    stop.add_argument("--max-samples", type=int, default=None, help="samples at most (5000)")
+    stop.add_argument("--min-measured-s", type=float, default=None, help="timed seconds before the target may stop")
+    stop.add_argument("--max-measure-s", type=float, default=None, help="wall-clock cap on one case's sampling (30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the Markdown audit report here")

@@ -1,12 +1,16 @@
 """Measuring candidate and baseline side by side.
 
-CUDA: after warm-ups, `samples` samples of `invocations_per_sample` calls each, bracketed by CUDA events. Candidate
-and baseline samples are interleaved (their order alternating) in one process on the same inputs, so clock and
-thermal drift affect both alike. Before every sample the L2 is flushed by zeroing a buffer larger than it, outside the
-timed region, and calls rotate through a ring of distinct input sets so that no sample re-reads an L2-resident working
+CUDA: after warm-ups, samples of `invocations_per_sample` calls each, bracketed by CUDA events: a fixed count, or,
+with a `StoppingRule`, batches until both medians reach a noise target (measurement.stopping). Candidate and baseline
+samples are interleaved (their order alternating) in one process on the same inputs, so clock and thermal drift
+affect both alike. Before every sample the L2 is flushed by zeroing a buffer larger than it, outside the timed
+region, and calls rotate through a ring of distinct input sets so that no sample re-reads an L2-resident working
 set (for working sets below L2/ring size, the ring is as large as the memory cap allows: see METHODOLOGY.md).
+Around every sample, outside its timed region, the SM clock and NVML's slowdown reasons are read; throttled pairs
+are discarded (measurement.clocks).
 
-Kernel-only device time comes from torch.profiler (CUPTI) over a separate traced pass of the same calls.
+Kernel-only device time comes from torch.profiler (CUPTI) over a separate traced pass of the same calls
+(measurement.device_time).
 
 Interpreter: wall-clock samples of single calls, labelled as such; they never feed a reward.
 
@@ -21,6 +25,7 @@ and the event class are bound when this module is imported, before any candidate
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +33,16 @@ from typing import Any, Protocol
 
 import torch
 
+from kernelproof_core.measurement.clocks import (
+    THROTTLE_CLOCK_FRACTION,
+    ClockMonitor,
+    ClockSummary,
+    SampleClock,
+    summarize_clocks,
+)
+from kernelproof_core.measurement.device_time import kernel_time_us, kernel_times, single_call_ms, sync_gap_us, total
 from kernelproof_core.measurement.stats import summarize
+from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule, median_rse, stop_reason
 from kernelproof_core.report.models import Distribution
 
 log = logging.getLogger(__name__)
@@ -37,7 +51,6 @@ Fn = Callable[..., Any]
 _perf_counter = time.perf_counter
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
-SYNC_GAP_SAMPLES = 20
 MAX_SYNC_GAP_US = 100.0  # a calibration above this is not trusted (something kept the device busy): nothing removed
 
 
@@ -67,6 +80,21 @@ class PairTiming:
     candidate_kernels: dict[str, float] | None = None  # kernel name -> us per call (profiler pass)
     sync_gap_us: float | None = None
     audited_samples: int = 0
+    stopped_by: StoppedBy = "fixed_count"
+    samples_taken: int = 0  # per implementation, throttled pairs included
+    clocks: ClockSummary | None = None
+
+    @property
+    def candidate_rse(self) -> float | None:
+        return finite_or_none(median_rse(self.candidate.samples))
+
+    @property
+    def baseline_rse(self) -> float | None:
+        return finite_or_none(median_rse(self.baseline.samples))
+
+
+def finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: int) -> int:
@@ -76,6 +104,89 @@ def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: in
     wanted = -(-ring_min_bytes // case_bytes)
     affordable = max(1, max_bytes // case_bytes)
     return max(1, min(wanted, max_sets, affordable))
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    start: Any
+    end: Any
+    calls: int
+    clock: SampleClock
+
+
+class _CudaSampler:
+    """Takes interleaved sample pairs and keeps the unthrottled ones (per-call microseconds)."""
+
+    def __init__(self, candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], flush: torch.Tensor,
+                 invocations: int, removed_us: float, auditor: SampleAuditor | None, clocks: ClockMonitor,
+                 throttle_fraction: float) -> None:
+        self.candidate, self.baseline, self.input_sets = candidate, baseline, input_sets
+        self.throttle_fraction = throttle_fraction
+        self.flush, self.invocations, self.removed_us = flush, invocations, removed_us
+        self.auditor, self.clocks = auditor, clocks
+        self.reference_mhz = clocks.sm_clock_mhz()  # right after the warm-ups: the clock under load
+        self.start = (clocks.temperature_c(), self.reference_mhz, clocks.mem_clock_mhz())
+        self.taken = self.audited = self.throttled = 0
+        self.measured_s = 0.0
+        self.cand_us: list[float] = []
+        self.base_us: list[float] = []
+        self.discarded: list[tuple[float, float]] = []
+        self.readings: list[SampleClock] = []
+
+    def _one(self, fn: Fn, start_index: int, count: int, refresh: int | None) -> tuple[_Sample, Any]:
+        n = len(self.input_sets)
+        if self.auditor is not None:
+            if refresh is not None:
+                self.auditor.refresh(self.input_sets[refresh])
+            self.auditor.before_flush()
+        self.flush.zero_()  # evicts L2; queued before the start event, so outside the timed region
+        before = self.clocks.sm_clock_mhz()  # host-side, before the start event is queued
+        start = _Event(enable_timing=True)
+        end = _Event(enable_timing=True)
+        out = None
+        start.record()
+        for k in range(count):
+            out = fn(*self.input_sets[(start_index + k) % n])
+        _synchronize()  # the whole device: work on a side stream ends before the end event, so it is counted
+        end.record()
+        clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
+        self.readings.append(clock)
+        return _Sample(start, end, count, clock), out
+
+    def batch(self, pairs: int) -> None:
+        """Take `pairs` sample pairs, then sort them into kept and throttled."""
+        pending: list[tuple[_Sample, _Sample]] = []
+        auditor, n = self.auditor, len(self.input_sets)
+        for _ in range(pairs):
+            s = self.taken
+            count = auditor.calls(s, self.invocations) if auditor is not None else self.invocations
+            last = (s * self.invocations + count - 1) % n
+            check = auditor is not None and auditor.audit(s)
+            got: dict[bool, _Sample] = {}
+            for fn in (self.candidate, self.baseline) if s % 2 == 0 else (self.baseline, self.candidate):
+                is_candidate = fn is self.candidate
+                sample, out = self._one(fn, s * self.invocations, count, last if is_candidate and check else None)
+                got[is_candidate] = sample
+                if is_candidate and auditor is not None:
+                    auditor.after_sample(out, self.input_sets[last], audited=check)
+                    self.audited += int(check)
+                del out
+            pending.append((got[True], got[False]))
+            self.taken += 1
+        _synchronize()
+        for cand, base in pending:
+            cand_ms, base_ms = cand.start.elapsed_time(cand.end), base.start.elapsed_time(base.end)
+            pair = (self._per_call_us(cand_ms, cand.calls), self._per_call_us(base_ms, base.calls))
+            if any(x.clock.throttled(self.reference_mhz, self.throttle_fraction) for x in (cand, base)):
+                self.throttled += 1
+                self.discarded.append(pair)
+            else:
+                self.cand_us.append(pair[0])
+                self.base_us.append(pair[1])
+                self.measured_s += (cand_ms + base_ms) / 1000.0
+
+    def _per_call_us(self, elapsed_ms: float, calls: int) -> float:
+        return float(max(0.0, elapsed_ms * 1000.0 - self.removed_us) / calls)
 
 
 def measure_cuda(
@@ -90,6 +201,9 @@ def measure_cuda(
     profiler_invocations: int,
     max_sample_ms: float,
     auditor: SampleAuditor | None = None,
+    stopping: StoppingRule | None = None,
+    clocks: ClockMonitor | None = None,
+    throttle_fraction: float = THROTTLE_CLOCK_FRACTION,
 ) -> PairTiming:
     """Interleaved CUDA-event timing of candidate and baseline (per-invocation microseconds).
 
@@ -97,6 +211,8 @@ def measure_cuda(
     `max_sample_ms`, fewer calls per sample are made (PairTiming.invocations says how many), so a 1 GB case costs
     seconds, not minutes, and still gets every sample. With an auditor, each sample makes a random number of calls
     up to that bound (the same for candidate and baseline), and each per-call time divides by its own count.
+    Without `stopping`, exactly `samples` pairs are taken; with it, batches until `stop_reason` says stop.
+    `clocks` (opened by the caller for the whole case) flags throttled pairs; without it nothing is discarded.
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
@@ -107,116 +223,47 @@ def measure_cuda(
     _synchronize()
     if auditor is not None:
         auditor.after_sample(None, input_sets[0], audited=False)
-    slowest_ms = max(_single_call_ms(candidate, input_sets[0]), _single_call_ms(baseline, input_sets[0]))
+    slowest_ms = max(single_call_ms(candidate, input_sets[0]), single_call_ms(baseline, input_sets[0]))
     invocations = max(1, min(invocations, int(max_sample_ms / max(slowest_ms, 1e-6))))
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
 
-    def one_sample(fn: Fn, start_index: int, count: int, refresh: int | None) -> tuple[Any, Any, Any]:
-        if auditor is not None:
-            if refresh is not None:
-                auditor.refresh(input_sets[refresh])
-            auditor.before_flush()
-        flush.zero_()  # evicts L2; queued before the start event, so outside the timed region
-        start = _Event(enable_timing=True)
-        end = _Event(enable_timing=True)
-        out = None
-        start.record()
-        for k in range(count):
-            out = fn(*input_sets[(start_index + k) % n])
-        _synchronize()  # the whole device: work on a side stream ends before the end event, so it is counted
-        end.record()
-        return start, end, out
+    monitor = clocks if clocks is not None else ClockMonitor()
+    sampler = _CudaSampler(candidate, baseline, input_sets, flush, invocations, removed_us, auditor, monitor,
+                           throttle_fraction)
+    stopped_by: StoppedBy = "fixed_count"
+    began = _perf_counter()
+    if stopping is None:
+        sampler.batch(samples)
+    else:
+        while True:
+            sampler.batch(min(stopping.batch_samples, stopping.max_samples - sampler.taken))
+            reason = stop_reason(stopping, sampler.cand_us, sampler.base_us, taken=sampler.taken,
+                                 measured_s=sampler.measured_s, elapsed_s=_perf_counter() - began)
+            if reason is not None:
+                stopped_by = reason
+                break
+    notes = [monitor.note] if monitor.note else []
+    cand_us, base_us = sampler.cand_us, sampler.base_us
+    if not cand_us:  # every pair throttled: report them, flagged, rather than nothing
+        cand_us, base_us = [c for c, _ in sampler.discarded], [b for _, b in sampler.discarded]
+        notes.append("every sample pair was taken while the GPU throttled: none discarded")
 
-    cand: list[tuple[Any, Any, int]] = []
-    base: list[tuple[Any, Any, int]] = []
-    audited = 0
-    for s in range(samples):
-        count = auditor.calls(s, invocations) if auditor is not None else invocations
-        last = (s * invocations + count - 1) % n
-        check = auditor is not None and auditor.audit(s)
-        for fn in (candidate, baseline) if s % 2 == 0 else (baseline, candidate):
-            is_candidate = fn is candidate
-            start, end, out = one_sample(fn, s * invocations, count, last if is_candidate and check else None)
-            (cand if is_candidate else base).append((start, end, count))
-            if is_candidate and auditor is not None:
-                auditor.after_sample(out, input_sets[last], audited=check)
-                audited += int(check)
-            del out
-    _synchronize()
-    cand_us = [max(0.0, st.elapsed_time(en) * 1000.0 - removed_us) / c for st, en, c in cand]
-    base_us = [max(0.0, st.elapsed_time(en) * 1000.0 - removed_us) / c for st, en, c in base]
-
-    cand_dev, base_dev, source, note, kernels = None, None, None, None, None
+    cand_dev, base_dev, source, kernels = None, None, None, None
     try:
         kernels = kernel_times(candidate, input_sets, profiler_invocations)
-        cand_dev = _total(kernels)
-        base_dev = _total(kernel_times(baseline, input_sets, profiler_invocations))
+        cand_dev = total(kernels)
+        base_dev = total(kernel_times(baseline, input_sets, profiler_invocations))
         source = f"torch.profiler (CUPTI): summed kernel durations, mean of {profiler_invocations} calls"
     except Exception as exc:  # the profiler is an extra; its failure must not fail the case
-        note = f"kernel-only time unavailable: {type(exc).__name__}: {exc}"
-        log.warning(note)
-    return PairTiming(summarize(cand_us), summarize(base_us), cand_dev, base_dev, source, note, invocations,
-                      candidate_kernels=kernels, sync_gap_us=removed_us, audited_samples=audited)
-
-
-def sync_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
-    """Median GPU time between a start event and an end event recorded right after a whole-device synchronize on an
-    idle device: the constant that ending every sample with a synchronize adds (host wake-up plus event launch)."""
-    gaps = []
-    for _ in range(samples):
-        start = _Event(enable_timing=True)
-        end = _Event(enable_timing=True)
-        start.record()
-        _synchronize()
-        end.record()
-        end.synchronize()
-        gaps.append(start.elapsed_time(end) * 1000.0)
-    gaps.sort()
-    return float(gaps[len(gaps) // 2])
-
-
-def _single_call_ms(fn: Fn, inputs: Sequence[Any]) -> float:
-    start = _Event(enable_timing=True)
-    end = _Event(enable_timing=True)
-    start.record()
-    fn(*inputs)
-    end.record()
-    end.synchronize()
-    return float(start.elapsed_time(end))
-
-
-def kernel_time_us(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> float:
-    """Mean summed GPU kernel time per call (microseconds) over `calls` traced calls.
-
-    Only kernels launched inside the traced region count (the L2 flush is outside it), so this is the device time the
-    call's kernels took, without launch gaps.
-    """
-    return _total(kernel_times(fn, input_sets, calls))
-
-
-def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> dict[str, float]:
-    """GPU time per call of each kernel name (microseconds), over `calls` traced calls."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    n = len(input_sets)
-    _synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            fn(*input_sets[i % n])
-        _synchronize()
-    times: dict[str, float] = {}
-    for e in prof.events():
-        if e.device_type == DeviceType.CUDA:
-            times[e.name] = times.get(e.name, 0.0) + float(e.time_range.elapsed_us()) / calls
-    if sum(times.values()) <= 0:
-        raise RuntimeError("profiler recorded no kernels")
-    return times
-
-
-def _total(times: dict[str, float]) -> float:
-    return float(sum(times.values()))
+        notes.append(f"kernel-only time unavailable: {type(exc).__name__}: {exc}")
+        log.warning(notes[-1])
+    return PairTiming(
+        summarize(cand_us), summarize(base_us), cand_dev, base_dev, source, "; ".join(notes) or None, invocations,
+        candidate_kernels=kernels, sync_gap_us=removed_us, audited_samples=sampler.audited, stopped_by=stopped_by,
+        samples_taken=sampler.taken,
+        clocks=summarize_clocks(sampler.start, sampler.readings, sampler.throttled, monitor.available),
+    )
 
 
 def measure_interpreter(
@@ -227,7 +274,8 @@ def measure_interpreter(
     auditor: SampleAuditor | None = None,
 ) -> PairTiming:
     """Wall-clock timing of single calls under the Triton interpreter. Labelled; never rewarded. With an auditor,
-    every candidate sample runs on refreshed inputs and its output is verified, outside the timed call."""
+    every candidate sample runs on refreshed inputs and its output is verified, outside the timed call. Always a
+    fixed count: adaptive stopping is for GPU timings, and interpreter calls take seconds."""
 
     def wall(fn: Fn, audit: bool) -> list[float]:
         out = []
@@ -247,5 +295,8 @@ def measure_interpreter(
     return PairTiming(
         summarize(cand), summarize(base), None, None, None,
         note="Triton interpreter on CPU: wall-clock, not GPU time; never feeds a reward",
-        audited_samples=samples if auditor is not None else 0,
+        audited_samples=samples if auditor is not None else 0, stopped_by="fixed_count", samples_taken=samples,
     )
+
+
+__all__ = ["PairTiming", "kernel_time_us", "measure_cuda", "measure_interpreter", "ring_size", "sync_gap_us"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelproof_core.report.models import CaseResult, Report
+from kernelproof_core.report.models import CaseResult, Report, Timing
 from kernelproof_core.verdicts import VERDICT_INFO
 
 
@@ -35,8 +35,7 @@ def render_markdown(report: Report) -> str:
         f"- **Created:** {report.created_at.isoformat()} ({report.duration_s:.1f} s)",
         f"- **Command:** `{cfg.command}` tasks={', '.join(cfg.tasks)} dtypes={', '.join(cfg.dtypes)} "
         f"device={cfg.device} case set={cfg.case_set} seed={cfg.seed}",
-        f"- **Measurement plan:** {cfg.warmups} warm-ups, {cfg.samples} samples x "
-        f"{cfg.invocations_per_sample} invocations" + ("" if cfg.measure else " (measurement disabled)"),
+        f"- **Measurement plan:** {_plan(report)}",
         "",
         "## Environment",
         "",
@@ -49,7 +48,8 @@ def render_markdown(report: Report) -> str:
             f"- GPU {g.name} (sm_{g.capability.replace('.', '')}, {g.sm_count} SMs, "
             f"{g.memory_bytes / 2**30:.0f} GiB, L2 {_f((g.l2_bytes or 0) / 2**20, '.0f')} MiB), driver "
             f"{g.driver or '–'}, SM clock {g.sm_clock_mhz or '–'} MHz, memory clock {g.mem_clock_mhz or '–'} MHz, "
-            f"{g.temperature_c or '–'} °C; measured copy bandwidth {_f(g.copy_bandwidth_gbps, '.0f')} GB/s"
+            f"{g.temperature_c or '–'} °C (max SM clock {g.max_sm_clock_mhz or '–'} MHz, power limit "
+            f"{_f(g.power_limit_w, '.0f')} W); measured copy bandwidth {_f(g.copy_bandwidth_gbps, '.0f')} GB/s"
         )
     else:
         lines.append("- No GPU: Triton interpreter on the CPU. Timings are wall-clock and never rewarded.")
@@ -67,12 +67,35 @@ def render_markdown(report: Report) -> str:
     lines += _header(["task", "origin", "path", "sha256", "bytes"])
     for c in report.candidates:
         lines.append(_row([c.task, c.origin, f"`{c.path or '–'}`", f"`{c.source_sha256[:16]}`", str(c.size_bytes)]))
-    lines += ["", "## Cases", "", *_case_table(report), *_bandwidth_table(report), *_failures(report)]
+    lines += ["", "## Cases", "", *_case_table(report), *_bandwidth_table(report), *_sampling_table(report),
+              *_failures(report)]
     return "\n".join(lines) + "\n"
 
 
-def _case_table(report: Report) -> list[str]:
+def _plan(report: Report) -> str:
+    cfg = report.config
+    if not cfg.measure:
+        return f"{cfg.warmups} warm-ups (measurement disabled)"
+    calls = f"{cfg.invocations_per_sample} invocations"
+    if cfg.stopping is None or cfg.device != "cuda":
+        return f"{cfg.warmups} warm-ups, {cfg.samples} samples x {calls}"
+    r = cfg.stopping
+    return (f"{cfg.warmups} warm-ups, samples of {calls} until both medians' relative standard error is at most "
+            f"{r.target_rse:.2%} (at least {r.min_samples} samples and {r.min_measured_s:g} s measured; at most "
+            f"{r.max_samples} samples or {r.max_measure_s:g} s)")
+
+
+def _sol_fraction(report: Report, t: Timing | None) -> float | None:
+    """The case's own speed-of-light fraction; for reports without one, against the environment's copy bandwidth."""
+    if t is None or t.achieved_bandwidth_gbps is None:
+        return None
+    if t.speed_of_light_fraction is not None:
+        return t.speed_of_light_fraction
     sol = report.environment.gpu.copy_bandwidth_gbps if report.environment.gpu else None
+    return t.achieved_bandwidth_gbps / sol if sol else None
+
+
+def _case_table(report: Report) -> list[str]:
     cols = ["task", "dtype", "case", "shape", "verdict", "max abs err", "rel L2", "cand µs (events)",
             "cand µs (kernel)", "base µs (events)", "base µs (kernel)", "speedup", "GB/s", "% SOL", "cv", "reward"]
     lines = _header(cols)
@@ -85,7 +108,7 @@ def _case_table(report: Report) -> list[str]:
             _f(t.candidate.median if t else None), _f(t.candidate_device_us if t else None),
             _f(t.baseline.median if t else None), _f(t.baseline_device_us if t else None),
             _f(t.speedup if t else None, ".3f"), _f(gbps, ".0f"),
-            _f(100 * gbps / sol if gbps and sol else None, ".1f"), _f(t.candidate.cv if t else None, ".3f"),
+            _f(_pct(_sol_fraction(report, t)), ".1f"), _f(t.candidate.cv if t else None, ".3f"),
             _f(c.reward.value if c.reward else None, "+.3f"),
         ]))
     if any(c.timing and c.timing.kind == "interpreter_wall_clock" for c in report.cases):
@@ -97,24 +120,68 @@ def _shape(c: CaseResult) -> str:
     return "x".join(str(v) for v in c.dims.values())
 
 
+def _pct(fraction: float | None) -> float | None:
+    return None if fraction is None else 100 * fraction
+
+
 def _bandwidth_table(report: Report) -> list[str]:
-    """Achieved bandwidth per task and shape, for cases of 1 MB or more (the speed-of-light view)."""
-    rows = [c for c in report.cases if c.timing and c.timing.kind == "cuda_events" and c.timing.min_bytes >= 2**20]
+    """Achieved bandwidth of every timed case: the speed-of-light view, launch-inclusive and kernel-only."""
+    rows = [(c, c.timing) for c in report.cases if c.timing is not None]
     if not rows:
         return []
-    sol = report.environment.gpu.copy_bandwidth_gbps if report.environment.gpu else None
-    lines = ["", "## Achieved bandwidth (cases moving 1 MB or more)", "",
-             f"Speed of light = measured device copy bandwidth: {_f(sol, '.0f')} GB/s.", ""]
-    lines += _header(["task", "dtype", "case", "shape", "MB moved", "candidate GB/s", "% SOL", "eager GB/s",
-                      "speedup vs eager"])
-    for c in rows:
-        t = c.timing
-        assert t is not None
-        gbps = t.achieved_bandwidth_gbps or 0.0
-        eager = t.min_bytes / (t.baseline.median * 1e-6) / 1e9
-        lines.append(_row([c.task, c.dtype, c.case_id, _shape(c), f"{t.min_bytes / 1e6:.1f}", f"{gbps:.0f}",
-                           _f(100 * gbps / sol if sol else None, ".1f"), f"{eager:.0f}", f"{t.speedup:.3f}"]))
+    refs = sorted({round(t.copy_bandwidth_gbps) for _, t in rows if t.copy_bandwidth_gbps})
+    env = report.environment.gpu.copy_bandwidth_gbps if report.environment.gpu else None
+    ref = ", ".join(f"{r} GB/s" for r in refs) or (f"{env:.0f} GB/s (environment)" if env else "not measured")
+    lines = ["", "## Achieved bandwidth", "",
+             f"Speed of light = device copy bandwidth measured in the verifying process: {ref}. Bytes moved are the "
+             "task's minimum; latency is the launch-inclusive candidate median (what the reward sees), kernel time "
+             "is CUPTI device time, launch overhead their difference.", ""]
+    lines += _header(["task", "dtype", "case", "shape", "MB moved", "cand µs (events)", "cand µs (kernel)",
+                      "launch overhead µs", "GB/s (events)", "GB/s (kernel)", "% SOL (events)", "% SOL (kernel)",
+                      "speedup vs baseline"])
+    for c, t in rows:
+        kernel_sol = t.speed_of_light_fraction_kernel
+        if kernel_sol is None and t.kernel_bandwidth_gbps is not None and env:
+            kernel_sol = t.kernel_bandwidth_gbps / env
+        lines.append(_row([
+            c.task, c.dtype, c.case_id, _shape(c), _mb(t.min_bytes), _f(t.candidate.median),
+            _f(t.candidate_device_us), _f(t.launch_overhead_us), _f(t.achieved_bandwidth_gbps, ".0f"),
+            _f(t.kernel_bandwidth_gbps, ".0f"), _f(_pct(_sol_fraction(report, t)), ".1f"),
+            _f(_pct(kernel_sol), ".1f"), _f(t.speedup, ".3f"),
+        ]))
+    if any(t.kind == "interpreter_wall_clock" for _, t in rows):
+        lines += ["", "_Interpreter rows: wall-clock on a CPU, so no bandwidth or speed of light._"]
     return lines
+
+
+def _sampling_table(report: Report) -> list[str]:
+    """How each case's sampling ended and what the clocks did (NVML; – where unavailable)."""
+    rows = [(c, c.timing) for c in report.cases if c.timing is not None]
+    if not rows:
+        return []
+    lines = ["", "## Sampling and clocks", "",
+             "Samples are kept/taken per implementation; a pair is discarded when the SM clock fell below 90% "
+             "(default) of its value after the warm-ups or NVML reported a thermal or power slowdown.", ""]
+    lines += _header(["task", "dtype", "case", "stopped by", "samples kept/taken", "RSE cand %", "RSE base %",
+                      "throttled pairs", "SM MHz start", "SM MHz min–max", "mem MHz", "°C"])
+    for c, t in rows:
+        clocks = f"{t.sm_clock_mhz_min}–{t.sm_clock_mhz_max}" if t.sm_clock_mhz_min is not None else "–"
+        lines.append(_row([
+            c.task, c.dtype, c.case_id, f"`{t.stopped_by}`", f"{t.candidate.count}/{t.samples}",
+            _f(_pct(t.candidate_rse), ".2f"), _f(_pct(t.baseline_rse), ".2f"),
+            _i(t.throttled_samples), _i(t.sm_clock_mhz_start), clocks, _i(t.mem_clock_mhz_start),
+            _i(t.temperature_c_start),
+        ]))
+    return lines
+
+
+def _mb(nbytes: int) -> str:
+    mb = nbytes / 1e6
+    return f"{mb:.1f}" if mb >= 1 else f"{mb:.3g}"
+
+
+def _i(value: int | None) -> str:
+    return "–" if value is None else str(value)
 
 
 def _failures(report: Report) -> list[str]:

@@ -11,9 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule
 from kernelproof_core.verdicts import Verdict
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 TimingKind = Literal["cuda_events", "interpreter_wall_clock"]
 
@@ -61,7 +62,7 @@ class Timing(_Model):
 
     kind: TimingKind
     warmups: int
-    samples: int
+    samples: int = Field(description="samples taken per implementation, throttled pairs included (see counts)")
     invocations_per_sample: int
     input_sets: int = Field(description="distinct input sets rotated through so samples do not hit a warm L2")
     l2_flush_bytes: int
@@ -72,7 +73,7 @@ class Timing(_Model):
     device_time_source: str | None = None
     reward_input: str = Field(description="which statistic fed the reward")
     speedup: float = Field(description="baseline median / candidate median")
-    achieved_bandwidth_gbps: float | None = None
+    achieved_bandwidth_gbps: float | None = Field(None, description="min_bytes over the candidate median latency")
     min_bytes: int
     note: str | None = None
     audited_samples: int = Field(0, description="timed samples whose last output was verified on fresh inputs")
@@ -80,6 +81,34 @@ class Timing(_Model):
         None, description="calibrated device-sync gap removed from each sample (the end event follows a sync)"
     )
     time_floor_us: float | None = Field(None, description="physical floor per call: min_bytes at the device's limit")
+    # Sampling: fixed count or noise target (measurement/stopping.py).
+    stopped_by: StoppedBy = Field(
+        "fixed_count", description="what ended sampling: the fixed count, the noise target, the time cap or max samples"
+    )
+    target_rse: float | None = Field(None, description="the noise target (relative standard error of the median)")
+    candidate_rse: float | None = Field(None, description="achieved relative standard error of the candidate median")
+    baseline_rse: float | None = Field(None, description="achieved relative standard error of the baseline median")
+    # Clocks (NVML, measurement/clocks.py); None where NVML is unavailable.
+    throttled_samples: int | None = Field(
+        None, description="sample pairs discarded because the SM clock fell or a thermal/power slowdown was active"
+    )
+    sm_clock_mhz_min: int | None = Field(None, description="lowest SM clock read around any sample")
+    sm_clock_mhz_max: int | None = Field(None, description="highest SM clock read around any sample")
+    sm_clock_mhz_start: int | None = Field(None, description="SM clock after the warm-ups: the throttling reference")
+    mem_clock_mhz_start: int | None = None
+    temperature_c_start: int | None = None
+    # Speed of light (measurement/speed_of_light.py), CUDA only.
+    kernel_bandwidth_gbps: float | None = Field(None, description="min_bytes over kernel-only device time")
+    copy_bandwidth_gbps: float | None = Field(None, description="speed-of-light reference: measured copy bandwidth")
+    speed_of_light_fraction: float | None = Field(
+        None, description="achieved_bandwidth_gbps (launch-inclusive median) / copy_bandwidth_gbps"
+    )
+    speed_of_light_fraction_kernel: float | None = Field(
+        None, description="kernel_bandwidth_gbps (kernel-only device time) / copy_bandwidth_gbps"
+    )
+    launch_overhead_us: float | None = Field(
+        None, description="candidate median launch-inclusive latency minus its kernel-only device time"
+    )
 
 
 class Integrity(_Model):
@@ -153,6 +182,9 @@ class GpuInfo(_Model):
     sm_clock_mhz: int | None = None
     mem_clock_mhz: int | None = None
     temperature_c: int | None = None
+    max_sm_clock_mhz: int | None = None
+    max_mem_clock_mhz: int | None = None
+    power_limit_w: float | None = Field(None, description="enforced power limit")
     copy_bandwidth_gbps: float | None = Field(None, description="measured device-to-device copy, read+write bytes")
 
 
@@ -179,6 +211,7 @@ class RunConfig(_Model):
     samples: int
     invocations_per_sample: int
     measure: bool
+    stopping: StoppingRule | None = Field(None, description="noise target replacing the fixed sample count (CUDA)")
 
 
 class Summary(_Model):

@@ -51,6 +51,22 @@ def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
     assert "[  4/4]" in r.stderr  # progress lines
 
 
+def test_verify_with_a_noise_target_records_the_rule(tmp_path: Path) -> None:
+    cand = tmp_path / "good.py"
+    cand.write_bytes(source("honest"))
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    r = kp("verify", "--task", "rms_norm", "--candidate", str(cand), "--device", "interpreter", "--no-sandbox",
+           "--case", "tail127", "--repeats", "2", "--target-rse", "0.005", "--max-measure-s", "10", "--quiet",
+           "--output", str(out), "--markdown", str(md))
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = Report.model_validate_json(out.read_text())
+    assert report.config.stopping is not None and report.config.stopping.target_rse == 0.005
+    assert report.config.stopping.max_measure_s == 10
+    (case,) = report.cases
+    assert case.timing is not None and case.timing.stopped_by == "fixed_count"  # the interpreter keeps its count
+    assert "## Achieved bandwidth" in md.read_text()
+
+
 def test_verify_failing_candidate_exits_2(tmp_path: Path) -> None:
     cand = tmp_path / "bad.py"
     cand.write_bytes(source("tail_bug"))
@@ -77,6 +93,8 @@ def test_cuda_unavailable_exits_3(tmp_path: Path) -> None:
         ("verify", "--task", "rms_norm", "--candidate", "/nonexistent.py", "--device", "interpreter"),
         ("run", "--dtype", "int8", "--device", "interpreter"),
         ("run", "--warmups", "lots"),
+        ("run", "--device", "interpreter", "--max-measure-s", "10"),  # needs --target-rse
+        ("run", "--device", "interpreter", "--target-rse", "0"),
         ("frobnicate",),
     ],
 )

@@ -80,3 +80,41 @@ def test_markdown_is_derived_from_the_report(mixed_report: Report) -> None:
     assert f"{mixed_report.summary.cases_passed}/{mixed_report.summary.cases_total} cases passed" in md
     if mixed_report.config.device == "interpreter":
         assert "never rewarded" in md
+
+
+def test_markdown_has_the_achieved_bandwidth_and_sampling_tables(mixed_report: Report) -> None:
+    md = render_markdown(mixed_report)
+    assert "## Achieved bandwidth" in md and "## Sampling and clocks" in md
+    header = ("| task | dtype | case | shape | MB moved | cand µs (events) | cand µs (kernel) | launch overhead µs "
+              "| GB/s (events) | GB/s (kernel) | % SOL (events) | % SOL (kernel) | speedup vs baseline |")
+    assert header in md
+    timed = [c for c in mixed_report.cases if c.timing is not None]
+    bandwidth = md.split("## Achieved bandwidth")[1].split("## Sampling and clocks")[0]
+    assert all(f"| {c.task} | {c.dtype} | {c.case_id} |" in bandwidth for c in timed)
+    sampling = md.split("## Sampling and clocks")[1]
+    assert all(f"| {c.case_id} | `{c.timing.stopped_by}` |" in sampling for c in timed)  # type: ignore[union-attr]
+
+
+def test_bandwidth_row_of_a_gpu_case() -> None:
+    """A CUDA case's row: bytes, latencies, launch overhead, GB/s and % of copy bandwidth both ways, speedup."""
+    from kernelproof_core.measurement.speed_of_light import speed_of_light
+    from kernelproof_core.measurement.stats import summarize
+    from kernelproof_core.report.models import Timing
+
+    campaign = Campaign(device="interpreter", dtypes=["bfloat16"], case_set=CaseSet.INTERPRETER, case_ids=["n1"],
+                        samples=2, warmups=0, invocations_per_sample=1)
+    report = run_verification([CandidateJob(task="rms_norm", source=source("honest"))], campaign, InProcessExecutor())
+    case = report.cases[0]
+    case.timing = Timing(
+        kind="cuda_events", warmups=10, samples=40, invocations_per_sample=100, input_sets=2, l2_flush_bytes=1,
+        candidate=summarize([500.0] * 40), baseline=summarize([1000.0] * 40), candidate_device_us=400.0,
+        baseline_device_us=900.0, reward_input="x", speedup=2.0, min_bytes=10**9, stopped_by="noise_target",
+        target_rse=0.005, candidate_rse=0.004, baseline_rse=0.001, throttled_samples=3, sm_clock_mhz_min=1700,
+        sm_clock_mhz_max=1980, sm_clock_mhz_start=1980,
+        mem_clock_mhz_start=3201, temperature_c_start=45, **speed_of_light(10**9, 500.0, 400.0, 4000.0),
+    )
+    md = render_markdown(report)
+    assert (f"| rms_norm | bfloat16 | n1 | {'x'.join(map(str, case.dims.values()))} | 1000.0 | 500.00 | 400.00 | "
+            "100.00 | 2000 | 2500 | 50.0 | 62.5 | 2.000 |") in md
+    assert "Speed of light = device copy bandwidth measured in the verifying process: 4000 GB/s" in md
+    assert "| n1 | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1980 | 1700–1980 | 3201 | 45 |" in md

@@ -38,7 +38,9 @@ def test_honest_candidate_is_timed_with_events_and_cupti() -> None:
     assert r.verdict is Verdict.PASS, r.failure
     t = r.timing
     assert t is not None and t.kind == "cuda_events"
-    assert t.candidate.count == 20 and t.baseline.count == 20 and len(t.candidate.samples) == 20
+    kept = 20 - (t.throttled_samples or 0)  # pairs taken while the GPU throttled are discarded
+    assert t.samples == 20 and t.candidate.count == kept and t.baseline.count == kept
+    assert len(t.candidate.samples) == kept
     assert 0 < t.candidate.min <= t.candidate.median <= t.candidate.p95 <= t.candidate.max
     assert t.candidate_device_us is not None and 0 < t.candidate_device_us <= t.candidate.median * 1.5
     assert t.baseline_device_us is not None and t.baseline_device_us > 0

@@ -144,7 +144,7 @@ def test_daemons_are_swept_while_standby_children_live(executor: SandboxExecutor
     still killed when it ends, and the standbys survive that sweep and serve the next candidates."""
     assert_honest_passes(executor)
     before = _sandbox_processes(executor)
-    assert len(executor._standbys["interpreter"]) == 2  # the pool refilled beside the last run
+    assert len(executor._standbys["interpreter"]) == executor.settings.sandbox_standby_children  # refilled
     assert verdicts(run(executor, "poison_cache")) == [P, P]
     after = _sandbox_processes(executor)
     assert len(after) == len(before), (before, after)  # one standby used, one forked: no daemon left

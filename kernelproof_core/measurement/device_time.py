@@ -1,0 +1,76 @@
+"""Device-side helpers of CUDA timing: the synchronize-gap calibration, a single-call probe and kernel-only time.
+
+Kernel-only device time comes from torch.profiler (CUPTI) over a separate traced pass of the same calls. Timers and
+the event class are bound when this module is imported, before any candidate code runs (see measurement.timing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+Fn = Callable[..., Any]
+_Event = torch.cuda.Event
+_synchronize = torch.cuda.synchronize
+SYNC_GAP_SAMPLES = 20
+
+
+def sync_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
+    """Median GPU time between a start event and an end event recorded right after a whole-device synchronize on an
+    idle device: the constant that ending every sample with a synchronize adds (host wake-up plus event launch)."""
+    gaps = []
+    for _ in range(samples):
+        start = _Event(enable_timing=True)
+        end = _Event(enable_timing=True)
+        start.record()
+        _synchronize()
+        end.record()
+        end.synchronize()
+        gaps.append(start.elapsed_time(end) * 1000.0)
+    gaps.sort()
+    return float(gaps[len(gaps) // 2])
+
+
+def single_call_ms(fn: Fn, inputs: Sequence[Any]) -> float:
+    start = _Event(enable_timing=True)
+    end = _Event(enable_timing=True)
+    start.record()
+    fn(*inputs)
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
+
+
+def kernel_time_us(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> float:
+    """Mean summed GPU kernel time per call (microseconds) over `calls` traced calls.
+
+    Only kernels launched inside the traced region count (the L2 flush is outside it), so this is the device time the
+    call's kernels took, without launch gaps.
+    """
+    return total(kernel_times(fn, input_sets, calls))
+
+
+def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> dict[str, float]:
+    """GPU time per call of each kernel name (microseconds), over `calls` traced calls."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    n = len(input_sets)
+    _synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            fn(*input_sets[i % n])
+        _synchronize()
+    times: dict[str, float] = {}
+    for e in prof.events():
+        if e.device_type == DeviceType.CUDA:
+            times[e.name] = times.get(e.name, 0.0) + float(e.time_range.elapsed_us()) / calls
+    if sum(times.values()) <= 0:
+        raise RuntimeError("profiler recorded no kernels")
+    return times
+
+
+def total(times: dict[str, float]) -> float:
+    return float(sum(times.values()))
