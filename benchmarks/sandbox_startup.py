@@ -63,6 +63,7 @@ def measure(mode: str, job: CandidateJob, campaign: Campaign, repeats: int) -> d
         first = executor.execute(job, campaign)
         first_s = time.monotonic() - t0
         to_code, total = [], []
+        standby = 0
         milestones: dict[str, list[float]] = {}
         for _ in range(repeats):
             execution = executor.execute(job, campaign)
@@ -71,6 +72,7 @@ def measure(mode: str, job: CandidateJob, campaign: Campaign, repeats: int) -> d
                 raise SystemExit(f"{mode}: honest candidate did not pass: {execution.outcome.cases}")
             to_code.append(executor.last_timings["to_candidate_code_s"])
             total.append(executor.last_timings["total_s"])
+            standby += int(executor.last_standby)
             for key, value in executor.last_timings.items():
                 if key.startswith("at_"):
                     milestones.setdefault(key[3:-2], []).append(value)
@@ -80,6 +82,8 @@ def measure(mode: str, job: CandidateJob, campaign: Campaign, repeats: int) -> d
             "total_s": total,
             "median_to_candidate_code_s": statistics.median(to_code),
             "median_total_s": statistics.median(total),
+            "served_by_standby": standby,  # runs whose child was forked ahead of its job (sandbox/standby.py)
+            "standby_children": executor.settings.sandbox_standby_children if mode != "cold" else 0,
             # median seconds from the ask to: the child's first message (hello), sandbox layers applied (armed),
             # harness setup start (prepare), cheat-check arming (arm), candidate code (load), all cases (done)
             "median_milestones_s": {k: statistics.median(v) for k, v in milestones.items()},
@@ -126,7 +130,9 @@ def main() -> int:
     for mode, r in (("cold", cold), ("warm", warm)):
         print(f"{mode:<12}{r['median_to_candidate_code_s']:>28.3f} s{r['median_total_s']:>16.3f} s")
     for mode, r in (("cold", cold), ("warm", warm)):
-        print(f"{mode} milestones (median s from the ask): "
+        print(f"{mode}: {r['served_by_standby']}/{len(r['total_s'])} runs served by a standby child "
+              f"(pool of {r['standby_children']}); "
+              f"milestones (median s from the ask): "
               + ", ".join(f"{k} {v:.3f}" for k, v in r["median_milestones_s"].items()))
     print(f"cold/warm ratio: to candidate code {result['ratio_to_candidate_code']:.1f}x, "
           f"total {result['ratio_total']:.1f}x")
