@@ -5,6 +5,7 @@ time goes (evidence/h200/2026-11-30_checks/). Needs CUDA."""
 import os
 import subprocess
 import sys
+import time
 
 CODE = r'''
 import time, torch
@@ -21,3 +22,11 @@ print(" ".join(f"{k}={v:.3f}" for k, v in out))
 for env in ({}, {"TEARDOWN_CUPTI": "0"}):
     r = subprocess.run([sys.executable, "-c", CODE], env={**os.environ, **env}, capture_output=True, text=True)
     print(env or "default", r.stdout.strip(), r.stderr.strip()[-300:])
+# Where the first session's seconds go: Kineto's own log at its most verbose, each line stamped on arrival.
+proc = subprocess.Popen([sys.executable, "-c", CODE], env={**os.environ, "KINETO_LOG_LEVEL": "0"},
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+t0 = time.perf_counter()
+assert proc.stdout is not None
+for line in proc.stdout:
+    print(f"[{time.perf_counter() - t0:8.3f}] {line.rstrip()[:200]}")
+proc.wait()
