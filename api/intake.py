@@ -43,6 +43,18 @@ def resolve_campaign(svc: ServiceState, req: SubmissionRequest) -> tuple[str, Ca
         "invocations_per_sample": settings.api_max_invocations_per_sample,
     }
     over = [f"{k}={overrides[k]} (max {cap})" for k, cap in limits.items() if overrides.get(k, 0) > cap]
+    if spec.stopping is not None:
+        stop = spec.stopping
+        if stop.max_measure_s > settings.api_max_measure_s_per_case:
+            over.append(f"stopping.max_measure_s={stop.max_measure_s} (max {settings.api_max_measure_s_per_case})")
+        if stop.target_rse < settings.api_min_target_rse:
+            over.append(f"stopping.target_rse={stop.target_rse} (min {settings.api_min_target_rse})")
+        if stop.max_samples > settings.api_max_samples:
+            if "max_samples" in stop.model_fields_set:
+                over.append(f"stopping.max_samples={stop.max_samples} (max {settings.api_max_samples})")
+            else:  # the rule's default is above this operator's cap: the cap is the client's default here
+                stop = stop.model_copy(update={"max_samples": max(stop.min_samples, settings.api_max_samples)})
+        overrides["stopping"] = stop
     if over:
         raise Problem(P_CAMPAIGN_LIMITS, "; ".join(over))
     try:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema, model_validator
 
+from kernelproof_core.measurement.stopping import StoppingRule
 from kernelproof_core.presets import DEFAULT_PRESET
 
 EXAMPLE_SOURCE = (
@@ -43,6 +44,7 @@ class CampaignSpec(BaseModel):
             "examples": [
                 {"preset": "quick", "samples": 20},
                 {"preset": "standard", "case_ids": ["n1", "tail127"]},
+                {"preset": "standard", "stopping": {"target_rse": 0.005, "max_measure_s": 10}},
             ]
         },
     )
@@ -56,6 +58,12 @@ class CampaignSpec(BaseModel):
     )
     seed: int | None = Field(default=None, ge=0, le=2**62, description="seed of the randomized cases")
     measure: bool | None = Field(default=None, description="false: correctness gates only, no timings, no speed reward")
+    stopping: StoppingRule | None = Field(
+        default=None,
+        description="CUDA: time each case until both medians' relative standard error is below target_rse (within "
+        "min/max samples and max_measure_s, capped by the operator) instead of a fixed sample count; ignored on "
+        "the interpreter",
+    )
 
 
 class SubmissionMetadata(BaseModel):

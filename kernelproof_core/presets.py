@@ -84,7 +84,7 @@ PRESETS: dict[str, Preset] = {
 DEFAULT_PRESET = "standard"
 
 # Campaign fields a caller may set explicitly on top of a preset.
-OVERRIDABLE_FIELDS = ("warmups", "samples", "invocations_per_sample", "case_ids", "seed", "measure")
+OVERRIDABLE_FIELDS = ("warmups", "samples", "invocations_per_sample", "case_ids", "seed", "measure", "stopping")
 
 
 def get_preset(name: str) -> Preset:
@@ -144,4 +144,6 @@ def build_campaign(
     if preset.target_rse is not None and device == "cuda":
         fields["stopping"] = StoppingRule(target_rse=preset.target_rse, max_measure_s=preset.max_measure_s)
     fields.update(overrides)
+    if fields.get("stopping") is not None and device != "cuda":
+        fields["stopping"] = None  # adaptive stopping is for GPU timings; interpreter runs keep the fixed count
     return Campaign(device=device, dtypes=names, case_set=case_set, case_ids=case_ids, **fields)

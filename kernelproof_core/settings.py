@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     api_max_warmups: int = 100
     api_max_samples: int = 1000
     api_max_invocations_per_sample: int = 1000
+    api_max_measure_s_per_case: float = Field(
+        default=60.0, gt=0, description="cap on an adaptive campaign's max_measure_s (sampling wall time per case)"
+    )
+    api_min_target_rse: float = Field(default=0.001, gt=0, description="tightest noise target a client may ask for")
     api_long_poll_max_s: float = Field(default=60.0, description="longest ?wait= a GET may hold a connection")
     api_long_poll_interval_s: float = Field(default=0.5, description="database poll period of ?wait=")
     api_list_max_limit: int = 500

@@ -114,3 +114,12 @@ def test_interpreter_run_records_fixed_count_and_no_gpu_figures(device: str) -> 
     assert t.achieved_bandwidth_gbps is None and t.speed_of_light_fraction is None and t.launch_overhead_us is None
     assert t.min_bytes > 0
     assert t.reward_input.startswith("none")
+
+
+def test_a_stopping_rule_is_an_override_kept_on_cuda_and_dropped_on_the_interpreter() -> None:
+    task = get_task("rms_norm")
+    rule = StoppingRule(target_rse=0.005, max_measure_s=5)
+    cuda = build_campaign(task, "cuda", "quick", None, {"stopping": rule})
+    assert cuda.stopping == rule and cuda.public_dump()["stopping"]["target_rse"] == 0.005
+    assert Campaign.model_validate(cuda.public_dump()).stopping == rule  # what a worker rebuilds from the row
+    assert build_campaign(task, "interpreter", "quick", None, {"stopping": rule}).stopping is None

@@ -49,6 +49,14 @@ CASES: list[tuple[str, str, str, bytes | None, dict[str, str], int, str]] = [
         "campaign-out-of-limits",
     ),
     ("unknown-case", "POST", "/v1/submissions", with_(campaign={"case_ids": ["nope"]}), JSON, 422, "invalid-campaign"),
+    ("stopping-no-target", "POST", "/v1/submissions", with_(campaign={"stopping": {}}), JSON, 422, "validation-error"),
+    ("stopping-bad-order", "POST", "/v1/submissions",
+     with_(campaign={"stopping": {"target_rse": 0.01, "min_samples": 50, "max_samples": 10}}), JSON, 422,
+     "validation-error"),
+    ("stopping-too-long", "POST", "/v1/submissions",
+     with_(campaign={"stopping": {"target_rse": 0.01, "max_measure_s": 3600}}), JSON, 422, "campaign-out-of-limits"),
+    ("stopping-too-tight", "POST", "/v1/submissions",
+     with_(campaign={"stopping": {"target_rse": 1e-6}}), JSON, 422, "campaign-out-of-limits"),
     ("campaign-extra", "POST", "/v1/submissions", with_(campaign={"device": "cpu"}), JSON, 422, "validation-error"),
     ("huge-seed", "POST", "/v1/submissions", with_(campaign={"seed": 2**70}), JSON, 422, "validation-error"),
     ("bad-gpu-class", "POST", "/v1/submissions", with_(gpu_class="H 200"), JSON, 422, "validation-error"),
@@ -210,3 +218,14 @@ def test_fuzzed_bodies_never_cause_a_server_error(http: httpx.Client) -> None:
             assert response.headers["content-type"] == PROBLEM
             assert response.json()["type"].startswith("urn:kernelproof:problem:")
     assert 422 in statuses
+
+
+def test_a_valid_stopping_rule_is_accepted_and_dropped_on_an_interpreter_service(http: httpx.Client) -> None:
+    """Within the operator's limits a noise target is accepted; this service times on the interpreter, where
+    adaptive stopping does not apply, so the stored campaign keeps the fixed count (no stopping rule in it)."""
+    rule = {"target_rse": 0.01, "max_measure_s": 5}
+    response = http.post("/v1/submissions", content=with_(campaign={**TINY_CAMPAIGN, "stopping": rule}),
+                         headers=JSON)
+    assert response.status_code == 202, response.text
+    campaign = response.json()["campaign"]
+    assert campaign.get("stopping") is None and campaign["samples"] == TINY_CAMPAIGN.get("samples", campaign["samples"])
