@@ -8,7 +8,9 @@ replayed with plain `kernel[grid](...)`, which is the cost of Triton's JIT launc
 For each task at its smallest case of 1 MB or more (and a larger one), per call:
   host_us    back-to-back calls without synchronising, wall-clock per call: the launch-side cost
   device_us  kernel time from torch.profiler (CUPTI), summed over the call's kernels
-for: builtin, replay (the built-in's own launches, replayed), eager (the task's baseline), compile (torch.compile).
+for: builtin, replay (the built-in's own launches, replayed through kernel[grid]), compiled (the same launches
+through each CompiledKernel's launcher: the floor of a launch cache), eager (the task's baseline), compile
+(torch.compile).
 
     python benchmarks/launch_overhead.py --output launch_overhead.json
 
@@ -42,17 +44,21 @@ SHAPES: dict[str, list[tuple[int, int]]] = {
 Fn = Callable[..., Any]
 
 
-def record_launches(fn: Fn, inputs: list[Any]) -> list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]]:
-    """The Triton launches one call makes: (kernel, grid, args, kwargs), captured through JITFunction.run."""
+Launch = tuple[Any, Any, tuple[Any, ...], dict[str, Any], Any]  # kernel, grid, args, kwargs, compiled kernel
+
+
+def record_launches(fn: Fn, inputs: list[Any]) -> list[Launch]:
+    """The Triton launches one call makes, captured through JITFunction.run (with the CompiledKernel it returned)."""
     from triton.runtime.jit import JITFunction
 
-    launches: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
+    launches: list[Launch] = []
     original = JITFunction.run
 
     def recording(kernel: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
         if not warmup:
-            launches.append((kernel, grid, args, dict(kwargs)))
-        return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            launches.append((kernel, grid, args, dict(kwargs), compiled))
+        return compiled
 
     JITFunction.run = recording
     try:
@@ -63,10 +69,32 @@ def record_launches(fn: Fn, inputs: list[Any]) -> list[tuple[Any, Any, tuple[Any
     return launches
 
 
-def replay(launches: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]]) -> Fn:
+def replay(launches: list[Launch]) -> Fn:
     def call(*_inputs: Any) -> None:
-        for kernel, grid, args, kwargs in launches:
+        for kernel, grid, args, kwargs, _compiled in launches:
             kernel[grid](*args, **kwargs)
+
+    return call
+
+
+def replay_compiled(launches: list[Launch]) -> Fn:
+    """The same launches through each CompiledKernel's own launcher, skipping JITFunction.run's binding,
+    specialisation and cache lookup (valid only for these exact arguments): the floor a launch cache in the
+    built-ins could reach. Triton's launch hooks are still passed, as JITFunction.run passes them."""
+    from triton import knobs
+
+    plans = []
+    for kernel, grid, args, kwargs, compiled in launches:
+        values = [*args, *(kwargs[name] for name in kernel.arg_names[len(args):])]
+        dims = tuple(grid) + (1,) * (3 - len(grid))
+        plans.append((compiled, tuple(grid), dims, values))
+
+    def call(*_inputs: Any) -> None:
+        stream = torch.cuda.current_stream().cuda_stream
+        for compiled, grid, (gx, gy, gz), values in plans:
+            compiled.run(gx, gy, gz, stream, compiled.function, compiled.packed_metadata,
+                         compiled.launch_metadata(grid, stream, *values), knobs.runtime.launch_enter_hook,
+                         knobs.runtime.launch_exit_hook, *values)
 
     return call
 
@@ -91,7 +119,8 @@ def measure(task_name: str, shape: tuple[int, int], dtype: torch.dtype, calls: i
     builtin = load_candidate(task.builtin_candidate.read_bytes(), str(task.builtin_candidate)).fn
     launches = record_launches(builtin, inputs)
     eager = task.baseline()
-    impls: dict[str, Fn] = {"builtin": builtin, "replay": replay(launches), "eager": eager,
+    impls: dict[str, Fn] = {"builtin": builtin, "replay": replay(launches), "compiled": replay_compiled(launches),
+                            "eager": eager,
                             "compile": torch.compile(eager, dynamic=False)}
     row: dict[str, Any] = {"task": task_name, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
                            "min_bytes": task.min_bytes(case, dtype), "triton_launches": len(launches)}
@@ -117,7 +146,7 @@ def main() -> int:
         return 0
     dtype = getattr(torch, args.dtype)
     rows = [measure(task, shape, dtype, args.calls) for task, shapes in SHAPES.items() for shape in shapes]
-    cols = ("builtin", "replay", "eager", "compile")
+    cols = ("builtin", "replay", "compiled", "eager", "compile")
     print(f"{'task':<9}{'shape':>12}{'MB':>7}" + "".join(f"{c + ' host/dev us':>24}" for c in cols))
     for r in rows:
         cells = "".join(
