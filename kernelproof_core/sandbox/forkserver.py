@@ -195,7 +195,7 @@ def _kill_child(pid: int) -> None:
         os.killpg(pid, signal.SIGCONT)  # a frozen child dies only once continued
 
 
-def _parents() -> dict[int, int]:
+def parent_pids() -> dict[int, int]:
     """pid -> parent pid of every process we can see."""
     out = {}
     for name in os.listdir("/proc"):
@@ -206,7 +206,7 @@ def _parents() -> dict[int, int]:
     return out
 
 
-def _trees(roots: set[int], parents: dict[int, int]) -> set[int]:
+def process_trees(roots: set[int], parents: dict[int, int]) -> set[int]:
     """The roots and all their descendants. A candidate's orphans are re-parented to us (subreaper), never into
     another child's tree, so a live child's tree holds only what that child started."""
     inside = set(roots)
@@ -226,7 +226,7 @@ def sweep(config: ServerConfig, spared: set[int] | None = None) -> int:
     killed = 0
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while config.sweep_pid_namespace:
-        keep = _trees(spared, _parents()) if spared else set()
+        keep = process_trees(spared, parent_pids()) if spared else set()
         others = [int(p) for p in os.listdir("/proc")
                   if p.isdigit() and int(p) not in (1, os.getpid()) and int(p) not in keep]
         _reap(keep)
@@ -237,14 +237,14 @@ def sweep(config: ServerConfig, spared: set[int] | None = None) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
         time.sleep(0.005)
-    _reap(_trees(spared, _parents()) if spared else set())
+    _reap(process_trees(spared, parent_pids()) if spared else set())
     return killed
 
 
 def _reap(keep: set[int]) -> None:
     """Reap our ended children, except those of `keep` (a live child's status belongs to its own pidfd)."""
     me = os.getpid()
-    for pid, ppid in _parents().items():
+    for pid, ppid in parent_pids().items():
         if ppid == me and pid not in keep:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)

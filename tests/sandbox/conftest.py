@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.sandbox import SandboxExecutor
+from kernelproof_core.sandbox.forkserver import parent_pids, process_trees
 from kernelproof_core.settings import Settings
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
@@ -50,6 +52,19 @@ def run(executor: SandboxExecutor, name: str, camp: Campaign | None = None, orig
         **replace: str) -> Execution:
     job = CandidateJob(task="rms_norm", source=source(name, **replace), origin=origin, filename=f"{name}.py")
     return executor.execute(job, camp or campaign())
+
+
+def sandbox_states(executor: SandboxExecutor, device: str = "interpreter") -> dict[int, str]:
+    """Host pid -> process state letter ("S", "T" for stopped, ...) of every process in the executor's sandbox."""
+    root = executor._servers[device].proc.pid  # type: ignore[index]
+    states = {}
+    for pid in process_trees({root}, parent_pids()):
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        states[pid] = text[text.rindex(")") + 2:].split()[0]
+    return states
 
 
 def verdicts(execution: Execution) -> list[Verdict]:

@@ -4,7 +4,6 @@ hanging the suite."""
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -14,7 +13,15 @@ import pytest
 
 from kernelproof_core.sandbox import SandboxExecutor
 from kernelproof_core.verdicts import Verdict
-from tests.sandbox.conftest import DEADLINE_S, assert_honest_passes, campaign, run, sandbox_settings, verdicts
+from tests.sandbox.conftest import (
+    DEADLINE_S,
+    assert_honest_passes,
+    campaign,
+    run,
+    sandbox_settings,
+    sandbox_states,
+    verdicts,
+)
 
 P, S = Verdict.PASS, Verdict.SKIPPED
 
@@ -118,35 +125,14 @@ def test_nothing_survives_into_the_next_candidate() -> None:
         executor.close()
 
 
-def _sandbox_processes(executor: SandboxExecutor) -> set[int]:
-    """Host pids of every process inside the executor's fork-server sandbox (bwrap and its descendants)."""
-    root = executor._servers["interpreter"].proc.pid
-    parents = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                text = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
-    inside, grew = {root}, True
-    while grew:
-        grew = False
-        for pid, ppid in parents.items():
-            if ppid in inside and pid not in inside:
-                inside.add(pid)
-                grew = True
-    return inside
-
-
 def test_daemons_are_swept_while_standby_children_live(executor: SandboxExecutor) -> None:
     """With standbys (children forked ahead of their job) alive beside it, a candidate's daemonised process is
     still killed when it ends, and the standbys survive that sweep and serve the next candidates."""
     assert_honest_passes(executor)
-    before = _sandbox_processes(executor)
+    before = sandbox_states(executor)
     assert len(executor._standbys["interpreter"]) == executor.settings.sandbox_standby_children  # refilled
     assert verdicts(run(executor, "poison_cache")) == [P, P]
-    after = _sandbox_processes(executor)
+    after = sandbox_states(executor)
     assert len(after) == len(before), (before, after)  # one standby used, one forked: no daemon left
     assert_honest_passes(executor)
     assert_honest_passes(executor)

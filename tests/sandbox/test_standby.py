@@ -7,13 +7,12 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from kernelproof_core.sandbox import SandboxExecutor
 from kernelproof_core.verdicts import Verdict
-from tests.sandbox.conftest import CASES, campaign, run, sandbox_settings, verdicts
+from tests.sandbox.conftest import CASES, campaign, run, sandbox_settings, sandbox_states, verdicts
 
 P = Verdict.PASS
 
@@ -28,38 +27,17 @@ def pooled() -> Iterator[SandboxExecutor]:
     ex.close()
 
 
-def _states(executor: SandboxExecutor) -> dict[int, str]:
-    """Host pid -> process state letter of every process in the executor's sandbox."""
-    parents, states = {}, {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                text = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2:].split()
-            parents[int(name)], states[int(name)] = int(fields[1]), fields[0]
-    inside, grew = {executor._servers["interpreter"].proc.pid}, True
-    while grew:
-        grew = False
-        for pid, ppid in parents.items():
-            if ppid in inside and pid not in inside:
-                inside.add(pid)
-                grew = True
-    return {pid: states[pid] for pid in inside if pid in states}
-
-
 def _standby_pids(executor: SandboxExecutor) -> list[int]:
     """The standbys' host pids: the processes that stop when the pool is paused."""
     server, pool = executor._servers["interpreter"], executor._standbys["interpreter"]
     pool.pause(server, True)
     try:
         for _ in range(100):
-            stopped = [pid for pid, state in _states(executor).items() if state == "T"]
+            stopped = [pid for pid, state in sandbox_states(executor).items() if state == "T"]
             if len(stopped) == len(pool):
                 return stopped
             time.sleep(0.02)
-        raise AssertionError(f"standbys did not stop: {_states(executor)}")
+        raise AssertionError(f"standbys did not stop: {sandbox_states(executor)}")
     finally:
         pool.pause(server, False)
 
@@ -81,7 +59,7 @@ def test_pausing_stops_and_continues_every_standby(pooled: SandboxExecutor) -> N
     run(pooled, "honest")
     pids = _standby_pids(pooled)
     assert len(pids) == 2
-    assert all(_states(pooled).get(pid) != "T" for pid in pids)
+    assert all(sandbox_states(pooled).get(pid) != "T" for pid in pids)
 
 
 def test_a_standby_that_died_waiting_is_replaced_unseen(pooled: SandboxExecutor) -> None:
@@ -103,7 +81,7 @@ def test_measured_runs_pause_standbys_and_pass(pooled: SandboxExecutor) -> None:
     real_pause = pool.pause
 
     def recording_pause(server: object, paused: bool) -> None:
-        calls.append((paused, sum(state == "T" for state in _states(pooled).values())))
+        calls.append((paused, sum(state == "T" for state in sandbox_states(pooled).values())))
         real_pause(server, paused)  # type: ignore[arg-type]
 
     pool.pause = recording_pause  # type: ignore[method-assign]
@@ -114,7 +92,7 @@ def test_measured_runs_pause_standbys_and_pass(pooled: SandboxExecutor) -> None:
     assert verdicts(execution) == [P] * len(CASES), execution.outcome.cases
     assert [paused for paused, _ in calls].count(True) == len(CASES)  # once per timed case
     assert calls[-1][0] is False
-    assert all(state != "T" for state in _states(pooled).values())  # all resumed afterwards
+    assert all(state != "T" for state in sandbox_states(pooled).values())  # all resumed afterwards
     assert verdicts(run(pooled, "honest")) == [P] * len(CASES)
 
 
