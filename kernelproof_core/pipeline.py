@@ -86,7 +86,7 @@ def prepare_process(campaign: Campaign) -> None:
 
 def prepare_device(device: str) -> None:
     """prepare_process for a device, without a campaign: a sandboxed child does this before its job arrives (on
-    CUDA it creates the context and pays CUPTI's start-up), and verify_candidate repeats it, cheaply."""
+    CUDA it creates the context and pays CUPTI's start-up), and verify_candidate's call is then a no-op."""
     if device == "interpreter":
         if compiled_mode_fixed() and torch.cuda.is_initialized():
             raise UsageError("this process already runs Triton kernels compiled on CUDA; an interpreter campaign "

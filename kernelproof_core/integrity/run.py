@@ -27,8 +27,10 @@ def launch_observer() -> LaunchObserver:
     return LaunchObserver()
 
 
+@functools.cache
 def warm_up_process(device: str) -> None:
-    """Lazy imports and first uses of the checks, done before any snapshot (see guard.warm_up)."""
+    """Lazy imports and first uses of the checks, done before any snapshot (see guard.warm_up). Once per process and
+    device: a sandboxed child does it at start-up, before its job, and verify_candidate's call is then free."""
     warm_up(device, launch_observer())
 
 
