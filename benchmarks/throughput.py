@@ -236,11 +236,14 @@ def mode_a(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign) -
             clock = PhaseClock()
             execution = executor.execute(job, campaign, clock)
             cases = execution.outcome.cases
+            spans_s = breakdown(executor.last_timings, clock, cases)
             row = {"index": i, "source_sha256": execution.outcome.candidate.source_sha256,
-                   "failures": failures(cases, expected), "breakdown": breakdown(executor.last_timings, clock, cases)}
+                   "failures": failures(cases, expected), "breakdown": spans_s}
             per.append(row)
+            spans = " ".join(f"{k.removesuffix('_s')}={v:.2f}" for k, v in spans_s.items()
+                             if v is not None and k != "total_s")
             print(f"  A {i + 1}/{len(jobs)}: {'pass' if not row['failures'] else 'FAIL ' + str(row['failures'])} "
-                  f"{executor.last_timings['total_s']:.2f} s", flush=True)
+                  f"{executor.last_timings['total_s']:.2f} s ({spans})", flush=True)
         wall = time.monotonic() - started
     finally:
         executor.close()

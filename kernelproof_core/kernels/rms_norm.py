@@ -14,6 +14,7 @@ kernel.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 import triton
@@ -110,6 +111,10 @@ def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
         row += tl.num_programs(0)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
+
+
 def _wide_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int]:
     """(programs, chunk) for wide rows.
 
@@ -119,9 +124,33 @@ def _wide_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int]:
     """
     per_sm = 2 if 2 * n_sm * row_bytes <= _L2_BUDGET_BYTES else 1
     programs = min(m, per_sm * n_sm)
-    if triton.cdiv(m, programs) * programs > _MAX_IMBALANCE * m:
+    if _cdiv(m, programs) * programs > _MAX_IMBALANCE * m:
         programs = m
     return programs, 16384 // per_sm
+
+
+Launch = tuple[Callable[..., object], dict[str, int]]
+# Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
+# planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
+_PLANS: dict[tuple[object, ...], Launch] = {}
+_MAX_PLANS = 4096
+
+
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch:
+    align = _align(elsize, n, stride)
+    vectorised = align * elsize == 16
+    n_sm = _num_sms(device)
+    if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):
+        # Scalar accesses need twice the threads to keep per-thread registers (addresses) in check.
+        programs, chunk = _wide_plan(m, n * elsize, n_sm)
+        warps = _warps(chunk) * (1 if vectorised else 2)
+        return _rms_norm_wide[(programs,)], {"CHUNK": chunk, "ALIGN": align, "num_warps": warps}
+    block_n = triton.next_power_of_2(n)
+    block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
+    while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
+        block_m //= 2
+    return _rms_norm_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                                   "num_warps": _warps(block_m * block_n)}
 
 
 def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -131,24 +160,17 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
         x = x.contiguous()
     if weight.stride(0) != 1:
         weight = weight.contiguous()
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    device = x.device
+    y = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0 or n == 0:
         return y
-    elsize = x.element_size()
-    align = _align(elsize, n, x.stride(0))
-    vectorised = align * elsize == 16
-    if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):
-        # Scalar accesses need twice the threads to keep per-thread registers (addresses) in check.
-        programs, chunk = _wide_plan(m, n * elsize, _num_sms(x.device))
-        warps = _warps(chunk) * (1 if vectorised else 2)
-        _rms_norm_wide[(programs,)](x, weight, y, m, n, x.stride(0), eps, CHUNK=chunk, ALIGN=align,
-                                    num_warps=warps)
-        return y
-    block_n = triton.next_power_of_2(n)
-    block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
-    while block_m > 1 and triton.cdiv(m, block_m) < _WAVES * _num_sms(x.device):
-        block_m //= 2
-    grid = (triton.cdiv(m, block_m),)
-    _rms_norm_rows[grid](x, weight, y, m, n, x.stride(0), eps, BLOCK_M=block_m, BLOCK_N=block_n, ALIGN=align,
-                         num_warps=_warps(block_m * block_n))
+    stride = x.stride(0)
+    key = (m, n, stride, x.dtype, device)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
+    launch, meta = plan
+    launch(x, weight, y, m, n, stride, eps, **meta)
     return y

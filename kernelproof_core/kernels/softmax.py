@@ -16,6 +16,8 @@ order, so the output is bit-for-bit deterministic.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 import triton
@@ -154,6 +156,10 @@ def _softmax_split_norm(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
     tl.store(y_ptr + row * N + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
+
+
 def _looped_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int] | None:
     """(programs, chunk) for the persistent looped path, or None when splitting rows is the better plan.
 
@@ -165,9 +171,52 @@ def _looped_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int] | None:
         return None
     per_sm = 2 if 2 * n_sm * row_bytes <= _L2_BUDGET_BYTES else 1
     programs = min(m, per_sm * n_sm)
-    if triton.cdiv(m, programs) * programs > _MAX_IMBALANCE * m:
+    if _cdiv(m, programs) * programs > _MAX_IMBALANCE * m:
         return None
     return programs, 16384 // per_sm
+
+
+Launch = tuple[Callable[..., object], dict[str, int]]
+
+
+class _Split(NamedTuple):
+    """Rows split over several programs: partial (max, sum) per chunk, then merge-and-normalise."""
+
+    partials: Launch
+    norm: Launch
+    n_chunks: int
+
+
+# Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
+# planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
+_PLANS: dict[tuple[object, ...], Launch | _Split] = {}
+_MAX_PLANS = 4096
+
+
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Split:
+    align = _align(elsize, n, stride)
+    n_sm = _num_sms(device)
+    if n <= _MAX_FUSED_N:
+        block_n = triton.next_power_of_2(n)
+        block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
+        while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
+            block_m //= 2
+        return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                                     "num_warps": _warps(block_m * block_n)}
+    if plan := _looped_plan(m, n * elsize, n_sm):
+        programs, chunk = plan
+        # Scalar accesses (unaligned rows) need twice the threads to keep per-thread registers in check.
+        warps = _warps(chunk) * (1 if align * elsize == 16 else 2)
+        return _softmax_looped[(programs,)], {"CHUNK": chunk, "ALIGN": align, "num_warps": warps}
+    chunk = triton.next_power_of_2(_cdiv(m * n, _WAVES * n_sm))
+    chunk = min(max(chunk, _SPLIT_MIN_CHUNK), _SPLIT_MAX_CHUNK)
+    n_chunks = _cdiv(n, chunk)
+    grid = (n_chunks, m)
+    return _Split(
+        partials=(_softmax_partials[grid], {"CHUNK": chunk, "ALIGN": align, "num_warps": _warps(chunk)}),
+        norm=(_softmax_split_norm[grid], {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_chunks),
+                                          "ALIGN": align, "num_warps": _warps(chunk)}),
+        n_chunks=n_chunks)
 
 
 def candidate(x: torch.Tensor) -> torch.Tensor:
@@ -175,32 +224,24 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     if x.stride(1) != 1:  # column strides are not a supported fast path; rows with padding are
         x = x.contiguous()
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    device = x.device
+    y = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0 or n == 0:
         return y
-    align = _align(x.element_size(), n, x.stride(0))
-    n_sm = _num_sms(x.device)
-    if n <= _MAX_FUSED_N:
-        block_n = triton.next_power_of_2(n)
-        block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
-        while block_m > 1 and triton.cdiv(m, block_m) < _WAVES * n_sm:
-            block_m //= 2
-        _softmax_rows[(triton.cdiv(m, block_m),)](x, y, m, n, x.stride(0), BLOCK_M=block_m, BLOCK_N=block_n,
-                                                  ALIGN=align, num_warps=_warps(block_m * block_n))
-    elif plan := _looped_plan(m, n * x.element_size(), n_sm):
-        programs, chunk = plan
-        # Scalar accesses (unaligned rows) need twice the threads to keep per-thread registers in check.
-        warps = _warps(chunk) * (1 if align * x.element_size() == 16 else 2)
-        _softmax_looped[(programs,)](x, y, m, n, x.stride(0), CHUNK=chunk, ALIGN=align, num_warps=warps)
+    stride = x.stride(0)
+    key = (m, n, stride, x.dtype, device)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
+    if isinstance(plan, _Split):
+        partials = torch.empty((2, m, plan.n_chunks), dtype=torch.float32, device=device)
+        launch, meta = plan.partials
+        launch(x, partials, m, n, stride, plan.n_chunks, **meta)
+        launch, meta = plan.norm
+        launch(x, y, partials, m, n, stride, plan.n_chunks, **meta)
     else:
-        chunk = triton.next_power_of_2(triton.cdiv(m * n, _WAVES * n_sm))
-        chunk = min(max(chunk, _SPLIT_MIN_CHUNK), _SPLIT_MAX_CHUNK)
-        n_chunks = triton.cdiv(n, chunk)
-        partials = torch.empty((2, m, n_chunks), dtype=torch.float32, device=x.device)
-        grid = (n_chunks, m)
-        _softmax_partials[grid](x, partials, m, n, x.stride(0), n_chunks, CHUNK=chunk, ALIGN=align,
-                                num_warps=_warps(chunk))
-        _softmax_split_norm[grid](x, y, partials, m, n, x.stride(0), n_chunks, CHUNK=chunk,
-                                  BLOCK_S=triton.next_power_of_2(n_chunks), ALIGN=align,
-                                  num_warps=_warps(chunk))
+        launch, meta = plan
+        launch(x, y, m, n, stride, **meta)
     return y

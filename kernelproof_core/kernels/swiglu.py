@@ -11,6 +11,7 @@ kernel.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 import triton
@@ -90,6 +91,37 @@ def _warps(block_bytes: int) -> int:
     return 8 if block_bytes >= 8192 else 4
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
+
+
+Launch = tuple[Callable[..., object], dict[str, int], bool]  # launcher, meta-parameters, flat (contiguous) path
+# Launch plans per (shape, strides, dtype, device): a call of a known shape costs a dict lookup instead of the
+# planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
+_PLANS: dict[tuple[object, ...], Launch] = {}
+_MAX_PLANS = 4096
+
+
+def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: torch.device) -> Launch:
+    target_programs = _WAVES * _num_sms(device)
+    total = m * n
+    if stride_g == n and stride_u == n:  # both contiguous: one flat stream
+        block = _FLAT_BYTES // elsize
+        while block > _MIN_FLAT_BLOCK and _cdiv(total, block) < target_programs:
+            block //= 2
+        return _swiglu_flat[(_cdiv(total, block),)], {"BLOCK": block, "num_warps": _warps(block * elsize)}, True
+    tile = _TILE_BYTES // elsize
+    block_n = min(triton.next_power_of_2(n), tile)
+    block_m = min(tile // block_n, triton.next_power_of_2(m))
+    col_blocks = _cdiv(n, block_n)
+    while block_m > 1 and _cdiv(m, block_m) * col_blocks < target_programs:
+        block_m //= 2
+    align = _align(elsize, n, stride_g, stride_u)
+    grid = (_cdiv(m, block_m), col_blocks)
+    return _swiglu_rows[grid], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                "num_warps": _warps(block_m * block_n * elsize)}, False
+
+
 def candidate(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up for 2-D gate and up of one shape and dtype; the result is a new contiguous tensor."""
     m, n = gate.shape
@@ -97,27 +129,22 @@ def candidate(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         gate = gate.contiguous()
     if up.stride(1) != 1:
         up = up.contiguous()
-    y = torch.empty((m, n), dtype=gate.dtype, device=gate.device)
-    total = m * n
-    if total == 0:
+    device = gate.device
+    y = torch.empty((m, n), dtype=gate.dtype, device=device)
+    if m == 0 or n == 0:
         return y
-    elsize = gate.element_size()
-    target_programs = _WAVES * _num_sms(gate.device)
-    if gate.is_contiguous() and up.is_contiguous():
-        block = _FLAT_BYTES // elsize
-        while block > _MIN_FLAT_BLOCK and triton.cdiv(total, block) < target_programs:
-            block //= 2
-        _swiglu_flat[(triton.cdiv(total, block),)](gate, up, y, total, BLOCK=block,
-                                                  num_warps=_warps(block * elsize))
-        return y
-    tile = _TILE_BYTES // elsize
-    block_n = min(triton.next_power_of_2(n), tile)
-    block_m = min(tile // block_n, triton.next_power_of_2(m))
-    col_blocks = triton.cdiv(n, block_n)
-    while block_m > 1 and triton.cdiv(m, block_m) * col_blocks < target_programs:
-        block_m //= 2
-    align = _align(elsize, n, gate.stride(0), up.stride(0))
-    grid = (triton.cdiv(m, block_m), col_blocks)
-    _swiglu_rows[grid](gate, up, y, m, n, gate.stride(0), up.stride(0), BLOCK_M=block_m, BLOCK_N=block_n,
-                       ALIGN=align, num_warps=_warps(block_m * block_n * elsize))
+    stride_g, stride_u = gate.stride(0), up.stride(0)
+    if m == 1:  # a single row is contiguous whatever its row stride says
+        stride_g = stride_u = n
+    key = (m, n, stride_g, stride_u, gate.dtype, device)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(m, n, stride_g, stride_u, gate.element_size(), device)
+    launch, meta, flat = plan
+    if flat:
+        launch(gate, up, y, m * n, **meta)
+    else:
+        launch(gate, up, y, m, n, stride_g, stride_u, **meta)
     return y

@@ -1,0 +1,185 @@
+"""Launch-parameter sweep of the built-in kernels on the large shapes where they fall short of the speed of light.
+
+The built-ins pick their launch parameters from fixed heuristics (no autotuning: the first call stays cheap and every
+run picks the same kernel). This script is how those heuristics are chosen: it launches each built-in kernel
+directly with a grid of candidate parameters on the shapes of interest and prints achieved bandwidth (the task's
+minimum bytes moved over the kernel time, `triton.testing.do_bench` median with L2 flushed between calls) as a
+fraction of the measured device copy bandwidth, the current heuristic's choice marked with `*`.
+
+    python benchmarks/kernel_sweep.py --output sweep.json [--only softmax]
+
+Needs CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelproof_core.kernels import rms_norm, softmax, swiglu
+
+Launcher = Callable[[], object]
+# (family, shape, config label, launcher, bytes moved, is the built-in's own choice)
+Trial = tuple[str, tuple[int, int], str, Launcher, int, bool]
+
+
+def copy_gbps(device: torch.device) -> float:
+    from triton.testing import do_bench
+
+    src = torch.empty(1 << 29, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=10, rep=50, return_mode="median")
+    return 2 * src.numel() / (ms * 1e-3) / 1e9
+
+
+@dataclass
+class _Split:
+    """Softmax's split path at one chunk size: partial (max, sum) per chunk, then merge and normalise."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    partials: torch.Tensor
+    m: int
+    n: int
+    n_chunks: int
+    chunk: int
+    align: int
+    warps: int
+
+    def __call__(self) -> None:
+        grid = (self.n_chunks, self.m)
+        softmax._softmax_partials[grid](self.x, self.partials, self.m, self.n, self.n, self.n_chunks,
+                                        CHUNK=self.chunk, ALIGN=self.align, num_warps=self.warps)
+        softmax._softmax_split_norm[grid](self.x, self.y, self.partials, self.m, self.n, self.n, self.n_chunks,
+                                          CHUNK=self.chunk, BLOCK_S=1 << max(0, (self.n_chunks - 1).bit_length()),
+                                          ALIGN=self.align, num_warps=self.warps)
+
+
+def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    n_sm = torch.cuda.get_device_properties(device).multi_processor_count
+    for m, n in ((2048, 32000), (2048, 32768), (1723, 25249), (1991, 33508), (1024, 65536), (1024, 131072),
+                 (512, 128256)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        plan = softmax._plan(m, n, n, x.element_size(), device)
+        align = softmax._align(x.element_size(), n)
+        chosen = repr(plan[1]) if not isinstance(plan, softmax._Split) else "split"
+        looped = softmax._looped_plan(m, n * x.element_size(), n_sm)
+        if n <= softmax._MAX_FUSED_N:
+            block_n = 1 << (n - 1).bit_length()
+            for warps in (8, 16, 32):
+                meta = {"BLOCK_M": 1, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
+                yield ("softmax.rows", (m, n), f"warps={warps}",
+                       partial(softmax._softmax_rows[(m,)], x, y, m, n, n, **meta), moved,
+                       chosen == repr(meta))
+        for per_sm, chunk, warps in ((1, 16384, 16), (2, 8192, 8), (2, 8192, 16), (3, 8192, 8), (4, 4096, 4),
+                                     (4, 4096, 8), (4, 8192, 8), (2, 16384, 16), (8, 2048, 4)):
+            programs = min(m, per_sm * n_sm)
+            meta = {"CHUNK": chunk, "ALIGN": align, "num_warps": warps}
+            yield ("softmax.looped", (m, n), f"programs={programs} chunk={chunk} warps={warps}",
+                   partial(softmax._softmax_looped[(programs,)], x, y, m, n, n, **meta),
+                   moved, chosen == repr(meta) and looped is not None and looped[0] == programs)
+        for chunk in (4096, 8192, 16384):
+            n_chunks = -(-n // chunk)
+            partials = torch.empty((2, m, n_chunks), dtype=torch.float32, device=device)
+
+            split = _Split(x, y, partials, m, n, n_chunks, chunk, align, softmax._warps(chunk))
+            yield ("softmax.split", (m, n), f"chunk={chunk} warps={split.warps}", split, moved,
+                   isinstance(plan, softmax._Split) and plan.partials[1]["CHUNK"] == chunk)
+
+
+def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    for m, n in ((8192, 2880), (8192, 4096), (2048, 4096), (8192, 8192)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        w = torch.randn(n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        plan = rms_norm._plan(m, n, n, x.element_size(), device)
+        align = rms_norm._align(x.element_size(), n)
+        block_n = 1 << (n - 1).bit_length()
+        for block_m in (1, 2, 4):
+            for warps in (4, 8, 16, 32):
+                if block_m * block_n // (warps * 32) < 4 or block_m * block_n // (warps * 32) > 64:
+                    continue
+                meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
+                grid = (-(-m // block_m),)
+                yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps}",
+                       partial(rms_norm._rms_norm_rows[grid], x, w, y, m, n, n, 1e-6, **meta),
+                       moved, plan[1] == meta)
+
+
+def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    for m, n in ((4096, 5000), (2048, 4096), (8192, 2880)):
+        fused = torch.randn(m, 2 * n, dtype=dtype, device=device)
+        g, u = fused[:, :n], fused[:, n:]
+        y = torch.empty((m, n), dtype=dtype, device=device)
+        moved = 3 * m * n * fused.element_size()
+        plan = swiglu._plan(m, n, 2 * n, 2 * n, fused.element_size(), device)
+        align = swiglu._align(fused.element_size(), n, 2 * n)
+        for block_m, block_n in ((1, 4096), (2, 2048), (1, 8192), (2, 4096), (4, 2048), (4, 1024), (8, 1024)):
+            for warps in (4, 8, 16):
+                if block_m * block_n // (warps * 32) < 4:
+                    continue
+                meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
+                grid = (-(-m // block_m), -(-n // block_n))
+                yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps}",
+                       partial(swiglu._swiglu_rows[grid], g, u, y, m, n, 2 * n, 2 * n, **meta),
+                       moved, plan[1] == meta)
+
+
+FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "swiglu": swiglu_trials}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--only", action="append", choices=sorted(FAMILIES))
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("kernel_sweep: needs CUDA")
+        return 0
+    from triton.testing import do_bench
+
+    device = torch.device("cuda")
+    dtype = getattr(torch, args.dtype)
+    copy = copy_gbps(device)
+    print(f"device copy bandwidth {copy:.0f} GB/s; dtype {args.dtype}", flush=True)
+    rows: list[dict[str, Any]] = []
+    for family in args.only or list(FAMILIES):
+        best: dict[tuple[int, int], dict[str, Any]] = {}
+        for kind, shape, label, launch, moved, chosen in FAMILIES[family](device, dtype):
+            try:
+                ms = do_bench(launch, warmup=10, rep=40, return_mode="median")
+            except Exception as exc:  # a config that does not compile or launch is reported, not fatal
+                print(f"{kind:<16}{'x'.join(map(str, shape)):>12}  {label:<40} ERROR {type(exc).__name__}: "
+                      f"{str(exc)[:120]}", flush=True)
+                continue
+            gbps = moved / (ms * 1e-3) / 1e9
+            row = {"kind": kind, "shape": list(shape), "config": label, "us": ms * 1e3, "gbps": gbps,
+                   "sol": gbps / copy, "chosen": chosen}
+            rows.append(row)
+            if shape not in best or gbps > best[shape]["gbps"]:
+                best[shape] = row
+            print(f"{kind:<16}{'x'.join(map(str, shape)):>12}  {label:<40}{'*' if chosen else ' '}"
+                  f"{ms * 1e3:>9.1f} us{gbps:>8.0f} GB/s{gbps / copy:>7.1%}", flush=True)
+        for shape, row in best.items():
+            print(f"BEST {family} {'x'.join(map(str, shape))}: {row['kind']} {row['config']} {row['sol']:.1%}")
+    if args.output:
+        args.output.write_text(json.dumps({"copy_gbps": copy, "dtype": args.dtype, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
