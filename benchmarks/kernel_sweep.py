@@ -43,60 +43,50 @@ def copy_gbps(device: torch.device) -> float:
 
 
 @dataclass
-class _Split:
-    """Softmax's split path at one chunk size: partial (max, sum) per chunk, then merge and normalise."""
+class _Staged:
+    """Softmax's staged path with explicit parameters (the built-in's own choice comes from _staged_plan)."""
 
     x: torch.Tensor
     y: torch.Tensor
-    partials: torch.Tensor
-    m: int
-    n: int
-    n_chunks: int
     chunk: int
-    align: int
+    rows_per_batch: int
     warps: int
 
     def __call__(self) -> None:
-        grid = (self.n_chunks, self.m)
-        softmax._softmax_partials[grid](self.x, self.partials, self.m, self.n, self.n, self.n_chunks,
-                                        CHUNK=self.chunk, ALIGN=self.align, num_warps=self.warps)
-        softmax._softmax_split_norm[grid](self.x, self.y, self.partials, self.m, self.n, self.n, self.n_chunks,
-                                          CHUNK=self.chunk, BLOCK_S=1 << max(0, (self.n_chunks - 1).bit_length()),
-                                          ALIGN=self.align, num_warps=self.warps)
+        m, n = self.x.shape
+        n_chunks = -(-n // self.chunk)
+        n_batches = -(-m // self.rows_per_batch)
+        partials = torch.empty((2, m, n_chunks), dtype=torch.float32, device=self.x.device)
+        done = torch.zeros((m,), dtype=torch.int32, device=self.x.device)
+        grid = (2 * n_batches * self.rows_per_batch * n_chunks,)
+        softmax._softmax_staged[grid](self.x, self.y, partials, done, m, n, n, n_chunks, self.rows_per_batch,
+                                      n_batches, CHUNK=self.chunk, BLOCK_S=1 << max(0, (n_chunks - 1).bit_length()),
+                                      ALIGN=softmax._align(self.x.element_size(), n), num_warps=self.warps)
 
 
 def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    n_sm = torch.cuda.get_device_properties(device).multi_processor_count
-    for m, n in ((2048, 32000), (2048, 32768), (1723, 25249), (1991, 33508), (1024, 65536), (1024, 131072),
-                 (512, 128256)):
+    for m, n in ((16384, 4096), (8192, 8192), (2048, 32000), (2048, 32768), (1723, 25249), (1991, 33508),
+                 (1024, 65536), (1024, 131072), (512, 128256)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        plan = softmax._plan(m, n, n, x.element_size(), device)
-        align = softmax._align(x.element_size(), n)
-        chosen = repr(plan[1]) if not isinstance(plan, softmax._Split) else "split"
-        looped = softmax._looped_plan(m, n * x.element_size(), n_sm)
+        elsize = x.element_size()
+        moved = 2 * x.numel() * elsize
+        plan = softmax._plan(m, n, n, elsize, device)
         if n <= 2 * softmax._MAX_FUSED_N:  # beyond the built-in's register limit too: does it spill?
             block_n = 1 << (n - 1).bit_length()
             for warps in (8, 16, 32) if n <= softmax._MAX_FUSED_N else (32,):
-                meta = {"BLOCK_M": 1, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
+                meta = {"BLOCK_M": 1, "BLOCK_N": block_n, "ALIGN": softmax._align(elsize, n), "num_warps": warps}
                 yield ("softmax.rows", (m, n), f"warps={warps}",
                        partial(softmax._softmax_rows[(m,)], x, y, m, n, n, **meta), moved,
-                       chosen == repr(meta))
-        for per_sm, chunk, warps in ((1, 16384, 16), (2, 8192, 8), (2, 8192, 16), (3, 8192, 8), (4, 4096, 4),
-                                     (4, 4096, 8), (4, 8192, 8), (2, 16384, 16), (8, 2048, 4)):
-            programs = min(m, per_sm * n_sm)
-            meta = {"CHUNK": chunk, "ALIGN": align, "num_warps": warps}
-            yield ("softmax.looped", (m, n), f"programs={programs} chunk={chunk} warps={warps}",
-                   partial(softmax._softmax_looped[(programs,)], x, y, m, n, n, **meta),
-                   moved, chosen == repr(meta) and looped is not None and looped[0] == programs)
-        for chunk in (4096, 8192, 16384):
-            n_chunks = -(-n // chunk)
-            partials = torch.empty((2, m, n_chunks), dtype=torch.float32, device=device)
-
-            split = _Split(x, y, partials, m, n, n_chunks, chunk, align, softmax._warps(chunk))
-            yield ("softmax.split", (m, n), f"chunk={chunk} warps={split.warps}", split, moved,
-                   isinstance(plan, softmax._Split) and plan.partials[1]["CHUNK"] == chunk)
+                       not isinstance(plan, softmax._Staged) and plan[1] == meta)
+        for chunk_bytes, batch_mb, warps in ((8192, 8, 4), (8192, 4, 4), (8192, 16, 4), (8192, 8, 8),
+                                             (16384, 8, 4), (16384, 8, 8), (4096, 8, 4)):
+            chunk = chunk_bytes // elsize
+            rows = min(m, max(1, (batch_mb << 20) // (n * elsize)))
+            chosen = (isinstance(plan, softmax._Staged) and plan.meta["CHUNK"] == chunk
+                      and plan.rows_per_batch == rows and plan.meta["num_warps"] == warps)
+            yield ("softmax.staged", (m, n), f"chunk={chunk} batch={rows} rows warps={warps}",
+                   _Staged(x, y, chunk, rows, warps), moved, chosen)
 
 
 def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

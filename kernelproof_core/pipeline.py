@@ -274,10 +274,7 @@ def measure_case(
     if device.type == "cuda":
         n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
                            settings.input_ring_max_bytes)
-        sets = [first_inputs] + [
-            task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed + 1 + i))
-            for i in range(n_sets - 1)
-        ]
+        sets = [first_inputs] + [task.ring_inputs(first_inputs, i + 1) for i in range(n_sets - 1)]
         # Audited samples are drawn from those every run takes: all of a fixed count, the minimum of an adaptive one.
         planned = campaign.samples if campaign.stopping is None else campaign.stopping.min_samples
         auditor = SampleAuditor(task, case, dtype, spec, guard, planned, settings.integrity_audit_samples,

@@ -3,11 +3,12 @@
 Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements) so short rows still give each program real work.
-  * N > 32768 and many rows: a persistent program per SM (or two) loops over its rows, each in chunks,
-    twice. Pass 1 keeps a per-lane running (max, sum) with a single exp per element and no barriers;
-    pass 2 re-reads the row from L2, because the grid is sized so that the rows in flight fit in L2.
-  * N > 32768 with few rows: a row is split over several programs (partial (max, sum) per chunk, then a
-    second kernel merges the partials and normalises its chunk); one program per row would idle most SMs.
+  * N > 32768: one launch of small programs, each owning one 8 KB chunk of a row. Rows go in batches of
+    about 8 MB: a batch's partials programs reduce their chunks to (max, sum of exp), then its normalise
+    programs (launched right after the next batch's partials) merge the row's partials and rewrite their
+    chunk, re-reading it from L2. HBM sees one read and one write, and every SM has work whatever M is.
+    (A persistent looped kernel and a two-kernel split reached 40-62% of copy bandwidth on the H200 here:
+    benchmarks/kernel_sweep.py.)
 Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic,
 not autotuning: the first call is cheap and every run picks the same kernels. Reductions have a fixed
 order, so the output is bit-for-bit deterministic.
@@ -25,13 +26,12 @@ import triton.language as tl
 
 _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread at 32 warps)
 _TILE = 8192  # elements per program for the fused path
-_SPLIT_MIN_CHUNK, _SPLIT_MAX_CHUNK = 2048, 16384
-# Looped path: rows in flight stay within this much L2 (H200: 50 MB), so pass 2 re-reads hit L2; and a
-# persistent grid is used only if no program does more than this times the mean work.
-_L2_BUDGET_BYTES = 32 << 20
-_MAX_IMBALANCE = 1.25
+# Staged path (rows wider than _MAX_FUSED_N): bytes per program chunk, and rows per batch so that a batch (read by
+# its partials programs, then re-read by its normalise programs) stays in L2 (H200: 50 MB) next to the batch after.
+_STAGED_CHUNK_BYTES = 8192
+_STAGED_BATCH_BYTES = 8 << 20
+_STAGED_WARPS = 4
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
-_LOWEST_FP32: tl.constexpr = tl.constexpr(-3.4028234663852886e38)
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
 
@@ -82,141 +82,103 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
 
 
 @triton.jit
-def _softmax_looped(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                    CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> None:
-    # Persistent over rows: the host launches only as many programs as keeps the rows in flight within L2,
-    # so pass 2 re-reads each row from L2 instead of HBM.
+def _softmax_staged(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, M: tl.tensor,
+                    N: tl.tensor, stride_x: tl.tensor, n_chunks: tl.tensor, rows_per_batch: tl.tensor,
+                    n_batches: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    # One launch, two kinds of program, in slots of rows_per_batch * n_chunks programs ordered
+    #   partials(0), partials(1), normalise(0), partials(2), normalise(1), ..., normalise(last)
+    # A partials program reduces one chunk of a row to (max, sum of exp) and counts itself done on the row's
+    # counter (release); a normalise program waits for its row's counter to reach n_chunks (acquire), merges the
+    # row's partials and rewrites its chunk. Programs start in launch order, so a row's partials programs always
+    # started before anything waits for them (no deadlock; the interpreter runs them in order too), and a
+    # batch is re-read while it is still in L2 from its partials pass: HBM sees one read and one write.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
-    cols = tl.arange(0, CHUNK)
-    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under
-    # NumPy 2.x, and the compiled loop is the same.
-    row = tl.program_id(0)
-    while row < M:
+    per_slot = rows_per_batch * n_chunks
+    pid = tl.program_id(0)
+    slot = pid // per_slot
+    local = pid % per_slot
+    last = 2 * n_batches - 1
+    is_norm = (slot > 0) & ((slot % 2 == 0) | (slot == last))
+    batch = tl.where(is_norm, tl.where(slot == last, n_batches - 1, slot // 2 - 1), (slot + 1) // 2)
+    row = batch * rows_per_batch + local // n_chunks
+    chunk = local % n_chunks
+    if row < M:
+        cols = chunk * CHUNK + tl.arange(0, CHUNK)
+        mask = cols < N
         x_row = x_ptr + row.to(tl.int64) * stride_x
-        y_row = y_ptr + row.to(tl.int64) * N
-        # Per-lane running max and sum of exp(x - max). The max starts at the lowest finite float, not
-        # -inf, so x - m_vec is never -inf - -inf (NaN) and -inf entries simply add exp(-inf) = 0.
-        m_vec = tl.full((CHUNK,), _LOWEST_FP32, dtype=tl.float32)
-        s_vec = tl.zeros((CHUNK,), dtype=tl.float32)
-        start = 0
-        while start < N:
-            x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf")).to(tl.float32)
-            # One exp per element: exp(-|x - m|) is the rescale factor if x is a new max, else x's term.
-            d = x - m_vec
-            e = tl.exp(-tl.abs(d))
-            s_vec = tl.where(d > 0, s_vec * e + 1.0, s_vec + e)
-            m_vec = tl.maximum(m_vec, x)
-            start += CHUNK
-        m = tl.max(m_vec, axis=0)
-        inv = 1.0 / tl.sum(s_vec * tl.exp(m_vec - m), axis=0)
-        start = 0
-        while start < N:
-            mask = start + cols < N
-            x = tl.load(x_row + start + cols, mask=mask, other=float("-inf")).to(tl.float32)
-            tl.store(y_row + start + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
-            start += CHUNK
-        row += tl.num_programs(0)
-
-
-@triton.jit
-def _softmax_partials(x_ptr: tl.tensor, part_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                      n_chunks: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> None:
-    N = (N // ALIGN) * ALIGN
-    stride_x = (stride_x // ALIGN) * ALIGN
-    chunk = tl.program_id(0)
-    row = tl.program_id(1).to(tl.int64)
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    x = tl.load(x_ptr + row * stride_x + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-    m = tl.max(x, axis=0)
-    m_safe = tl.where(m == float("-inf"), 0.0, m)  # an all -inf chunk contributes (max=-inf, sum=0)
-    s = tl.sum(tl.exp(x - m_safe), axis=0)
-    slot = row * n_chunks + chunk
-    tl.store(part_ptr + slot, m)
-    tl.store(part_ptr + M * n_chunks + slot, s)
-
-
-@triton.jit
-def _softmax_split_norm(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
-                        stride_x: tl.tensor, n_chunks: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
-                        ALIGN: tl.constexpr) -> None:
-    N = (N // ALIGN) * ALIGN
-    stride_x = (stride_x // ALIGN) * ALIGN
-    chunk = tl.program_id(0)
-    row = tl.program_id(1).to(tl.int64)
-    slots = tl.arange(0, BLOCK_S)
-    part_mask = slots < n_chunks
-    m_part = tl.load(part_ptr + row * n_chunks + slots, mask=part_mask, other=float("-inf"))
-    s_part = tl.load(part_ptr + M * n_chunks + row * n_chunks + slots, mask=part_mask, other=0.0)
-    m = tl.max(m_part, axis=0)
-    inv = 1.0 / tl.sum(s_part * tl.exp(m_part - m), axis=0)
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < N
-    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
-    tl.store(y_ptr + row * N + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
+        if is_norm:
+            while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_chunks:
+                pass
+            tl.debug_barrier()
+            slots = tl.arange(0, BLOCK_S)
+            part_mask = slots < n_chunks
+            base = part_ptr + row.to(tl.int64) * n_chunks
+            # .cg: the partials were written by other SMs; never serve them from this SM's L1
+            m_part = tl.load(base + slots, mask=part_mask, other=float("-inf"), cache_modifier=".cg")
+            s_part = tl.load(base + M * n_chunks + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
+            m = tl.max(m_part, axis=0)
+            inv = 1.0 / tl.sum(s_part * tl.exp(m_part - m), axis=0)
+            x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)
+            y_row = y_ptr + row.to(tl.int64) * N
+            tl.store(y_row + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
+        else:
+            x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)
+            m = tl.max(x, axis=0)
+            m_safe = tl.where(m == float("-inf"), 0.0, m)  # an all -inf chunk contributes (max=-inf, sum=0)
+            s = tl.sum(tl.exp(x - m_safe), axis=0)
+            at = part_ptr + row.to(tl.int64) * n_chunks + chunk
+            tl.store(at, m)
+            tl.store(at + M * n_chunks, s)
+            tl.debug_barrier()  # every thread's stores are ordered before the release below
+            tl.atomic_add(count_ptr + row, 1, sem="release")
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
 
 
-def _looped_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int] | None:
-    """(programs, chunk) for the persistent looped path, or None when splitting rows is the better plan.
-
-    Two programs per SM (8192-element chunks) while two rows per SM fit the L2 budget, else one program
-    per SM with 16384-element chunks: either way about 32 KB of loads in flight per SM. None if there are
-    fewer rows than SMs, or rows spread unevenly (133 rows on 132 programs would take two row-times).
-    """
-    if m < n_sm:
-        return None
-    per_sm = 2 if 2 * n_sm * row_bytes <= _L2_BUDGET_BYTES else 1
-    programs = min(m, per_sm * n_sm)
-    if _cdiv(m, programs) * programs > _MAX_IMBALANCE * m:
-        return None
-    return programs, 16384 // per_sm
-
-
 Launch = tuple[Callable[..., object], dict[str, int]]
 
 
-class _Split(NamedTuple):
-    """Rows split over several programs: partial (max, sum) per chunk, then merge-and-normalise."""
+class _Staged(NamedTuple):
+    """Rows wider than a register tile: _softmax_staged over batches of rows that fit in L2."""
 
-    partials: Launch
-    norm: Launch
+    launch: Callable[..., object]
+    meta: dict[str, int]
     n_chunks: int
+    rows_per_batch: int
+    n_batches: int
 
 
 # Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
 # planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
-_PLANS: dict[tuple[object, ...], Launch | _Split] = {}
+_PLANS: dict[tuple[object, ...], Launch | _Staged] = {}
 _MAX_PLANS = 4096
 
 
-def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Split:
-    align = _align(elsize, n, stride)
-    n_sm = _num_sms(device)
-    if n <= _MAX_FUSED_N:
-        block_n = triton.next_power_of_2(n)
-        block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
-        while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
-            block_m //= 2
-        return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
-                                                     "num_warps": _warps(block_m * block_n)}
-    if plan := _looped_plan(m, n * elsize, n_sm):
-        programs, chunk = plan
-        # Scalar accesses (unaligned rows) need twice the threads to keep per-thread registers in check.
-        warps = _warps(chunk) * (1 if align * elsize == 16 else 2)
-        return _softmax_looped[(programs,)], {"CHUNK": chunk, "ALIGN": align, "num_warps": warps}
-    chunk = triton.next_power_of_2(_cdiv(m * n, _WAVES * n_sm))
-    chunk = min(max(chunk, _SPLIT_MIN_CHUNK), _SPLIT_MAX_CHUNK)
+def _staged_plan(m: int, n: int, elsize: int, align: int) -> _Staged:
+    chunk = _STAGED_CHUNK_BYTES // elsize
     n_chunks = _cdiv(n, chunk)
-    grid = (n_chunks, m)
-    return _Split(
-        partials=(_softmax_partials[grid], {"CHUNK": chunk, "ALIGN": align, "num_warps": _warps(chunk)}),
-        norm=(_softmax_split_norm[grid], {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_chunks),
-                                          "ALIGN": align, "num_warps": _warps(chunk)}),
-        n_chunks=n_chunks)
+    rows_per_batch = min(m, max(1, _STAGED_BATCH_BYTES // (n * elsize)))
+    n_batches = _cdiv(m, rows_per_batch)
+    grid = (2 * n_batches * rows_per_batch * n_chunks,)
+    meta = {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_chunks), "ALIGN": align,
+            "num_warps": _STAGED_WARPS}
+    return _Staged(_softmax_staged[grid], meta, n_chunks, rows_per_batch, n_batches)
+
+
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged:
+    align = _align(elsize, n, stride)
+    if n > _MAX_FUSED_N:
+        return _staged_plan(m, n, elsize, align)
+    n_sm = _num_sms(device)
+    block_n = triton.next_power_of_2(n)
+    block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
+    while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
+        block_m //= 2
+    return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                                 "num_warps": _warps(block_m * block_n)}
 
 
 def candidate(x: torch.Tensor) -> torch.Tensor:
@@ -235,12 +197,11 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
         plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
-    if isinstance(plan, _Split):
+    if isinstance(plan, _Staged):
         partials = torch.empty((2, m, plan.n_chunks), dtype=torch.float32, device=device)
-        launch, meta = plan.partials
-        launch(x, partials, m, n, stride, plan.n_chunks, **meta)
-        launch, meta = plan.norm
-        launch(x, y, partials, m, n, stride, plan.n_chunks, **meta)
+        done = torch.zeros((m,), dtype=torch.int32, device=device)
+        plan.launch(x, y, partials, done, m, n, stride, plan.n_chunks, plan.rows_per_batch, plan.n_batches,
+                    **plan.meta)
     else:
         launch, meta = plan
         launch(x, y, m, n, stride, **meta)

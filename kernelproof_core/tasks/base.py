@@ -185,6 +185,29 @@ class Task(abc.ABC):
                 i, j = (int(v) for v in torch.randperm(t.shape[0], generator=generator)[:2])
                 t[[i, j]] = t[[j, i]].clone()
 
+    def ring_inputs(self, inputs: Sequence[Any], index: int) -> tuple[Any, ...]:
+        """Input set `index` of the timing ring, made on the device from `inputs` (the case's own set).
+
+        The ring exists so that timed calls read memory the previous call did not leave in L2, and so that outputs
+        cannot be replayed by pointer. Drawing every set on the CPU (as make_inputs does, for bit-identical inputs
+        on every host) cost seconds per case, more than the timing itself. So each set is a device-side copy of
+        the case's inputs with every tensor rolled along its rows (along its columns when it has one row) by an
+        offset that differs per set: the same row-i.i.d. distribution (masks, constant rows and all), the same
+        shapes and strides, new storage, other contents. Scalars are passed through.
+        """
+        out: list[Any] = []
+        for x in inputs:
+            if not isinstance(x, torch.Tensor) or x.dim() == 0:
+                out.append(x)
+                continue
+            dim = 0 if x.shape[0] >= 2 or x.dim() == 1 else x.dim() - 1
+            size = x.shape[dim]
+            shift = 1 + (index * 40503) % (size - 1) if size > 1 else 0
+            copy = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+            copy.copy_(torch.roll(x, shift, dims=dim) if shift else x)
+            out.append(copy)
+        return tuple(out)
+
     @property
     def builtin_candidate(self) -> Path:
         """Source file of the shipped reference Triton candidate (a candidate like any other)."""

@@ -162,38 +162,40 @@ def test_softmax_constant_rows_are_constant() -> None:
 # Paths of the built-ins that the interpreter case set does not reach (they need wide rows or many rows).
 
 
-def _forced(task_name: str, sms: int, l2_budget_bytes: int | None) -> Callable[..., Any]:
-    """A fresh copy of a built-in whose grid sizing believes the device has `sms` SMs (and that L2 budget)."""
+def _forced(task_name: str, sms: int, **constants: int) -> Callable[..., Any]:
+    """A fresh copy of a built-in whose grid sizing believes the device has `sms` SMs (and those module constants)."""
     module = _load_module(TASKS[task_name])
     module.__dict__["_num_sms"] = lambda device: sms
-    if l2_budget_bytes is not None:
-        module.__dict__["_L2_BUDGET_BYTES"] = l2_budget_bytes
+    for name, value in constants.items():
+        assert name in module.__dict__, name
+        module.__dict__[name] = value
     fn: Callable[..., Any] = module.candidate
     return fn
 
 
-# (M, N, row pad, SMs, L2 budget): which wide-row path the built-in takes.
-_SOFTMAX_WIDE = {
-    "split": (2, 40000, 8, 132, None),  # fewer rows than SMs: rows split over programs
-    "looped": (4, 33001, 0, 2, None),  # two programs per SM, one row each; unaligned rows
-    "persistent": (3, 40000, 8, 1, 1),  # rows overflow the L2 budget: one program loops over all rows
+# (M, N, row pad, SMs, module constants): which wide-row path the built-in takes.
+_SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
+    "one_batch": (2, 40000, 8, 132, {}),  # every row in one batch: partials, then normalise
+    "batches": (5, 33001, 0, 132, {"_STAGED_BATCH_BYTES": 70000}),  # unaligned rows, 2 rows per batch, 3 batches
+    "many_chunks": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_BATCH_BYTES": 1}),  # a batch a row
 }
-_RMS_NORM_WIDE = {
-    "looped": (2, 40000, 8, 132, None),  # aligned bf16/fp16 rows wider than 32768
-    "unaligned": (2, 20001, 0, 132, None),  # unaligned (and FP32) rows go wide above 16384
-    "persistent": (3, 40000, 8, 1, 1),
+_RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
+    "looped": (2, 40000, 8, 132, {}),  # aligned bf16/fp16 rows wider than 32768
+    "unaligned": (2, 20001, 0, 132, {}),  # unaligned (and FP32) rows go wide above 16384
+    "persistent": (3, 40000, 8, 1, {"_L2_BUDGET_BYTES": 1}),
 }
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("path", list(_SOFTMAX_WIDE))
 def test_softmax_wide_row_paths(dtype: torch.dtype, path: str) -> None:
-    """Every N > 32768 path, with -inf entries (the online max/sum must skip them) and odd widths."""
-    m, n, pad, sms, budget = _SOFTMAX_WIDE[path]
+    """The staged N > 32768 path in one batch, in several, and with many chunks per row, with -inf entries (a chunk
+    can be all -inf) and odd widths."""
+    m, n, pad, sms, constants = _SOFTMAX_WIDE[path]
     task = TASKS["softmax"]
     case = Case("wide", CaseKind.EDGE, {"M": m, "N": n}, "", distribution="neg_inf", row_stride_pad=pad)
     inputs = _inputs(task, case, dtype)
-    out = _forced("softmax", sms, budget)(*inputs)
+    out = _forced("softmax", sms, **constants)(*inputs)
     assert_within(out, task.oracle(inputs), task.tolerance(dtype), f"softmax {path} {dtype}")
 
 
@@ -201,11 +203,11 @@ def test_softmax_wide_row_paths(dtype: torch.dtype, path: str) -> None:
 @pytest.mark.parametrize("path", list(_RMS_NORM_WIDE))
 def test_rms_norm_wide_row_paths(dtype: torch.dtype, path: str) -> None:
     """Rows too wide for registers loop over chunks, one program per row or persistent over rows."""
-    m, n, pad, sms, budget = _RMS_NORM_WIDE[path]
+    m, n, pad, sms, constants = _RMS_NORM_WIDE[path]
     task = TASKS["rms_norm"]
     case = Case("wide", CaseKind.EDGE, {"M": m, "N": n}, "", row_stride_pad=pad)
     inputs = _inputs(task, case, dtype)
-    out = _forced("rms_norm", sms, budget)(*inputs)
+    out = _forced("rms_norm", sms, **constants)(*inputs)
     assert_within(out, task.oracle(inputs), task.tolerance(dtype), f"rms_norm {path} {dtype}")
 
 
@@ -219,3 +221,26 @@ def test_swiglu_reads_halves_of_a_fused_projection(dtype: torch.dtype) -> None:
     out = _builtin("swiglu")(gate, up)
     assert_within(out, task.oracle((gate, up)), task.tolerance(dtype), "fused halves")
 
+
+
+@pytest.mark.parametrize("task_name", sorted(TASKS))
+def test_ring_inputs_are_new_device_copies_of_the_same_layout(task_name: str) -> None:
+    """Timing-ring sets: same shapes, strides and dtypes, new storage, other contents, same rows (rolled)."""
+    task = TASKS[task_name]
+    case = Case("ring", CaseKind.EDGE, {"M": 6, "N": 40}, "", distribution="neg_inf" if task_name == "softmax"
+                else "normal", row_stride_pad=3)
+    first = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(1))
+    sets = [task.ring_inputs(first, i) for i in range(1, 5)]
+    for ring in sets:
+        assert len(ring) == len(first)
+        for a, b in zip(first, ring, strict=True):
+            if not isinstance(a, torch.Tensor):
+                assert a == b
+                continue
+            assert (b.shape, b.stride(), b.dtype) == (a.shape, a.stride(), a.dtype)
+            assert b.data_ptr() != a.data_ptr()
+            assert not torch.equal(a, b)
+            rows = sorted(map(tuple, a.reshape(a.shape[0], -1).tolist()))
+            assert sorted(map(tuple, b.reshape(b.shape[0], -1).tolist())) == rows  # rolled, not redrawn
+    x_sets = [ring[0] for ring in sets]
+    assert all(not torch.equal(p, q) for i, p in enumerate(x_sets) for q in x_sets[i + 1:])
