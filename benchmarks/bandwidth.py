@@ -113,6 +113,11 @@ def main() -> None:
                 row["vs_best_other"] = ours / max(others) if ours and others else None
                 row["fraction_of_copy"] = ours / sol if ours else None
                 rows.append(row)
+                # Progress as it goes, and the JSON so far: a run cut short by a time box still reports.
+                done = "  ".join(f"{k} {v:.0f}" for k, v in row["gbps"].items())
+                print(f"{task_name} {row['dtype']} {m}x{n}: {done} GB/s", flush=True)
+                if args.output:
+                    args.output.write_text(json.dumps({"copy_gbps": sol, "partial": True, "rows": rows}, indent=1))
                 del inputs, ref
                 torch.cuda.empty_cache()
     names = ["kernelproof", "eager", "torch.compile", "liger"]
