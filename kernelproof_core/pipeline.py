@@ -291,6 +291,7 @@ def measure_case(
             )
         kind = "cuda_events"
         invocations = pair.invocations
+        baseline_invocations: int | None = pair.baseline_invocations
         warmups = campaign.warmups
         flush = settings.l2_flush_bytes
         if integrity.copy_gbps is not None:
@@ -304,6 +305,7 @@ def measure_case(
             if guard is not None else None
         pair = measure_interpreter(fn, baseline, [first_inputs], campaign.samples, auditor)
         kind, invocations, warmups, flush = "interpreter_wall_clock", 1, 0, 0
+        baseline_invocations = 1
     gpu = kind == "cuda_events"
     clocks_seen = pair.clocks or ClockSummary()
     return Timing(
@@ -311,6 +313,7 @@ def measure_case(
         warmups=warmups,
         samples=pair.samples_taken,
         invocations_per_sample=invocations,
+        baseline_invocations_per_sample=baseline_invocations,
         input_sets=n_sets,
         l2_flush_bytes=flush,
         candidate=pair.candidate,

@@ -76,7 +76,8 @@ class PairTiming:
     baseline_device_us: float | None
     device_time_source: str | None
     note: str | None = None
-    invocations: int = 1
+    invocations: int = 1  # the candidate's calls per sample (an upper bound where an auditor varies it)
+    baseline_invocations: int = 1
     candidate_kernels: dict[str, float] | None = None  # kernel name -> us per call (profiler pass)
     sync_gap_us: float | None = None
     audited_samples: int = 0
@@ -118,11 +119,12 @@ class _CudaSampler:
     """Takes interleaved sample pairs and keeps the unthrottled ones (per-call microseconds)."""
 
     def __init__(self, candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], flush: torch.Tensor,
-                 invocations: int, removed_us: float, auditor: SampleAuditor | None, clocks: ClockMonitor,
-                 throttle_fraction: float) -> None:
+                 invocations: tuple[int, int], removed_us: float, auditor: SampleAuditor | None,
+                 clocks: ClockMonitor, throttle_fraction: float) -> None:
         self.candidate, self.baseline, self.input_sets = candidate, baseline, input_sets
         self.throttle_fraction = throttle_fraction
-        self.flush, self.invocations, self.removed_us = flush, invocations, removed_us
+        self.flush, self.removed_us = flush, removed_us
+        self.invocations, self.baseline_invocations = invocations
         self.auditor, self.clocks = auditor, clocks
         self.reference_mhz = clocks.sm_clock_mhz()  # right after the warm-ups: the clock under load
         self.start = (clocks.temperature_c(), self.reference_mhz, clocks.mem_clock_mhz())
@@ -165,7 +167,10 @@ class _CudaSampler:
             got: dict[bool, _Sample] = {}
             for fn in (self.candidate, self.baseline) if s % 2 == 0 else (self.baseline, self.candidate):
                 is_candidate = fn is self.candidate
-                sample, out = self._one(fn, s * self.invocations, count, last if is_candidate and check else None)
+                if is_candidate:
+                    sample, out = self._one(fn, s * self.invocations, count, last if check else None)
+                else:
+                    sample, out = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None)
                 got[is_candidate] = sample
                 if is_candidate and auditor is not None:
                     auditor.after_sample(out, self.input_sets[last], audited=check)
@@ -207,10 +212,13 @@ def measure_cuda(
 ) -> PairTiming:
     """Interleaved CUDA-event timing of candidate and baseline (per-invocation microseconds).
 
-    `invocations` is an upper bound: when the slower of the two calls would make a sample longer than
-    `max_sample_ms`, fewer calls per sample are made (PairTiming.invocations says how many), so a 1 GB case costs
-    seconds, not minutes, and still gets every sample. With an auditor, each sample makes a random number of calls
-    up to that bound (the same for candidate and baseline), and each per-call time divides by its own count.
+    `invocations` is an upper bound, applied to candidate and baseline separately: where a call would make a sample
+    longer than `max_sample_ms`, that implementation makes fewer calls per sample (PairTiming.invocations and
+    baseline_invocations say how many), so a 1 GB case costs seconds, not minutes, and still gets every sample.
+    The bounds are separate because each sample carries a fixed cost beyond its calls (on the H200, 100-150 us per
+    sample: events exceed CUPTI kernel time by that over the sample's calls; see METHODOLOGY.md), which a fast
+    candidate must not spread over only the few calls that a slow eager baseline fits in a sample. With an auditor,
+    each candidate sample makes a random number of calls up to its bound; each per-call time divides by its count.
     Without `stopping`, exactly `samples` pairs are taken; with it, batches until `stop_reason` says stop.
     `clocks` (opened by the caller for the whole case) flags throttled pairs; without it nothing is discarded.
     """
@@ -223,13 +231,15 @@ def measure_cuda(
     _synchronize()
     if auditor is not None:
         auditor.after_sample(None, input_sets[0], audited=False)
-    slowest_ms = max(single_call_ms(candidate, input_sets[0]), single_call_ms(baseline, input_sets[0]))
-    invocations = max(1, min(invocations, int(max_sample_ms / max(slowest_ms, 1e-6))))
+    def fitting(fn: Fn) -> int:
+        return max(1, min(invocations, int(max_sample_ms / max(single_call_ms(fn, input_sets[0]), 1e-6))))
+
+    counts = (fitting(candidate), fitting(baseline))
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
 
     monitor = clocks if clocks is not None else ClockMonitor()
-    sampler = _CudaSampler(candidate, baseline, input_sets, flush, invocations, removed_us, auditor, monitor,
+    sampler = _CudaSampler(candidate, baseline, input_sets, flush, counts, removed_us, auditor, monitor,
                            throttle_fraction)
     stopped_by: StoppedBy = "fixed_count"
     began = _perf_counter()
@@ -259,7 +269,8 @@ def measure_cuda(
         notes.append(f"kernel-only time unavailable: {type(exc).__name__}: {exc}")
         log.warning(notes[-1])
     return PairTiming(
-        summarize(cand_us), summarize(base_us), cand_dev, base_dev, source, "; ".join(notes) or None, invocations,
+        summarize(cand_us), summarize(base_us), cand_dev, base_dev, source, "; ".join(notes) or None, counts[0],
+        baseline_invocations=counts[1],
         candidate_kernels=kernels, sync_gap_us=removed_us, audited_samples=sampler.audited, stopped_by=stopped_by,
         samples_taken=sampler.taken,
         clocks=summarize_clocks(sampler.start, sampler.readings, sampler.throttled, monitor.available),

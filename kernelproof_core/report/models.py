@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule
 from kernelproof_core.verdicts import Verdict
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 TimingKind = Literal["cuda_events", "interpreter_wall_clock"]
 
@@ -63,7 +63,10 @@ class Timing(_Model):
     kind: TimingKind
     warmups: int
     samples: int = Field(description="samples taken per implementation, throttled pairs included (see counts)")
-    invocations_per_sample: int
+    invocations_per_sample: int = Field(description="the candidate's calls per sample (at most; see audited_samples)")
+    baseline_invocations_per_sample: int | None = Field(
+        None, description="the baseline's calls per sample: each implementation fits its own into max_sample_ms"
+    )
     input_sets: int = Field(description="distinct input sets rotated through so samples do not hit a warm L2")
     l2_flush_bytes: int
     candidate: Distribution
