@@ -98,6 +98,11 @@ def finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def calls_per_sample(call_ms: float, bound: int, max_sample_ms: float) -> int:
+    """Calls of one implementation per sample: `bound`, or fewer where a sample would outlast `max_sample_ms`."""
+    return max(1, min(bound, int(max_sample_ms / max(call_ms, 1e-6))))
+
+
 def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: int) -> int:
     """How many distinct input sets to rotate through: enough to exceed `ring_min_bytes`, within both caps."""
     if case_bytes <= 0:
@@ -231,10 +236,8 @@ def measure_cuda(
     _synchronize()
     if auditor is not None:
         auditor.after_sample(None, input_sets[0], audited=False)
-    def fitting(fn: Fn) -> int:
-        return max(1, min(invocations, int(max_sample_ms / max(single_call_ms(fn, input_sets[0]), 1e-6))))
-
-    counts = (fitting(candidate), fitting(baseline))
+    counts = (calls_per_sample(single_call_ms(candidate, input_sets[0]), invocations, max_sample_ms),
+              calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
 

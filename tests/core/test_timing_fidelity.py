@@ -16,6 +16,7 @@ from kernelproof_core.errors import UsageError
 from kernelproof_core.measurement.clocks import ClockMonitor, SampleClock, summarize_clocks
 from kernelproof_core.measurement.speed_of_light import REWARD_INPUT_CUDA, speed_of_light
 from kernelproof_core.measurement.stopping import StoppingRule
+from kernelproof_core.measurement.timing import calls_per_sample
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.presets import build_campaign
 from kernelproof_core.tasks import CaseSet, get_task
@@ -123,3 +124,13 @@ def test_a_stopping_rule_is_an_override_kept_on_cuda_and_dropped_on_the_interpre
     assert cuda.stopping == rule and cuda.public_dump()["stopping"]["target_rse"] == 0.005
     assert Campaign.model_validate(cuda.public_dump()).stopping == rule  # what a worker rebuilds from the row
     assert build_campaign(task, "interpreter", "quick", None, {"stopping": rule}).stopping is None
+
+
+def test_candidate_and_baseline_fit_their_own_calls_into_a_sample() -> None:
+    """A 0.26 ms candidate next to a 3.3 ms eager baseline: the candidate keeps its planned 100 calls per 20 ms sample
+    (the per-sample fixed cost spread over 76, not 6), the baseline drops to 6, nothing drops below one call."""
+    assert calls_per_sample(0.26, 100, 20.0) == 76
+    assert calls_per_sample(3.3, 100, 20.0) == 6
+    assert calls_per_sample(0.01, 100, 20.0) == 100
+    assert calls_per_sample(50.0, 100, 20.0) == 1
+    assert calls_per_sample(0.0, 10, 20.0) == 10
