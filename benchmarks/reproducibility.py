@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelproof_core.environment import resolve_device
 from kernelproof_core.report.models import Report
-from kernelproof_core.tasks import get_task
+from kernelproof_core.tasks import Task, get_task
 from kernelproof_core.verdicts import Verdict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,6 +159,45 @@ def print_table(rows: list[dict[str, Any]], device: str) -> None:
                   f"{fmt(r.get('launch_overhead_us'), '.2f')} us per call (event median - CUPTI kernel time)")
 
 
+def build_result(args: argparse.Namespace, device: str, task: Task, dtype: str, cases: list[str],
+                 runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The benchmark's JSON over the runs so far."""
+    rows = [summarize_case(case, runs) for case in cases]
+    verdict = evaluate(rows, device)
+    all_verified = all(r["complete"] for r in rows) and all(run["returncode"] == 0 for run in runs)
+    first = next((run["report"] for run in runs if run.get("report")), None)
+    result = {
+        "benchmark": "reproducibility",
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.executable,
+        "device": device,
+        "task": task.name,
+        "dtype": dtype,
+        "candidate": str(args.candidate),
+        "cases": cases,
+        "runs": args.runs,
+        "sandboxed": not args.no_sandbox,
+        "environment": first.environment.model_dump(mode="json") if first else None,
+        "isolation": first.isolation.model_dump(mode="json") if first else None,
+        "campaign": first.config.model_dump(mode="json") if first else None,
+        "thresholds": {"target_kernel_us": TARGET_KERNEL_US, "tiny_kernel_us": TINY_KERNEL_US,
+                       "spread_max": SPREAD_TARGET, "agreement_max": AGREEMENT_TARGET},
+        "per_case": rows,
+        "targets": verdict,
+        "all_verified": all_verified,
+        "per_run": [
+            {k: v for k, v in run.items() if k != "report"}
+            | ({"verdict": run["report"].summary.verdict.value, "report_duration_s": run["report"].duration_s,
+                "cases": [{"case_id": c.case_id, "verdict": c.verdict.value,
+                           "timing": c.timing.model_dump(mode="json") if c.timing else None}
+                          for c in run["report"].cases]} if run.get("report") else {})
+            for run in runs
+        ],
+    }
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "interpreter"])
@@ -200,10 +239,13 @@ def main() -> int:
             if report is None or run["returncode"] != 0:
                 print(run["stderr_tail"][-1500:], file=sys.stderr)
             runs.append(run)
+            if args.output and len(runs) >= 2 and k + 1 < args.runs:  # a time-boxed run still leaves its numbers
+                args.output.parent.mkdir(parents=True, exist_ok=True)
+                partial = build_result(args, device, task, dtype, cases, runs) | {"partial": True}
+                args.output.write_text(json.dumps(partial, indent=1))
 
-    rows = [summarize_case(case, runs) for case in cases]
-    verdict = evaluate(rows, device)
-    all_verified = all(r["complete"] for r in rows) and all(run["returncode"] == 0 for run in runs)
+    result = build_result(args, device, task, dtype, cases, runs)
+    rows, verdict, all_verified = result["per_case"], result["targets"], result["all_verified"]
     print_table(rows, device)
     if not verdict["evaluated"]:
         print(verdict["note"])
@@ -212,36 +254,6 @@ def main() -> int:
               f"|event/cupti - 1| <= {AGREEMENT_TARGET:.0%}): {'PASS' if verdict['passed'] else 'FAIL'}")
     print(f"all runs verified the candidate: {'yes' if all_verified else 'NO'}")
 
-    first = next((run["report"] for run in runs if run.get("report")), None)
-    result = {
-        "benchmark": "reproducibility",
-        "host": socket.gethostname(),
-        "platform": platform.platform(),
-        "python": sys.executable,
-        "device": device,
-        "task": task.name,
-        "dtype": dtype,
-        "candidate": str(args.candidate),
-        "cases": cases,
-        "runs": args.runs,
-        "sandboxed": not args.no_sandbox,
-        "environment": first.environment.model_dump(mode="json") if first else None,
-        "isolation": first.isolation.model_dump(mode="json") if first else None,
-        "campaign": first.config.model_dump(mode="json") if first else None,
-        "thresholds": {"target_kernel_us": TARGET_KERNEL_US, "tiny_kernel_us": TINY_KERNEL_US,
-                       "spread_max": SPREAD_TARGET, "agreement_max": AGREEMENT_TARGET},
-        "per_case": rows,
-        "targets": verdict,
-        "all_verified": all_verified,
-        "per_run": [
-            {k: v for k, v in run.items() if k != "report"}
-            | ({"verdict": run["report"].summary.verdict.value, "report_duration_s": run["report"].duration_s,
-                "cases": [{"case_id": c.case_id, "verdict": c.verdict.value,
-                           "timing": c.timing.model_dump(mode="json") if c.timing else None}
-                          for c in run["report"].cases]} if run.get("report") else {})
-            for run in runs
-        ],
-    }
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=1))
