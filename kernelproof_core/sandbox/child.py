@@ -25,11 +25,13 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
+import torch
 from pydantic import BaseModel
 
 from kernelproof_core.report.models import CaseResult
 from kernelproof_core.sandbox.limits import apply_rlimits
 from kernelproof_core.sandbox.protocol import (
+    CONTINUE,
     AbortMsg,
     Armed,
     CaseDoneMsg,
@@ -62,17 +64,32 @@ def landlock_extra_write_paths(device: str) -> tuple[str, ...]:
     return CUDA_LANDLOCK_WRITE_PATHS if device == "cuda" else ()
 
 
+_synchronize = torch.cuda.synchronize  # bound in the fork server, before any candidate code exists
+
+
 class ChannelEvents:
-    """PipelineEvents that stream to the supervisor."""
+    """PipelineEvents that stream to the supervisor.
+
+    In rendezvous mode (runs sharing a GPU: sandbox/arbiter.py) every phase boundary is a stop: the device is
+    synchronized first, so nothing of this child is queued on the GPU while it waits, then the phase is reported and
+    the child blocks until the supervisor's "continue"."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.rendezvous = False
+        self.cuda = False
 
     def send(self, message: BaseModel) -> None:
         self.sock.sendall(encode_line(message))
 
     def phase(self, name: str, case_id: str | None = None) -> None:
+        if self.rendezvous and self.cuda:
+            _synchronize()
         self.send(PhaseMsg(name=name, case_id=case_id))
+        if self.rendezvous:
+            got = self.sock.recv(1)
+            if got != CONTINUE:
+                raise ProtocolError(f"expected the supervisor's continue, got {got!r}")
 
     def case_done(self, result: CaseResult) -> None:
         self.send(CaseDoneMsg(result=result))
@@ -91,6 +108,7 @@ def run_child(res_fd: int, out_fd: int, err_fd: int, scratch: str, config: Serve
         _prepare_home(Path(scratch), seed_files)
         _start_up(config)  # trusted, before the job: a standby child is ready when its candidate arrives
         request = _read_request(sock)
+        events.rendezvous, events.cuda = request.rendezvous, request.device == "cuda"
         _apply_settings(request)
         armed = _arm(request, config, scratch)
         events.send(armed)

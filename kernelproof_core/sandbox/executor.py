@@ -25,6 +25,7 @@ from kernelproof_core.candidate import source_sha256
 from kernelproof_core.errors import InfraError
 from kernelproof_core.pipeline import CandidateOutcome, PipelineEvents
 from kernelproof_core.report.models import CandidateInfo, CaseResult, Environment
+from kernelproof_core.sandbox.arbiter import GpuArbiter
 from kernelproof_core.sandbox.cgroups import remove_subtrees
 from kernelproof_core.sandbox.deaths import classify
 from kernelproof_core.sandbox.isolation import build_isolation, refusal, required_child_layers
@@ -63,7 +64,8 @@ class SandboxExecutor:
     `last_timings` holds the latest run's latency to candidate code and total time (benchmarks read it).
     """
 
-    def __init__(self, settings: Settings | None = None, *, mode: str | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, mode: str | None = None,
+                 arbiter: GpuArbiter | None = None) -> None:
         self.settings = settings or get_settings()
         self.mode = mode or self.settings.sandbox_mode
         if self.mode not in ("forkserver", "cold"):
@@ -74,6 +76,7 @@ class SandboxExecutor:
         self._environments: dict[Device, Environment] = {}
         self._standbys: dict[Device, StandbyPool] = {}
         self._lock = threading.Lock()
+        self.arbiter = arbiter  # shared with executors running beside this one on the same GPU (overlap.py)
         self.last_timings: dict[str, float] = {}
         self.last_standby = False  # whether the latest run's child was a standby (benchmarks and tests read it)
         atexit.register(self.close)
@@ -163,6 +166,11 @@ class SandboxExecutor:
         if server is not None:
             server.stop(self.settings.sandbox_kill_grace_s)
 
+    def probe_environment(self, device: Device) -> Environment:
+        """environment(), under this executor's lock (for callers outside execute)."""
+        with self._lock:
+            return self.environment(device)
+
     def environment(self, device: Device) -> Environment:
         """What reports record as the environment, collected once by a trusted child (no candidate code)."""
         if device not in self._environments:
@@ -204,20 +212,26 @@ class SandboxExecutor:
                         if hasattr(self.settings, k)}
         request = ChildRequest(kind="verify", device=campaign.device, job=job, campaign=campaign,
                                limits=self.limits.for_child(cg.memory, cg.pids, campaign.device),
-                               settings_env=settings_env, required_layers=required_child_layers(job, self.settings))
+                               settings_env=settings_env, required_layers=required_child_layers(job, self.settings),
+                               rendezvous=self.arbiter is not None)
         budget = self._budget(campaign, launch, job.task)
+        arbiter = self.arbiter
         if pool is None:
-            run = supervise(server, request, budget, [p.case.case_id for p in planned], uuid.uuid4().hex, events)
+            run = supervise(server, request, budget, [p.case.case_id for p in planned], uuid.uuid4().hex, events,
+                            arbiter=arbiter)
             return run, budget
+        if arbiter is not None:  # exclusive phases of any run sharing the GPU freeze this executor's standbys
+            arbiter.set_pauser(f"executor-{id(self)}", lambda on: pool.pause(server, on))
         channels = pool.take(server)  # a standby started up ahead of this job, or None: a fresh fork
         self.last_standby = channels is not None
         pool.fill(server)  # the next jobs' standbys start up while this one runs (paused while it is timed)
         try:
             run = supervise(server, request, budget, [p.case.case_id for p in planned],
                             channels.run_id if channels else uuid.uuid4().hex, events, channels=channels,
-                            measuring=lambda on: pool.pause(server, on))
+                            measuring=None if arbiter else lambda on: pool.pause(server, on), arbiter=arbiter)
         finally:
-            pool.pause(server, False)
+            if arbiter is None:
+                pool.pause(server, False)
         return run, budget
 
     @staticmethod

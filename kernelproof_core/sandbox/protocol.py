@@ -32,6 +32,9 @@ MAX_FDS = 8
 _UCRED = struct.Struct("3i")
 
 
+CONTINUE = b"c"  # supervisor -> child, the only byte it sends after the request: go on past a phase boundary
+
+
 class ProtocolError(Exception):
     """A peer sent something that is not a valid message (or too much of it)."""
 
@@ -116,6 +119,7 @@ class ChildRequest(_Msg):
     measure_bandwidth: bool = False
     settings_env: dict[str, str] = Field(default_factory=dict, description="allow-listed KERNELPROOF_* vars")
     required_layers: list[str] = Field(default_factory=list, description="refuse to run unless these applied")
+    rendezvous: bool = Field(False, description="stop at every phase boundary until the supervisor's CONTINUE")
 
 
 # --- Control channel (supervisor <-> fork server). --------------------------------------------------------

@@ -36,6 +36,7 @@ class StandbyPool:
     def __init__(self, size: int) -> None:
         self.size = size
         self._ready: list[Channels] = []
+        self.paused = False  # a measurement is running: standbys forked now are frozen straight away
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -51,6 +52,9 @@ class StandbyPool:
                             status)
                 channels.close()
                 continue
+            if self.paused:  # frozen for someone's measurement: its run decides now (sandbox/arbiter.py)
+                with contextlib.suppress(OSError):
+                    send_ctl(server.ctl, {"type": "thaw", "id": channels.run_id})
             return channels
         return None
 
@@ -58,13 +62,18 @@ class StandbyPool:
         """Fork standbys until the pool is full. A server that cannot fork is left to the run to report."""
         while len(self._ready) < self.size:
             try:
-                self._ready.append(fork_child(server, uuid.uuid4().hex))
+                channels = fork_child(server, uuid.uuid4().hex)
             except Exception as exc:  # the run that follows reports the broken server as infra_error
                 log.warning("could not fork a standby child: %s", exc)
                 return
+            self._ready.append(channels)
+            if self.paused:
+                with contextlib.suppress(OSError):
+                    send_ctl(server.ctl, {"type": "freeze", "id": channels.run_id})
 
     def pause(self, server: ServerProcess, paused: bool) -> None:
         """Stop (or continue) every standby, so none competes with a measurement."""
+        self.paused = paused
         for channels in self._ready:
             with contextlib.suppress(OSError):
                 send_ctl(server.ctl, {"type": "freeze" if paused else "thaw", "id": channels.run_id})

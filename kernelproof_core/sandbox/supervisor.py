@@ -15,15 +15,18 @@ import os
 import select
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelproof_core.pipeline import PipelineEvents
 from kernelproof_core.report.models import CaseResult, Environment
+from kernelproof_core.sandbox.arbiter import GpuArbiter
 from kernelproof_core.sandbox.cgroups import CandidateCgroup
 from kernelproof_core.sandbox.deaths import Death, KillReason
 from kernelproof_core.sandbox.protocol import (
+    CONTINUE,
     AbortMsg,
     Armed,
     CaseDoneMsg,
@@ -45,6 +48,7 @@ from kernelproof_core.sandbox.results import relabel_fork_failure
 from kernelproof_core.sandbox.server import SandboxStartError, ServerProcess
 
 log = logging.getLogger(__name__)
+HELD_POLL_S = 0.5  # while the arbiter holds the child, the watch loop looks at its deadlines this often
 SETUP_PHASES = ("prepare", "arm")  # sent by the harness before the candidate loads; no deadline change
 
 
@@ -117,12 +121,16 @@ def fork_child(server: ServerProcess, run_id: str) -> Channels:
 
 def supervise(server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
               run_id: str, events: PipelineEvents | None = None, *, channels: Channels | None = None,
-              measuring: Callable[[bool], None] | None = None) -> RunOutcome:
+              measuring: Callable[[bool], None] | None = None, arbiter: GpuArbiter | None = None) -> RunOutcome:
     """Run one request under the watchdog, in a standby child (`channels`) or a freshly forked one.
-    `measuring(True/False)` is called as the child enters and leaves its exclusive timing phases.
+    `measuring(True/False)` is called as the child enters and leaves its exclusive timing phases. With an `arbiter`
+    (runs sharing a GPU; the request must ask for rendezvous) the child stops at every phase boundary until the
+    arbiter releases it, and time spent stopped does not count against its deadlines.
     SandboxStartError if it cannot even hand over."""
+    if (arbiter is not None) != request.rendezvous:
+        raise ValueError("a request asks for rendezvous exactly when an arbiter supervises it")
     channels = channels or fork_child(server, run_id)
-    watch = _Watch(server, request, budget, planned_ids, channels, events, measuring)
+    watch = _Watch(server, request, budget, planned_ids, channels, events, measuring, arbiter)
     try:
         return watch.run()
     finally:
@@ -134,7 +142,7 @@ class _Watch:
 
     def __init__(self, server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],
                  channels: Channels, events: PipelineEvents | None,
-                 measuring: Callable[[bool], None] | None) -> None:
+                 measuring: Callable[[bool], None] | None, arbiter: GpuArbiter | None = None) -> None:
         self.server, self.request, self.budget, self.planned_ids, self.run_id = (
             server, request, budget, planned_ids, channels.run_id)
         self.channels = channels
@@ -162,8 +170,14 @@ class _Watch:
         self.harness_error: str | None = None
         self.abort: str | None = None
         self.pids_hits = 0
+        # Rendezvous (arbiter): since when the child has been held (at a boundary, or frozen while starting up).
+        self.arbiter = arbiter
+        self.held_since: float | None = None
+        self._hold_lock = threading.Lock()
         if self.run_id in server.exits:  # a standby that ended while waiting for its request
             self._exited(server.exits.pop(self.run_id))
+        if arbiter is not None and not self.exited:
+            arbiter.join(self.run_id, self._release, self._freeze)
 
     # --- main loop -----------------------------------------------------------------------------------------
     def run(self) -> RunOutcome:
@@ -171,6 +185,8 @@ class _Watch:
         ctl_fd = self.server.ctl.fileno()
         while not self.outcome.server_lost and not (self.exited and not self.open_fds):
             timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            if self.held_since is not None:  # deadlines wait while the arbiter holds the child; look again soon
+                timeout = HELD_POLL_S
             ready, _, _ = select.select([*self.open_fds, ctl_fd], [], [], timeout)
             for fd in ready:
                 if self.outcome.server_lost:
@@ -181,7 +197,8 @@ class _Watch:
                     self._on_result()
                 else:
                     self._on_output(fd)
-            if not self.outcome.server_lost and self.deadline is not None and time.monotonic() >= self.deadline:
+            if (not self.outcome.server_lost and self.deadline is not None and self.held_since is None
+                    and time.monotonic() >= self.deadline):
                 self._on_deadline()
         return self._finish()
 
@@ -223,6 +240,7 @@ class _Watch:
             self.server.exits[str(msg.get("id"))] = status
 
     def _exited(self, status: object) -> None:
+        self._leave_arbiter()
         self.exited = True
         self.status = status if isinstance(status, int) else None
         self.outcome.timestamps["exited"] = time.monotonic()
@@ -312,6 +330,9 @@ class _Watch:
             self.outcome.timestamps["armed"] = now
         elif isinstance(msg, PhaseMsg):
             self._on_phase(msg, now)
+            if self.arbiter is not None:  # the child waits at this boundary for the arbiter's release
+                self._hold(now)
+                self.arbiter.reached(self.run_id, msg.name)
             if self.events is not None and msg.name not in SETUP_PHASES:
                 try:
                     self.events.phase(msg.name, msg.case_id)
@@ -383,12 +404,14 @@ class _Watch:
                     log.exception("measuring callback failed")
 
     def _finishing(self, now: float) -> None:
+        self._leave_arbiter()  # results are in: nothing more of this child touches the GPU
         self._set_measuring(False)
         if self.phase not in ("killing", "exited"):
             self.phase, self.deadline = "finishing", now + self.budget.kill_grace_s
 
     # --- killing -------------------------------------------------------------------------------------------
     def _kill(self, reason: KillReason | None, detail: str = "") -> None:
+        self._leave_arbiter()
         if reason is not None and self.kill_reason is None:
             self.kill_reason, self.kill_detail = reason, detail
             self.outcome.timestamps["kill"] = time.monotonic()
@@ -420,7 +443,45 @@ class _Watch:
         out.stderr_tail = bytes(self.captured[self.err_r][-4096:])
         return out
 
+    # --- rendezvous (called from whichever supervisor thread the arbiter decides in) ----------------------
+    def _hold(self, now: float) -> None:
+        with self._hold_lock:
+            if self.held_since is None:
+                self.held_since = now
+
+    def _unhold(self) -> None:
+        with self._hold_lock:
+            if self.held_since is not None:
+                held = time.monotonic() - self.held_since
+                if self.deadline is not None and self.phase not in ("finishing", "killing", "exited"):
+                    self.deadline += held
+                if self.phase == "execute":  # held time is not execution time either
+                    self.exec_started += held
+                self.held_since = None
+
+    def _release(self) -> None:
+        self._unhold()
+        if self.phase not in ("killing", "exited"):
+            with contextlib.suppress(OSError):  # a child that died meanwhile shows up through the server
+                self.res.send(CONTINUE)
+
+    def _freeze(self, frozen: bool) -> None:
+        if frozen:
+            self._hold(time.monotonic())
+        else:
+            self._unhold()
+        with contextlib.suppress(OSError):
+            send_ctl(self.server.ctl, {"type": "freeze" if frozen else "thaw", "id": self.run_id})
+
+    def _leave_arbiter(self) -> None:
+        """Out of the arbiter's seats (idempotent); held no more, so its deadlines run again."""
+        if self.arbiter is not None:
+            self.arbiter.leave(self.run_id)
+        with self._hold_lock:
+            self.held_since = None
+
     def close(self) -> None:
+        self._leave_arbiter()
         self._set_measuring(False)
         if self.pidfd is not None:
             os.close(self.pidfd)
