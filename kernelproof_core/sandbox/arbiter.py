@@ -13,6 +13,9 @@ measurement is taken. The arbiter enforces that with a rendezvous at every phase
     speed of light) are granted only when every other run is waiting at a boundary; one at a time, first come
     first served. Other phases go on at once unless an exclusive phase is running or waiting: then they wait too, so
     a waiting measurement cannot be starved;
+  * during an exclusive phase every other run's child is also frozen (SIGSTOP through its fork server), whether it
+    waits at a boundary or is still starting up (CUDA, CUPTI, the warm-up kernel): a thread left behind by candidate
+    code cannot queue GPU work meanwhile;
   * an exclusive phase ends at its run's next boundary, or when the run ends; the runs held back then go on.
 Standby children (which start up between runs) are frozen while an exclusive phase runs, through `pausers`.
 
@@ -40,7 +43,7 @@ class _Seat:
     freeze: Callable[[bool], None]  # stop / continue the child's process (SIGSTOP through its fork server)
     started: bool = False  # reached its first boundary (before it, the child is starting up, off any boundary)
     waiting: bool = False  # stopped at a boundary with an idle GPU queue, until released
-    frozen: bool = False  # stopped before its first boundary, for someone's exclusive phase
+    frozen: bool = False  # stopped (SIGSTOP) for someone's exclusive phase
 
 
 class GpuArbiter:
@@ -112,12 +115,15 @@ class GpuArbiter:
         if self._queue:
             head = self._queue[0]
             others = [(rid, seat) for rid, seat in self._seats.items() if rid != head]
-            # Runs still starting up are frozen for the phase; runs past their first boundary must be at one.
+            # Runs still starting up are frozen for the phase; runs past their first boundary must be at one, and
+            # are frozen there too: a thread that candidate code left behind cannot queue GPU work meanwhile.
             if all(seat.waiting or not seat.started for _, seat in others):
                 self._queue.popleft()
                 self._exclusive = head
                 self._note(head, "exclusive")
-                actions = [self._freeze(rid, True) for rid, seat in others if not seat.started and not seat.frozen]
+                actions = [self._freeze(rid, True) for rid, seat in others if not seat.frozen]
+                if self._seats[head].frozen:  # frozen for the previous exclusive phase while it waited
+                    actions.append(self._freeze(head, False))
                 if not exclusive_ended:
                     actions.extend(self._pause_all(True))
                 return [*actions, self._release(head)]

@@ -173,6 +173,7 @@ class _Watch:
         # Rendezvous (arbiter): since when the child has been held (at a boundary, or frozen while starting up).
         self.arbiter = arbiter
         self.held_since: float | None = None
+        self._holds: set[str] = set()  # "waiting" (at a boundary), "frozen" (SIGSTOP for another run's phase)
         self._hold_lock = threading.Lock()
         if self.run_id in server.exits:  # a standby that ended while waiting for its request
             self._exited(server.exits.pop(self.run_id))
@@ -331,7 +332,7 @@ class _Watch:
         elif isinstance(msg, PhaseMsg):
             self._on_phase(msg, now)
             if self.arbiter is not None:  # the child waits at this boundary for the arbiter's release
-                self._hold(now)
+                self._hold("waiting", True)
                 self.arbiter.reached(self.run_id, msg.name)
             if self.events is not None and msg.name not in SETUP_PHASES:
                 try:
@@ -444,15 +445,20 @@ class _Watch:
         return out
 
     # --- rendezvous (called from whichever supervisor thread the arbiter decides in) ----------------------
-    def _hold(self, now: float) -> None:
+    def _hold(self, reason: str, on: bool) -> None:
+        """The child is held while it waits at a boundary and while it is frozen (either or both); while held, its
+        deadlines and execution budget do not run."""
         with self._hold_lock:
-            if self.held_since is None:
+            now = time.monotonic()
+            was_held = bool(self._holds)
+            if on:
+                self._holds.add(reason)
+            else:
+                self._holds.discard(reason)
+            if self._holds and not was_held:
                 self.held_since = now
-
-    def _unhold(self) -> None:
-        with self._hold_lock:
-            if self.held_since is not None:
-                held = time.monotonic() - self.held_since
+            elif was_held and not self._holds and self.held_since is not None:
+                held = now - self.held_since
                 if self.deadline is not None and self.phase not in ("finishing", "killing", "exited"):
                     self.deadline += held
                 if self.phase == "execute":  # held time is not execution time either
@@ -460,16 +466,13 @@ class _Watch:
                 self.held_since = None
 
     def _release(self) -> None:
-        self._unhold()
+        self._hold("waiting", False)
         if self.phase not in ("killing", "exited"):
             with contextlib.suppress(OSError):  # a child that died meanwhile shows up through the server
                 self.res.send(CONTINUE)
 
     def _freeze(self, frozen: bool) -> None:
-        if frozen:
-            self._hold(time.monotonic())
-        else:
-            self._unhold()
+        self._hold("frozen", frozen)
         with contextlib.suppress(OSError):
             send_ctl(self.server.ctl, {"type": "freeze" if frozen else "thaw", "id": self.run_id})
 
@@ -478,6 +481,7 @@ class _Watch:
         if self.arbiter is not None:
             self.arbiter.leave(self.run_id)
         with self._hold_lock:
+            self._holds.clear()
             self.held_since = None
 
     def close(self) -> None:

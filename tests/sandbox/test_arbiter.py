@@ -39,11 +39,11 @@ def test_a_timed_phase_waits_until_every_other_run_is_at_a_boundary() -> None:
     assert sorted(runs.take()) == ["go a", "go b"]
     arbiter.reached("a", "measure")  # b is somewhere in its load: a waits
     assert runs.take() == []
-    arbiter.reached("b", "compile")  # b stops at its boundary: now a is timed, b waits
-    assert runs.take() == ["go a"] and paused == [True]
+    arbiter.reached("b", "compile")  # b stops at its boundary: now a is timed, b waits there, frozen
+    assert runs.take() == ["freeze b", "go a"] and paused == [True]
     assert arbiter.exclusive_active
     arbiter.reached("a", "compile")  # a's timing ended at its next boundary: both go on, standbys continue
-    assert sorted(runs.take()) == ["go a", "go b"] and paused == [True, False]
+    assert runs.take() == ["thaw b", "go a", "go b"] and paused == [True, False]
     assert not arbiter.exclusive_active
 
 
@@ -57,9 +57,9 @@ def test_a_waiting_timed_phase_holds_back_other_runs_so_it_is_not_starved() -> N
     arbiter.reached("b", "execute")  # must not go on: a is waiting for the GPU
     assert runs.take() == []
     arbiter.reached("c", "execute")
-    assert runs.take() == ["go a"]
+    assert runs.take() == ["freeze b", "freeze c", "go a"]
     arbiter.reached("a", "execute")
-    assert sorted(runs.take()) == ["go a", "go b", "go c"]
+    assert runs.take() == ["thaw b", "thaw c", "go a", "go b", "go c"]
 
 
 def test_timed_phases_are_granted_one_at_a_time_in_arrival_order() -> None:
@@ -70,11 +70,11 @@ def test_timed_phases_are_granted_one_at_a_time_in_arrival_order() -> None:
     runs.take()
     arbiter.reached("b", "measure")
     arbiter.reached("a", "measure")
-    assert runs.take() == ["go b"]  # b asked first
+    assert runs.take() == ["freeze a", "go b"]  # b asked first
     arbiter.reached("b", "compile")  # b's timing ends; a, waiting and asked next, is timed while b waits
-    assert runs.take() == ["go a"]
+    assert runs.take() == ["freeze b", "thaw a", "go a"]
     arbiter.reached("a", "compile")
-    assert sorted(runs.take()) == ["go a", "go b"]
+    assert runs.take() == ["thaw b", "go a", "go b"]
 
 
 def test_arming_measures_bandwidth_so_it_is_exclusive_too() -> None:

@@ -73,3 +73,28 @@ def test_warm_start_reaches_candidate_code_within_a_second(gpu_executor: Sandbox
         totals.append(gpu_executor.last_timings["total_s"])
     assert statistics.median(latencies) < 1.0, latencies
     assert statistics.median(totals) < 5.0, totals
+
+
+def test_overlapped_runs_on_the_gpu_pass_with_every_timed_phase_alone() -> None:
+    """Overlap on CUDA: children drain their device before each boundary; timed phases and arming never overlap
+    another run's GPU work (sandbox/arbiter.py)."""
+    from kernelproof_core.campaign import CandidateJob
+    from kernelproof_core.sandbox.arbiter import exclusive_windows
+    from kernelproof_core.sandbox.overlap import OverlappedExecutors
+    from tests.sandbox.candidates import source
+
+    runner = OverlappedExecutors(2, sandbox_settings(sandbox_memory_limit_bytes=16 * 1024**3,
+                                                     sandbox_max_processes=1024, sandbox_kill_grace_s=10.0))
+    try:
+        jobs = [CandidateJob(task="rms_norm", source=source("honest"), origin="submission") for _ in range(4)]
+        camp = gpu_campaign(case_ids=["llama_4096"], dtypes=["bfloat16"], measure=True, warmups=2, samples=10,
+                            invocations_per_sample=10)
+        for execution in runner.execute_many(jobs, camp):
+            assert verdicts(execution) == [Verdict.PASS], execution.outcome.cases
+        log = list(runner.arbiter.log)
+    finally:
+        runner.close()
+    windows = exclusive_windows(log)
+    assert len(windows) >= 2 * len(jobs)  # arming and the timed case of every job
+    for run_id, start, end in windows:
+        assert not [r for t, r, e in log if e == "released" and r != run_id and start < t < end]
