@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import uuid
 
 from kernelproof_core.sandbox.protocol import send_ctl
@@ -37,6 +38,8 @@ class StandbyPool:
         self.size = size
         self._ready: list[Channels] = []
         self.paused = False  # a measurement is running: standbys forked now are frozen straight away
+        # pause() may come from another executor's thread (sandbox/arbiter.py) while this one takes or fills.
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -44,6 +47,10 @@ class StandbyPool:
     def take(self, server: ServerProcess) -> Channels | None:
         """The oldest standby that is still alive (it has had the most time to start up), or None."""
         server.poll_exits()
+        with self._lock:
+            return self._take(server)
+
+    def _take(self, server: ServerProcess) -> Channels | None:
         while self._ready:
             channels = self._ready.pop(0)
             if channels.run_id in server.exits:
@@ -52,9 +59,10 @@ class StandbyPool:
                             status)
                 channels.close()
                 continue
-            if self.paused:  # frozen for someone's measurement: its run decides now (sandbox/arbiter.py)
-                with contextlib.suppress(OSError):
-                    send_ctl(server.ctl, {"type": "thaw", "id": channels.run_id})
+            # Possibly frozen for a measurement: from now on its own run decides (sandbox/arbiter.py freezes it
+            # again if a timed phase is still going). SIGCONT to a running child changes nothing.
+            with contextlib.suppress(OSError):
+                send_ctl(server.ctl, {"type": "thaw", "id": channels.run_id})
             return channels
         return None
 
@@ -66,23 +74,26 @@ class StandbyPool:
             except Exception as exc:  # the run that follows reports the broken server as infra_error
                 log.warning("could not fork a standby child: %s", exc)
                 return
-            self._ready.append(channels)
-            if self.paused:
-                with contextlib.suppress(OSError):
-                    send_ctl(server.ctl, {"type": "freeze", "id": channels.run_id})
+            with self._lock:
+                self._ready.append(channels)
+                if self.paused:
+                    with contextlib.suppress(OSError):
+                        send_ctl(server.ctl, {"type": "freeze", "id": channels.run_id})
 
     def pause(self, server: ServerProcess, paused: bool) -> None:
         """Stop (or continue) every standby, so none competes with a measurement."""
-        self.paused = paused
-        for channels in self._ready:
-            with contextlib.suppress(OSError):
-                send_ctl(server.ctl, {"type": "freeze" if paused else "thaw", "id": channels.run_id})
+        with self._lock:
+            self.paused = paused
+            for channels in self._ready:
+                with contextlib.suppress(OSError):
+                    send_ctl(server.ctl, {"type": "freeze" if paused else "thaw", "id": channels.run_id})
 
     def clear(self, server: ServerProcess | None) -> None:
         """End every standby (the server kills them; closing our channel ends one still waiting anyway)."""
-        for channels in self._ready:
-            if server is not None:
-                with contextlib.suppress(OSError):
-                    send_ctl(server.ctl, {"type": "kill", "id": channels.run_id})
-            channels.close()
-        self._ready.clear()
+        with self._lock:
+            for channels in self._ready:
+                if server is not None:
+                    with contextlib.suppress(OSError):
+                        send_ctl(server.ctl, {"type": "kill", "id": channels.run_id})
+                channels.close()
+            self._ready.clear()
