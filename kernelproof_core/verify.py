@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -39,6 +40,25 @@ class Execution:
 class Executor(Protocol):
     def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution: ...
 
+    def execute_many(self, jobs: Sequence[CandidateJob], campaign: Campaign,
+                     events: PipelineEvents | None = None) -> list[Execution]: ...
+
+    def close(self) -> None: ...
+
+
+class OneAtATime:
+    """execute_many as a loop over execute (executors that run one candidate at a time)."""
+
+    def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution:
+        raise NotImplementedError
+
+    def execute_many(self, jobs: Sequence[CandidateJob], campaign: Campaign,
+                     events: PipelineEvents | None = None) -> list[Execution]:
+        return [self.execute(job, campaign, events) for job in jobs]
+
+    def close(self) -> None:
+        return None
+
 
 def _no_sandbox() -> Isolation:
     from kernelproof_core.sandbox.layers import REQUIRED_FOR_UNTRUSTED
@@ -51,7 +71,7 @@ def _no_sandbox() -> Isolation:
     )
 
 
-class InProcessExecutor:
+class InProcessExecutor(OneAtATime):
     """Runs the candidate in this very process. Only for trusted code: the candidate can do anything we can."""
 
     def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution:
@@ -69,7 +89,7 @@ def run_verification(
     """Verify each job with `executor` and assemble one report."""
     started = time.monotonic()
     created = datetime.now(UTC)
-    executions = [executor.execute(job, campaign, events) for job in jobs]
+    executions = executor.execute_many(jobs, campaign, events)
     return build_report(
         command=command,
         campaign=campaign,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
@@ -21,11 +22,16 @@ class ProgressPrinter:
         self.total = sum(len(planned_cases(get_task(t), campaign)) for t in tasks) * len(campaign.dtypes)
         self.done = 0
         self.started = time.monotonic()
+        self._lock = threading.Lock()  # overlapped runs (--overlap) report from several threads
 
     def phase(self, name: str, case_id: str | None = None) -> None:
         return None
 
     def case_done(self, result: CaseResult) -> None:
+        with self._lock:
+            self._print(result)
+
+    def _print(self, result: CaseResult) -> None:
         self.done += 1
         timing = ""
         if result.timing is not None:

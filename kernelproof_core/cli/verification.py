@@ -52,6 +52,8 @@ def _campaign_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", type=Path, help="write the Markdown audit report here")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run candidate code in this process (trusted local debugging; labelled in the report)")
+    p.add_argument("--overlap", type=int, default=1, metavar="N",
+                   help="verify up to N candidates at once on one device, every timed phase exclusive (sandbox only)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -125,9 +127,16 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
         CandidateJob(task=task, source=source, origin=origin, filename=filename)
         for task, source, origin, filename in jobs
     ]
-    executor = make_executor(sandbox=not args.no_sandbox)
+    if args.overlap < 1:
+        return _usage("--overlap must be at least 1")
+    if args.overlap > 1 and args.no_sandbox:
+        return _usage("--overlap needs the sandbox: in-process candidates cannot be held at phase boundaries")
+    executor = make_executor(sandbox=not args.no_sandbox, overlap=min(args.overlap, len(candidate_jobs)))
     progress = None if args.quiet else ProgressPrinter(sys.stderr, campaign, [j.task for j in candidate_jobs])
-    report = run_verification(candidate_jobs, campaign, executor, command=command, events=progress)
+    try:
+        report = run_verification(candidate_jobs, campaign, executor, command=command, events=progress)
+    finally:
+        executor.close()
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(report.model_dump_json(indent=2))

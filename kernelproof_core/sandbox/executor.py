@@ -38,7 +38,7 @@ from kernelproof_core.sandbox.standby import StandbyPool
 from kernelproof_core.sandbox.supervisor import Budget, RunOutcome, supervise
 from kernelproof_core.settings import Settings, get_settings
 from kernelproof_core.verdicts import Verdict
-from kernelproof_core.verify import Execution
+from kernelproof_core.verify import Execution, OneAtATime
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ CHILD_SETTINGS = (
 )
 
 
-class SandboxExecutor:
+class SandboxExecutor(OneAtATime):
     """Runs every candidate in a disposable, isolated child process under a supervising watchdog.
 
     Thread-safe (one candidate at a time per executor); a worker with N concurrent slots uses N executors.

@@ -52,10 +52,14 @@ class OverlappedExecutors:
                     executor.probe_environment(device)
                 self._probed.add(device)
 
+    def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution:
+        return self.submit(job, campaign, events).result()
+
     def execute_many(self, jobs: Sequence[CandidateJob], campaign: Campaign,
-                     events: Sequence[PipelineEvents | None] | None = None) -> list[Execution]:
-        """Verify every job (results in the jobs' order)."""
-        futures = [self.submit(job, campaign, events[i] if events else None) for i, job in enumerate(jobs)]
+                     events: PipelineEvents | None = None) -> list[Execution]:
+        """Verify every job, up to `width` at once (results in the jobs' order). `events` is shared by all jobs and
+        called from several threads."""
+        futures = [self.submit(job, campaign, events) for job in jobs]
         return [f.result() for f in futures]
 
     def _execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None) -> Execution:

@@ -95,6 +95,8 @@ def test_cuda_unavailable_exits_3(tmp_path: Path) -> None:
         ("run", "--warmups", "lots"),
         ("run", "--device", "interpreter", "--max-measure-s", "10"),  # needs --target-rse
         ("run", "--device", "interpreter", "--target-rse", "0"),
+        ("run", "--device", "interpreter", "--overlap", "0"),
+        ("run", "--device", "interpreter", "--overlap", "2", "--no-sandbox"),  # only sandboxed children can be held
         ("frobnicate",),
     ],
 )
@@ -102,3 +104,17 @@ def test_usage_errors_exit_64(args: tuple[str, ...]) -> None:
     r = kp(*args)
     assert r.returncode == 64, r.stdout + r.stderr
     assert "error" in r.stderr
+
+
+def test_run_overlapped_verifies_every_task_at_once_in_the_sandbox(tmp_path: Path) -> None:
+    """`--overlap 3`: the three built-ins verified at once (sandbox/overlap.py), each sandboxed, in task order."""
+    out = tmp_path / "r.json"
+    r = kp("run", "--task", "all", "--device", "interpreter", "--case", "tail127", "--repeats", "2", "--overlap", "3",
+           "--output", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = Report.model_validate_json(out.read_text())
+    assert [(c.task, c.verdict.value) for c in report.cases] == [
+        ("rms_norm", "pass"), ("swiglu", "pass"), ("softmax", "pass")]
+    assert all(c.timing is not None for c in report.cases)
+    assert report.isolation.sandboxed is True
+    assert "[  3/3]" in r.stderr
