@@ -51,16 +51,18 @@ class _Staged:
     chunk: int
     rows_per_batch: int
     warps: int
+    chunks: int = 1  # chunks per program
 
     def __call__(self) -> None:
         m, n = self.x.shape
-        n_chunks = -(-n // self.chunk)
+        n_parts = -(-n // (self.chunk * self.chunks))
         n_batches = -(-m // self.rows_per_batch)
-        partials = torch.empty((2, m, n_chunks), dtype=torch.float32, device=self.x.device)
+        partials = torch.empty((2, m, n_parts), dtype=torch.float32, device=self.x.device)
         done = torch.zeros((m,), dtype=torch.int32, device=self.x.device)
-        grid = (2 * n_batches * self.rows_per_batch * n_chunks,)
-        softmax._softmax_staged[grid](self.x, self.y, partials, done, m, n, n, n_chunks, self.rows_per_batch,
-                                      n_batches, CHUNK=self.chunk, BLOCK_S=1 << max(0, (n_chunks - 1).bit_length()),
+        grid = (2 * n_batches * self.rows_per_batch * n_parts,)
+        softmax._softmax_staged[grid](self.x, self.y, partials, done, m, n, n, n_parts, self.rows_per_batch,
+                                      n_batches, CHUNK=self.chunk, CHUNKS=self.chunks,
+                                      BLOCK_S=1 << max(0, (n_parts - 1).bit_length()),
                                       ALIGN=softmax._align(self.x.element_size(), n), num_warps=self.warps)
 
 
@@ -79,14 +81,16 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
                 yield ("softmax.rows", (m, n), f"warps={warps}",
                        partial(softmax._softmax_rows[(m,)], x, y, m, n, n, **meta), moved,
                        not isinstance(plan, softmax._Staged) and plan[1] == meta)
-        for chunk_bytes, batch_mb, warps in ((8192, 8, 4), (8192, 4, 4), (8192, 16, 4), (8192, 8, 8),
-                                             (16384, 8, 4), (16384, 8, 8), (4096, 8, 4)):
+        for chunk_bytes, batch_mb, warps, chunks in ((16384, 8, 4, 1), (8192, 8, 4, 1), (16384, 4, 4, 1),
+                                                     (16384, 16, 4, 1), (16384, 8, 8, 1), (16384, 8, 4, 2),
+                                                     (16384, 8, 4, 4), (16384, 8, 8, 4), (8192, 8, 4, 4)):
             chunk = chunk_bytes // elsize
             rows = min(m, max(1, (batch_mb << 20) // (n * elsize)))
             chosen = (isinstance(plan, softmax._Staged) and plan.meta["CHUNK"] == chunk
-                      and plan.rows_per_batch == rows and plan.meta["num_warps"] == warps)
-            yield ("softmax.staged", (m, n), f"chunk={chunk} batch={rows} rows warps={warps}",
-                   _Staged(x, y, chunk, rows, warps), moved, chosen)
+                      and plan.meta["CHUNKS"] == chunks and plan.rows_per_batch == rows
+                      and plan.meta["num_warps"] == warps)
+            yield ("softmax.staged", (m, n), f"chunk={chunk}x{chunks} batch={rows} rows warps={warps}",
+                   _Staged(x, y, chunk, rows, warps, chunks), moved, chosen)
 
 
 def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

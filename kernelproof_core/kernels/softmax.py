@@ -31,6 +31,7 @@ _TILE = 8192  # elements per program for the fused path
 _STAGED_CHUNK_BYTES = 16384
 _STAGED_BATCH_BYTES = 8 << 20
 _STAGED_WARPS = 4
+_STAGED_CHUNKS = 1  # chunks per program (benchmarks/kernel_sweep.py tries more: fewer programs and counters)
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -84,53 +85,60 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
 
 @triton.jit
 def _softmax_staged(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, M: tl.tensor,
-                    N: tl.tensor, stride_x: tl.tensor, n_chunks: tl.tensor, rows_per_batch: tl.tensor,
-                    n_batches: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr, ALIGN: tl.constexpr) -> None:
-    # One launch, two kinds of program, in slots of rows_per_batch * n_chunks programs ordered
+                    N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor, rows_per_batch: tl.tensor,
+                    n_batches: tl.tensor, CHUNK: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_S: tl.constexpr,
+                    ALIGN: tl.constexpr) -> None:
+    # One launch, two kinds of program, in slots of rows_per_batch * n_parts programs ordered
     #   partials(0), partials(1), normalise(0), partials(2), normalise(1), ..., normalise(last)
-    # A partials program reduces one chunk of a row to (max, sum of exp) and counts itself done on the row's
-    # counter (release); a normalise program waits for its row's counter to reach n_chunks (acquire), merges the
-    # row's partials and rewrites its chunk. Programs start in launch order, so a row's partials programs always
-    # started before anything waits for them (no deadlock; the interpreter runs them in order too), and a
-    # batch is re-read while it is still in L2 from its partials pass: HBM sees one read and one write.
+    # Each program owns one part of a row: CHUNKS consecutive chunks of CHUNK elements. A partials program reduces
+    # its part to (max, sum of exp) and counts itself done on the row's counter (release); a normalise program
+    # waits for its row's counter to reach n_parts (acquire), merges the row's partials and rewrites its part.
+    # Programs start in launch order, so a row's partials programs always started before anything waits for them
+    # (no deadlock; the interpreter runs them in order too), and a batch is re-read while it is still in L2 from
+    # its partials pass: HBM sees one read and one write.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
-    per_slot = rows_per_batch * n_chunks
+    per_slot = rows_per_batch * n_parts
     pid = tl.program_id(0)
     slot = pid // per_slot
     local = pid % per_slot
     last = 2 * n_batches - 1
     is_norm = (slot > 0) & ((slot % 2 == 0) | (slot == last))
     batch = tl.where(is_norm, tl.where(slot == last, n_batches - 1, slot // 2 - 1), (slot + 1) // 2)
-    row = batch * rows_per_batch + local // n_chunks
-    chunk = local % n_chunks
+    row = batch * rows_per_batch + local // n_parts
+    part = local % n_parts
     if row < M:
-        cols = chunk * CHUNK + tl.arange(0, CHUNK)
-        mask = cols < N
         x_row = x_ptr + row.to(tl.int64) * stride_x
+        at = part_ptr + row.to(tl.int64) * n_parts
         if is_norm:
-            while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_chunks:
+            while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
                 pass
             tl.debug_barrier()
             slots = tl.arange(0, BLOCK_S)
-            part_mask = slots < n_chunks
-            base = part_ptr + row.to(tl.int64) * n_chunks
+            part_mask = slots < n_parts
             # .cg: the partials were written by other SMs; never serve them from this SM's L1
-            m_part = tl.load(base + slots, mask=part_mask, other=float("-inf"), cache_modifier=".cg")
-            s_part = tl.load(base + M * n_chunks + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
+            m_part = tl.load(at + slots, mask=part_mask, other=float("-inf"), cache_modifier=".cg")
+            s_part = tl.load(at + M * n_parts + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
             m = tl.max(m_part, axis=0)
             inv = 1.0 / tl.sum(s_part * tl.exp(m_part - m), axis=0)
-            x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)
             y_row = y_ptr + row.to(tl.int64) * N
-            tl.store(y_row + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
+            for c in tl.static_range(CHUNKS):
+                cols = (part * CHUNKS + c) * CHUNK + tl.arange(0, CHUNK)
+                mask = cols < N
+                x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)
+                tl.store(y_row + cols, (tl.exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=mask)
         else:
-            x = tl.load(x_row + cols, mask=mask, other=float("-inf")).to(tl.float32)
-            m = tl.max(x, axis=0)
-            m_safe = tl.where(m == float("-inf"), 0.0, m)  # an all -inf chunk contributes (max=-inf, sum=0)
-            s = tl.sum(tl.exp(x - m_safe), axis=0)
-            at = part_ptr + row.to(tl.int64) * n_chunks + chunk
-            tl.store(at, m)
-            tl.store(at + M * n_chunks, s)
+            m_run = float("-inf")
+            s_run = 0.0
+            for c in tl.static_range(CHUNKS):
+                cols = (part * CHUNKS + c) * CHUNK + tl.arange(0, CHUNK)
+                x = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+                m_new = tl.maximum(m_run, tl.max(x, axis=0))
+                m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: (max=-inf, sum=0)
+                s_run = s_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(x - m_safe), axis=0)
+                m_run = m_new
+            tl.store(at + part, m_run)
+            tl.store(at + M * n_parts + part, s_run)
             tl.debug_barrier()  # every thread's stores are ordered before the release below
             tl.atomic_add(count_ptr + row, 1, sem="release")
 
@@ -147,7 +155,7 @@ class _Staged(NamedTuple):
 
     launch: Callable[..., object]
     meta: dict[str, int]
-    n_chunks: int
+    n_parts: int  # programs per row
     rows_per_batch: int
     n_batches: int
 
@@ -160,13 +168,13 @@ _MAX_PLANS = 4096
 
 def _staged_plan(m: int, n: int, elsize: int, align: int) -> _Staged:
     chunk = _STAGED_CHUNK_BYTES // elsize
-    n_chunks = _cdiv(n, chunk)
+    n_parts = _cdiv(n, chunk * _STAGED_CHUNKS)
     rows_per_batch = min(m, max(1, _STAGED_BATCH_BYTES // (n * elsize)))
     n_batches = _cdiv(m, rows_per_batch)
-    grid = (2 * n_batches * rows_per_batch * n_chunks,)
-    meta = {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_chunks), "ALIGN": align,
+    grid = (2 * n_batches * rows_per_batch * n_parts,)
+    meta = {"CHUNK": chunk, "CHUNKS": _STAGED_CHUNKS, "BLOCK_S": triton.next_power_of_2(n_parts), "ALIGN": align,
             "num_warps": _STAGED_WARPS}
-    return _Staged(_softmax_staged[grid], meta, n_chunks, rows_per_batch, n_batches)
+    return _Staged(_softmax_staged[grid], meta, n_parts, rows_per_batch, n_batches)
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged:
@@ -199,9 +207,9 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
             _PLANS.clear()
         plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
     if isinstance(plan, _Staged):
-        partials = torch.empty((2, m, plan.n_chunks), dtype=torch.float32, device=device)
+        partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=device)
         done = torch.zeros((m,), dtype=torch.int32, device=device)
-        plan.launch(x, y, partials, done, m, n, stride, plan.n_chunks, plan.rows_per_batch, plan.n_batches,
+        plan.launch(x, y, partials, done, m, n, stride, plan.n_parts, plan.rows_per_batch, plan.n_batches,
                     **plan.meta)
     else:
         launch, meta = plan

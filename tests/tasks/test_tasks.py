@@ -178,6 +178,8 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "one_batch": (2, 40000, 8, 132, {}),  # every row in one batch: partials, then normalise
     "batches": (5, 33001, 0, 132, {"_STAGED_BATCH_BYTES": 70000}),  # unaligned rows, 2 rows per batch, 3 batches
     "many_chunks": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_BATCH_BYTES": 1}),  # a batch a row
+    # three chunks per program, the last part ragged (40000 bf16 = 78.1 chunks of 512)
+    "multi_chunk_programs": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_CHUNKS": 3}),
 }
 _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "looped": (2, 40000, 8, 132, {}),  # aligned bf16/fp16 rows wider than 32768
