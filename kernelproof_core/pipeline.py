@@ -215,7 +215,7 @@ def run_case(
     if campaign.measure:
         events.phase("measure", case.case_id)  # exclusive: a sandbox pauses its standby children meanwhile
         try:
-            result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, seed, integrity,
+            result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, integrity,
                                          gates.owned_names)
         except CandidateFailure as failure:
             result.verdict = failure.verdict
@@ -257,7 +257,6 @@ def measure_case(
     campaign: Campaign,
     device: torch.device,
     first_inputs: Sequence[Any],
-    seed: int,
     integrity: RunIntegrity | None = None,
     owned_names: set[str] | None = None,
 ) -> Timing:
