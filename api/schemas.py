@@ -189,7 +189,9 @@ class SubmissionView(BaseModel):
     metadata: dict[str, Any]
     source_sha256: str
     verdict: str | None = Field(examples=["pass"])
-    reward: float | None = Field(description="run reward (kernelproof.reward.v1); null when no speed reward")
+    reward: float | None = Field(
+        description="run reward (summary.reward_spec: kernelproof.reward.v2 since harness 0.4); null: no speed reward"
+    )
     summary: dict[str, Any] | None = Field(description="the report's summary section")
     reused: bool = Field(description="answered from the stored verdict of an identical earlier submission")
     reused_from: str | None
@@ -234,7 +236,7 @@ class TaskView(BaseModel):
     output: str
     dtypes: list[str]
     notes: str
-    reward_spec: str = Field(examples=["kernelproof.reward.v1"])
+    reward_spec: str = Field(examples=["kernelproof.reward.v2"])
     tolerances: dict[str, dict[str, float]] = Field(description="per dtype: atol, rtol, max_rel_l2")
     public_cases: dict[str, list[CaseView]] = Field(description="per case set (full, interpreter), seed 0")
     presets: dict[str, dict[str, Any]]

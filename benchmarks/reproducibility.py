@@ -4,10 +4,12 @@ Each run is a separate `python -m kernelproof_core verify ... --output run_K.jso
 `--no-sandbox`), so nothing is shared between runs but the machine: not the CUDA context, not the allocator, not the
 compiled kernels in memory. Per case it reports:
 
-  medians      the candidate's launch-inclusive median per call (CUDA events) of each run
+  medians      the candidate's device-time median per call of each run (CUDA events, launches hidden: the reward
+               input); the launch-inclusive medians and host time per call are reported beside them
   spread       max/min - 1 of those medians                    target on the H200: <= 1% (kernels >= 20 us)
   agreement    |event median / CUPTI kernel-only time - 1|, worst run   target on the H200: <= 3% (kernels >= 20 us)
-  tiny cases   (kernel < 5 us) kernel time and launch overhead (event median - kernel time) shown separately
+  tiny cases   (kernel < 5 us) kernel time and launch overhead (launch-inclusive median - kernel time) shown
+               separately
 
 Targets are evaluated on CUDA only, for cases whose kernel-only time is >= 20 us; under the Triton interpreter the
 timings are CPU wall clock and the script prints "interpreter: no targets".
@@ -84,6 +86,8 @@ def verify_once(args: argparse.Namespace, device: str, dtype: str, cases: list[s
 def summarize_case(case_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     medians: list[float | None] = []
     kernel: list[float | None] = []
+    inclusive: list[float | None] = []
+    host: list[float | None] = []
     verdicts: list[str | None] = []
     for run in runs:
         report: Report | None = run.get("report")
@@ -92,8 +96,12 @@ def summarize_case(case_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         timing = result.timing if result else None
         medians.append(timing.candidate.median if timing else None)
         kernel.append(timing.candidate_device_us if timing else None)
+        li = timing.candidate_launch_inclusive if timing else None
+        inclusive.append(li.median if li else None)
+        host.append(timing.candidate_host_us_per_call if timing else None)
     row: dict[str, Any] = {"case_id": case_id, "verdicts": verdicts, "medians_us": medians,
-                           "kernel_us_per_run": kernel}
+                           "kernel_us_per_run": kernel, "launch_inclusive_us_per_run": inclusive,
+                           "host_us_per_call_per_run": host}
     ok_medians = [m for m in medians if m is not None]
     complete = len(ok_medians) == len(runs) and all(v == Verdict.PASS.value for v in verdicts)
     row["complete"] = complete
@@ -107,8 +115,11 @@ def summarize_case(case_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     k_us = row["kernel_us"]
     row["class"] = ("no-cupti" if k_us is None else "long" if k_us >= TARGET_KERNEL_US
                     else "tiny" if k_us < TINY_KERNEL_US else "mid")
-    if k_us is not None and ok_medians:
-        overheads = [m - k for m, k in zip(medians, kernel, strict=True) if m is not None and k is not None]
+    ok_inclusive = [m for m in inclusive if m is not None]
+    row["launch_inclusive_spread"] = max(ok_inclusive) / min(ok_inclusive) - 1 \
+        if ok_inclusive and min(ok_inclusive) > 0 else None
+    if k_us is not None and ok_inclusive:
+        overheads = [m - k for m, k in zip(inclusive, kernel, strict=True) if m is not None and k is not None]
         row["launch_overhead_us_per_run"] = overheads
         row["launch_overhead_us"] = statistics.median(overheads) if overheads else None
     return row
@@ -141,7 +152,7 @@ def pct(value: float | None) -> str:
 
 
 def print_table(rows: list[dict[str, Any]], device: str) -> None:
-    what = "launch-inclusive, CUDA events" if device == "cuda" else "CPU wall clock, interpreter"
+    what = "device time, CUDA events, launches hidden" if device == "cuda" else "CPU wall clock, interpreter"
     print(f"{'case':<16}{'class':<9}{'kernel us':>10}{'spread':>9}{'|ev/cupti-1|':>14}  medians per run (us, {what})")
     for r in rows:
         medians = " ".join(fmt(m, ".2f") for m in r["medians_us"])
@@ -154,9 +165,15 @@ def print_table(rows: list[dict[str, Any]], device: str) -> None:
         print(f"{r['case_id']:<16}{r['class']:<9}{fmt(r['kernel_us'], '.2f'):>10}{spread:>9}{agree:>14}  "
               f"{medians}{mark}{verdict}")
     for r in rows:
+        if any(m is not None for m in r["launch_inclusive_us_per_run"]):
+            print(f"  {r['case_id']}: launch-inclusive medians (reported, not rewarded) "
+                  f"{' '.join(fmt(m, '.2f') for m in r['launch_inclusive_us_per_run'])} us, spread "
+                  f"{pct(r['launch_inclusive_spread'])}; host time to queue a call "
+                  f"{' '.join(fmt(m, '.1f') for m in r['host_us_per_call_per_run'])} us")
         if r["class"] == "tiny":
             print(f"  tiny {r['case_id']}: kernel {r['kernel_us']:.2f} us + launch overhead "
-                  f"{fmt(r.get('launch_overhead_us'), '.2f')} us per call (event median - CUPTI kernel time)")
+                  f"{fmt(r.get('launch_overhead_us'), '.2f')} us per call (launch-inclusive median - CUPTI kernel "
+                  "time); the reward input is the device-time median")
 
 
 def build_result(args: argparse.Namespace, device: str, task: Task, dtype: str, cases: list[str],

@@ -2,4 +2,4 @@
 
 __version__ = "0.1.0"
 # Identifies the verification logic; part of the cache key for answering a resubmission from a stored verdict.
-HARNESS_VERSION = "kernelproof-harness/0.3.0"  # 0.3: per-implementation calls per sample, device-side timing rings
+HARNESS_VERSION = "kernelproof-harness/0.4.0"  # 0.4: launch-hidden device time (GPU sleep gate), reward v2

@@ -26,7 +26,7 @@ from kernelproof_core.gates import CaseGates
 from kernelproof_core.integrity.audit import SampleAuditor
 from kernelproof_core.integrity.hidden_cases import derive_seed, hidden_cases, input_seed
 from kernelproof_core.integrity.launches import owner_kernel_names
-from kernelproof_core.integrity.plausibility import check_plausible, time_floor_us
+from kernelproof_core.integrity.plausibility import check_plausible, check_timed_region, time_floor_us
 from kernelproof_core.integrity.proof import check_gpu_share
 from kernelproof_core.integrity.run import RunIntegrity, arm, enforce_policy, warm_up_process
 from kernelproof_core.interpreter import compiled_mode_fixed, enable_interpreter
@@ -34,7 +34,7 @@ from kernelproof_core.measurement.clocks import ClockMonitor, ClockSummary
 from kernelproof_core.measurement.speed_of_light import REWARD_INPUT_CUDA, speed_of_light
 from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
 from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Integrity, Timing
-from kernelproof_core.reward import case_reward_v1, failed_case_reward_v1
+from kernelproof_core.reward import case_reward, failed_case_reward
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import Case, CaseSet, Task, get_task
 from kernelproof_core.verdicts import Verdict, is_candidate_fault
@@ -141,7 +141,7 @@ def _run_plan(task: Task, plan: list[tuple[torch.dtype, Case]], loaded: LoadedCa
                 Verdict.TAMPERING, f"not run: the harness was altered earlier ({integrity.tampered})")
             result = _result(task, case, dtype, [], ended.verdict, None, None)
             result.failure = Failure(code=ended.verdict, message=ended.message, detail=ended.detail)
-            result.reward = failed_case_reward_v1()
+            result.reward = failed_case_reward()
         else:
             result = run_case(task, case, dtype, loaded, campaign, device, events, integrity)
             if result.verdict is Verdict.TAMPERING and result.failure is not None:
@@ -235,18 +235,18 @@ def _failed(task: Task, case: Case, dtype: torch.dtype, inputs: Sequence[Any], f
             metrics: ErrorMetrics | None, evidence: Integrity) -> CaseResult:
     result = _result(task, case, dtype, inputs, failure.verdict, getattr(failure, "metrics", metrics), None)
     result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
-    result.reward = failed_case_reward_v1()
+    result.reward = failed_case_reward()
     result.integrity = evidence
     return result
 
 
 def _case_reward(result: CaseResult) -> Any:
     if result.verdict is not Verdict.PASS:
-        return failed_case_reward_v1() if is_candidate_fault(result.verdict) else None
+        return failed_case_reward() if is_candidate_fault(result.verdict) else None
     t = result.timing
     if t is None or t.kind != "cuda_events":
         return None
-    return case_reward_v1(t.baseline.median, t.candidate.median, t.candidate.cv)
+    return case_reward(t.baseline.median, t.candidate.median, t.candidate.cv)
 
 
 def measure_case(
@@ -287,6 +287,7 @@ def measure_case(
                 l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=settings.profiler_invocations,
                 max_sample_ms=settings.max_sample_ms, auditor=auditor, stopping=campaign.stopping, clocks=clocks,
                 throttle_fraction=settings.throttle_clock_fraction,
+                launch_inclusive_samples=settings.launch_inclusive_samples,
             )
         kind = "cuda_events"
         invocations = pair.invocations
@@ -296,6 +297,8 @@ def measure_case(
         if integrity.copy_gbps is not None:
             floor = time_floor_us(min_bytes, task.flops(case), integrity.copy_gbps)
             check_plausible(pair.candidate.median, floor, min_bytes)
+        if pair.candidate_device_us is not None:
+            check_timed_region(pair.candidate.median, pair.candidate_device_us)
         if pair.candidate_kernels is not None and guard is not None:
             check_gpu_share(pair.candidate_kernels, (owned_names or set()) | owner_kernel_names(guard.owner))
     else:
@@ -337,8 +340,15 @@ def measure_case(
         sm_clock_mhz_start=clocks_seen.sm_clock_mhz_start,
         mem_clock_mhz_start=clocks_seen.mem_clock_mhz_start,
         temperature_c_start=clocks_seen.temperature_c_start,
+        candidate_launch_inclusive=pair.candidate_launch_inclusive,
+        baseline_launch_inclusive=pair.baseline_launch_inclusive,
+        candidate_host_us_per_call=pair.candidate_host_us,
+        baseline_host_us_per_call=pair.baseline_host_us,
+        launch_exposed_samples=pair.exposed_samples if gpu else None,
+        deferred_samples=pair.deferred_samples if gpu else None,
         **speed_of_light(min_bytes, pair.candidate.median if gpu else None, pair.candidate_device_us,
-                         integrity.copy_gbps if gpu else None),
+                         integrity.copy_gbps if gpu else None,
+                         pair.candidate_launch_inclusive.median if pair.candidate_launch_inclusive else None),
     )
 
 

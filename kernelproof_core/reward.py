@@ -1,4 +1,9 @@
-"""Reward specifications. `kernelproof.reward.v1` is frozen: any change to the formula needs a new identifier.
+"""Reward specifications. Each identifier is frozen: any change to the formula or its inputs needs a new one.
+
+v2 (current) is v1's formula over different inputs: reference_median and candidate_median are the per-call device
+times with launches hidden (CUDA events around calls queued behind a GPU sleep, harness 0.4), and timing_cv is over
+those samples. v1 stays computable from a report: the same formula over the launch-inclusive distributions
+(`timing.candidate_launch_inclusive`, `timing.baseline_launch_inclusive`).
 
 v1, per case:
     if correctness failed: reward = -1
@@ -19,6 +24,8 @@ import math
 from kernelproof_core.report.models import Reward
 
 REWARD_V1 = "kernelproof.reward.v1"
+REWARD_V2 = "kernelproof.reward.v2"
+CURRENT_REWARD = REWARD_V2
 FAILURE_REWARD = -1.0
 AGGREGATE_RULE_V1 = "-1 if any case failed; else mean of per-case rewards"
 SPEED_CLIP = 2.0
@@ -37,15 +44,27 @@ def instability(timing_cv: float) -> float:
     return min(INSTABILITY_CAP, CV_SLOPE * max(0.0, timing_cv - CV_FREE))
 
 
-def case_reward_v1(reference_median: float, candidate_median: float, timing_cv: float) -> Reward:
-    """Reward of a case that passed every gate."""
+def case_reward(reference_median: float, candidate_median: float, timing_cv: float,
+                spec: str = CURRENT_REWARD) -> Reward:
+    """Reward of a case that passed every gate; v1 and v2 share the formula and differ in the medians fed to it."""
+    if spec not in (REWARD_V1, REWARD_V2):
+        raise ValueError(f"unknown reward spec {spec!r}")
     s = speed_score(reference_median, candidate_median)
     u = instability(timing_cv)
-    return Reward(spec=REWARD_V1, value=s - u, speed_score=s, instability=u)
+    return Reward(spec=spec, value=s - u, speed_score=s, instability=u)
+
+
+def case_reward_v1(reference_median: float, candidate_median: float, timing_cv: float) -> Reward:
+    """v1: launch-inclusive medians."""
+    return case_reward(reference_median, candidate_median, timing_cv, REWARD_V1)
+
+
+def failed_case_reward(spec: str = CURRENT_REWARD) -> Reward:
+    return Reward(spec=spec, value=FAILURE_REWARD, note="correctness failed")
 
 
 def failed_case_reward_v1() -> Reward:
-    return Reward(spec=REWARD_V1, value=FAILURE_REWARD, note="correctness failed")
+    return failed_case_reward(REWARD_V1)
 
 
 def aggregate_v1(case_rewards: list[float | None], any_failed: bool) -> float | None:

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
         20.0, description="cap on one timing sample; fewer invocations per sample for slow calls (recorded)"
     )
     interpreter_samples: int = Field(3, description="wall-clock samples under the interpreter (never rewarded)")
+    launch_inclusive_samples: int = Field(
+        5, ge=0, description="ungated samples per implementation for the launch-inclusive latency (reported only)"
+    )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
     nvml_sample_clocks: bool = Field(
         True, description="read the SM clock and slowdown reasons around every CUDA sample (NVML, when available)"

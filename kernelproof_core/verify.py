@@ -26,7 +26,7 @@ from kernelproof_core.report.models import (
     RunConfig,
     Summary,
 )
-from kernelproof_core.reward import AGGREGATE_RULE_V1, REWARD_V1, aggregate_v1
+from kernelproof_core.reward import AGGREGATE_RULE_V1, CURRENT_REWARD, aggregate_v1
 from kernelproof_core.verdicts import Verdict, is_candidate_fault, worst
 
 
@@ -164,7 +164,7 @@ def summarize_cases(cases: list[CaseResult], campaign: Campaign) -> Summary:
         cases_failed=len(failed),
         first_failure=failed[0].failure if failed else None,
         reward=reward,
-        reward_spec=REWARD_V1,
+        reward_spec=CURRENT_REWARD,
         aggregate_rule=AGGREGATE_RULE_V1,
         geomean_speedup=geomean,
         reward_note=note,

@@ -10,7 +10,7 @@ from api.problems import P_NOT_FOUND, P_RATE_LIMITED, P_UNAUTHORIZED, P_VALIDATI
 from api.schemas import CaseView, TaskView
 from kernelproof_core.dtypes import parse_dtype
 from kernelproof_core.presets import PRESETS
-from kernelproof_core.reward import REWARD_V1
+from kernelproof_core.reward import CURRENT_REWARD
 from kernelproof_core.tasks import TASKS, CaseSet, Task
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
@@ -25,7 +25,7 @@ def task_view(task: Task) -> TaskView:
         output=info.output,
         dtypes=list(info.dtypes),
         notes=info.notes,
-        reward_spec=REWARD_V1,
+        reward_spec=CURRENT_REWARD,
         tolerances={d: task.tolerance(parse_dtype(d)).as_dict() for d in info.dtypes},
         public_cases={
             cs.value: [

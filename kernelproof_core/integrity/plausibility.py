@@ -7,6 +7,12 @@ bandwidth is measured in the verifying process before the candidate is loaded; t
 H200's theoretical peak (4.8 TB/s against ~4 TB/s measured copy), so an honest kernel is never near it, while the
 L2 flush and input rotation keep honest timings HBM-bound for every case large enough for the floor to matter.
 
+Work outside the timed region: each sample's calls are queued behind a GPU sleep on the caller's stream (launches
+hidden, measurement/launch_gate.py), so work put on another stream could run during that sleep, before the start
+event. Kernels of one stream run one after another, so their summed durations (CUPTI, every stream) cannot exceed the
+event-timed device time that brackets them; a candidate whose kernel time does, by more than MAX_KERNEL_OVER_EVENTS,
+ran work outside the bracket: `tampering`.
+
 Persisting L2 (cudaAccessPolicyWindow) could keep a working set resident across the flush. The measurement sets the
 persisting-L2 limit to zero, resets persisting lines before every flush, and treats a limit changed by the
 candidate as `tampering`. This uses the CUDA driver API (libcuda, always present next to a GPU) through ctypes.
@@ -24,6 +30,8 @@ log = logging.getLogger(__name__)
 
 MAX_BANDWIDTH_FACTOR = 1.5
 MAX_FLOPS_PER_S = 2e15  # no single GPU does 2 PFLOP/s of the FP32 vector math these tasks need (H200: 67 TFLOP/s)
+MAX_KERNEL_OVER_EVENTS = 1.25  # CUPTI kernel time over the event median; honest: <= 1 (gaps add, never subtract)
+KERNEL_OVER_EVENTS_SLACK_US = 2.0
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 CUDA_DRIVER_LIBRARY = "libcuda.so.1"
 
@@ -48,6 +56,16 @@ def check_plausible(median_us: float, floor_us: float, min_bytes: int) -> None:
             Verdict.IMPLAUSIBLE_TIMING,
             f"median {median_us:.3f} us per call is below the physical floor of {floor_us:.3f} us: moving the "
             f"task's {min_bytes} bytes that fast needs {implied:.0f} GB/s, more than the device can deliver",
+        )
+
+
+def check_timed_region(event_median_us: float, kernel_us: float) -> None:
+    """Kernel time must fit inside the events that timed it (see the module docstring)."""
+    if kernel_us > MAX_KERNEL_OVER_EVENTS * event_median_us + KERNEL_OVER_EVENTS_SLACK_US:
+        raise CandidateFailure(
+            Verdict.TAMPERING,
+            f"the call's kernels took {kernel_us:.2f} us (CUPTI, every stream) but the events that bracket them saw "
+            f"{event_median_us:.2f} us: work ran outside the timed region (another stream)",
         )
 
 

@@ -14,9 +14,16 @@ Kernel-only device time comes from torch.profiler (CUPTI) over a separate traced
 
 Interpreter: wall-clock samples of single calls, labelled as such; they never feed a reward.
 
-Integrity (kernelproof_core/integrity/audit.py supplies the auditor): every sample ends with a whole-device
-synchronize before its end event, so work on any stream is counted; the constant cost of that synchronize is
-calibrated on empty samples and removed. Between samples, never inside them, the auditor checks the harness and, on
+Launches are hidden: a GPU sleep ahead of each sample's start event lets the host queue the sample's calls, so the
+events time the calls back to back on the device (measurement.launch_gate). On the H200 host a launch costs the CPU
+about as long as a 20-40 us kernel runs, so ungated samples of such kernels timed the CPU: their medians moved with
+host jitter between processes and exceeded the CUPTI kernel time. A few extra ungated samples per implementation
+report the launch-inclusive latency alongside.
+
+Integrity (kernelproof_core/integrity/audit.py supplies the auditor): every sample is followed by a whole-device
+synchronize and one more event; if that event comes later after the end event than the calibrated synchronize gap
+allows, work outlived the end event (on another stream) and the sample counts it, so deferred work is never free.
+Between samples, never inside them, the auditor checks the harness and, on
 randomly chosen samples, refreshes the input set of the sample's last call and verifies that call's output. Timers
 and the event class are bound when this module is imported, before any candidate code runs, so patching
 `time.perf_counter` or `torch.cuda.Event` afterwards cannot change a measurement (and is reported as tampering).
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +49,14 @@ from kernelproof_core.measurement.clocks import (
     summarize_clocks,
 )
 from kernelproof_core.measurement.device_time import kernel_time_us, kernel_times, single_call_ms, sync_gap_us, total
+from kernelproof_core.measurement.launch_gate import (
+    GateReading,
+    LaunchGate,
+    cycles_per_us,
+    exposed,
+    gate_for,
+    launch_inclusive,
+)
 from kernelproof_core.measurement.stats import summarize
 from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule, median_rse, stop_reason
 from kernelproof_core.report.models import Distribution
@@ -52,6 +68,8 @@ _perf_counter = time.perf_counter
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
 MAX_SYNC_GAP_US = 100.0  # a calibration above this is not trusted (something kept the device busy): nothing removed
+DEFERRAL_MARGIN_US = 15.0  # see deferral_limit_us
+GATE_PROBE_CALLS = 10  # calls of the gated probe sample that estimates device time per call
 
 
 class SampleAuditor(Protocol):
@@ -84,6 +102,12 @@ class PairTiming:
     stopped_by: StoppedBy = "fixed_count"
     samples_taken: int = 0  # per implementation, throttled pairs included
     clocks: ClockSummary | None = None
+    candidate_launch_inclusive: Distribution | None = None  # per-call latency with the host's launch cost in it
+    baseline_launch_inclusive: Distribution | None = None
+    candidate_host_us: float | None = None  # median host time to queue one call (gated samples)
+    baseline_host_us: float | None = None
+    exposed_samples: int = 0  # candidate samples whose queueing may have outrun the sleep (measurement.launch_gate)
+    deferred_samples: int = 0  # candidate samples whose work outlived the end event (counted to the synchronize)
 
     @property
     def candidate_rse(self) -> float | None:
@@ -92,6 +116,10 @@ class PairTiming:
     @property
     def baseline_rse(self) -> float | None:
         return finite_or_none(median_rse(self.baseline.samples))
+
+
+def _median_or_none(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
 
 
 def finite_or_none(value: float) -> float | None:
@@ -116,27 +144,32 @@ def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: in
 class _Sample:
     start: Any
     end: Any
+    after: Any  # recorded after the whole-device synchronize that follows the end event
     calls: int
     clock: SampleClock
+    gate: GateReading
 
 
 class _CudaSampler:
-    """Takes interleaved sample pairs and keeps the unthrottled ones (per-call microseconds)."""
+    """Takes interleaved gated sample pairs and keeps the unthrottled ones (per-call device microseconds)."""
 
     def __init__(self, candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], flush: torch.Tensor,
-                 invocations: tuple[int, int], removed_us: float, auditor: SampleAuditor | None,
-                 clocks: ClockMonitor, throttle_fraction: float) -> None:
+                 invocations: tuple[int, int], gates: tuple[LaunchGate, LaunchGate], gap_us: float,
+                 tail_limit_us: float, auditor: SampleAuditor | None, clocks: ClockMonitor,
+                 throttle_fraction: float) -> None:
         self.candidate, self.baseline, self.input_sets = candidate, baseline, input_sets
         self.throttle_fraction = throttle_fraction
-        self.flush, self.removed_us = flush, removed_us
+        self.flush, self.gap_us, self.tail_limit_us = flush, gap_us, tail_limit_us
         self.invocations, self.baseline_invocations = invocations
+        self.gates = {True: gates[0], False: gates[1]}
         self.auditor, self.clocks = auditor, clocks
         self.reference_mhz = clocks.sm_clock_mhz()  # right after the warm-ups: the clock under load
         self.start = (clocks.temperature_c(), self.reference_mhz, clocks.mem_clock_mhz())
-        self.taken = self.audited = self.throttled = 0
+        self.taken = self.audited = self.throttled = self.exposed = self.deferred = 0
         self.measured_s = 0.0
         self.cand_us: list[float] = []
         self.base_us: list[float] = []
+        self.host_us: dict[bool, list[float]] = {True: [], False: []}
         self.discarded: list[tuple[float, float]] = []
         self.readings: list[SampleClock] = []
 
@@ -150,15 +183,20 @@ class _CudaSampler:
         before = self.clocks.sm_clock_mhz()  # host-side, before the start event is queued
         start = _Event(enable_timing=True)
         end = _Event(enable_timing=True)
+        after = _Event(enable_timing=True)
+        gate = self.gates[fn is self.candidate]
         out = None
+        gate.open(count)  # a GPU sleep: the calls below queue up behind it (measurement.launch_gate)
         start.record()
         for k in range(count):
             out = fn(*self.input_sets[(start_index + k) % n])
-        _synchronize()  # the whole device: work on a side stream ends before the end event, so it is counted
-        end.record()
+        end.record()  # on the caller's stream: the calls back to back, without the host's launch cost
+        reading = gate.closed(count)
+        _synchronize()  # the whole device: work left on any other stream ends before `after` (the deferral check)
+        after.record()
         clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
         self.readings.append(clock)
-        return _Sample(start, end, count, clock), out
+        return _Sample(start, end, after, count, clock, reading), out
 
     def batch(self, pairs: int) -> None:
         """Take `pairs` sample pairs, then sort them into kept and throttled."""
@@ -185,18 +223,33 @@ class _CudaSampler:
             self.taken += 1
         _synchronize()
         for cand, base in pending:
-            cand_ms, base_ms = cand.start.elapsed_time(cand.end), base.start.elapsed_time(base.end)
-            pair = (self._per_call_us(cand_ms, cand.calls), self._per_call_us(base_ms, base.calls))
+            pair = (self._per_call_us(cand, True), self._per_call_us(base, False))
             if any(x.clock.throttled(self.reference_mhz, self.throttle_fraction) for x in (cand, base)):
                 self.throttled += 1
                 self.discarded.append(pair)
             else:
                 self.cand_us.append(pair[0])
                 self.base_us.append(pair[1])
-                self.measured_s += (cand_ms + base_ms) / 1000.0
+                self.measured_s += (pair[0] * cand.calls + pair[1] * base.calls) / 1e6
 
-    def _per_call_us(self, elapsed_ms: float, calls: int) -> float:
-        return float(max(0.0, elapsed_ms * 1000.0 - self.removed_us) / calls)
+    def _per_call_us(self, sample: _Sample, is_candidate: bool) -> float:
+        """Device time per call: start to end event; if work outlived the end event (it ran on another stream),
+        start to the post-synchronize event minus the calibrated synchronize gap, whichever is longer."""
+        us = float(sample.start.elapsed_time(sample.end)) * 1000.0
+        tail_us = float(sample.end.elapsed_time(sample.after)) * 1000.0
+        if tail_us > self.tail_limit_us:
+            self.deferred += int(is_candidate)
+            us = max(us, float(sample.start.elapsed_time(sample.after)) * 1000.0 - self.gap_us)
+        self.host_us[is_candidate].append(sample.gate.host_us / sample.calls)
+        if exposed(sample.gate.host_us, sample.gate.sleep_us, us):
+            self.exposed += int(is_candidate)
+        return us / sample.calls
+
+
+def deferral_limit_us(gap_us: float) -> float:
+    """End-to-post-synchronize time above which work must have outlived the end event: the idle synchronize gap
+    (host wake-up plus an event) twice over, plus a margin for host jitter."""
+    return 2.0 * gap_us + DEFERRAL_MARGIN_US
 
 
 def measure_cuda(
@@ -214,25 +267,32 @@ def measure_cuda(
     stopping: StoppingRule | None = None,
     clocks: ClockMonitor | None = None,
     throttle_fraction: float = THROTTLE_CLOCK_FRACTION,
+    launch_inclusive_samples: int = 0,
 ) -> PairTiming:
-    """Interleaved CUDA-event timing of candidate and baseline (per-invocation microseconds).
+    """Interleaved CUDA-event timing of candidate and baseline: device time per call, launches hidden.
 
+    Each sample queues a GPU sleep (measurement.launch_gate), its start event, its calls and its end event on the
+    caller's stream, then synchronizes the whole device and records one more event: the end event times the calls
+    back to back, and a gap from end to that last event beyond the calibrated synchronize gap means work outlived the
+    end event on another stream, which is then counted (PairTiming.deferred_samples).
     `invocations` is an upper bound, applied to candidate and baseline separately: where a call would make a sample
     longer than `max_sample_ms`, that implementation makes fewer calls per sample (PairTiming.invocations and
     baseline_invocations say how many), so a 1 GB case costs seconds, not minutes, and still gets every sample.
-    The bounds are separate because each sample carries a fixed cost beyond its calls (on the H200, 100-150 us per
-    sample: events exceed CUPTI kernel time by that over the sample's calls; see METHODOLOGY.md), which a fast
-    candidate must not spread over only the few calls that a slow eager baseline fits in a sample. With an auditor,
-    each candidate sample makes a random number of calls up to its bound; each per-call time divides by its count.
-    Without `stopping`, exactly `samples` pairs are taken; with it, batches until `stop_reason` says stop.
-    `clocks` (opened by the caller for the whole case) flags throttled pairs; without it nothing is discarded.
+    With an auditor, each candidate sample makes a random number of calls up to its bound; each per-call time divides
+    by its count. Without `stopping`, exactly `samples` pairs are taken; with it, batches until `stop_reason` says
+    stop. `clocks` (opened by the caller for the whole case) flags throttled pairs; without it nothing is discarded.
+    `launch_inclusive_samples` more samples per implementation, ungated, measure what a caller pays per call with
+    the host's launch cost in it (reported, never rewarded).
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
+    host: dict[bool, list[float]] = {True: [], False: []}  # host microseconds to queue one call
     n = len(input_sets)
     for i in range(warmups):
-        candidate(*input_sets[i % n])
-        baseline(*input_sets[i % n])
+        for is_candidate, fn in ((True, candidate), (False, baseline)):
+            t0 = _perf_counter()
+            fn(*input_sets[i % n])
+            host[is_candidate].append((_perf_counter() - t0) * 1e6)
     _synchronize()
     if auditor is not None:
         auditor.after_sample(None, input_sets[0], audited=False)
@@ -240,10 +300,16 @@ def measure_cuda(
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
+    cycles = cycles_per_us()
+    gates = tuple(
+        gate_for(fn, input_sets[0], min(count, GATE_PROBE_CALLS), cycles,
+                  statistics.median(host[is_candidate]) if host[is_candidate] else 0.0)
+        for is_candidate, fn, count in ((True, candidate, counts[0]), (False, baseline, counts[1]))
+    )
 
     monitor = clocks if clocks is not None else ClockMonitor()
-    sampler = _CudaSampler(candidate, baseline, input_sets, flush, counts, removed_us, auditor, monitor,
-                           throttle_fraction)
+    sampler = _CudaSampler(candidate, baseline, input_sets, flush, counts, (gates[0], gates[1]), removed_us,
+                           deferral_limit_us(gap_us), auditor, monitor, throttle_fraction)
     stopped_by: StoppedBy = "fixed_count"
     began = _perf_counter()
     if stopping is None:
@@ -262,6 +328,12 @@ def measure_cuda(
         cand_us, base_us = [c for c, _ in sampler.discarded], [b for _, b in sampler.discarded]
         notes.append("every sample pair was taken while the GPU throttled: none discarded")
 
+    inclusive = None
+    if launch_inclusive_samples > 0:
+        inclusive = tuple(
+            summarize(launch_inclusive(fn, input_sets, flush, count, launch_inclusive_samples, removed_us))
+            for fn, count in ((candidate, counts[0]), (baseline, counts[1]))
+        )
     cand_dev, base_dev, source, kernels = None, None, None, None
     try:
         kernels = kernel_times(candidate, input_sets, profiler_invocations)
@@ -276,6 +348,11 @@ def measure_cuda(
         baseline_invocations=counts[1],
         candidate_kernels=kernels, sync_gap_us=removed_us, audited_samples=sampler.audited, stopped_by=stopped_by,
         samples_taken=sampler.taken,
+        candidate_launch_inclusive=inclusive[0] if inclusive else None,
+        baseline_launch_inclusive=inclusive[1] if inclusive else None,
+        candidate_host_us=_median_or_none(sampler.host_us[True]),
+        baseline_host_us=_median_or_none(sampler.host_us[False]),
+        exposed_samples=sampler.exposed, deferred_samples=sampler.deferred,
         clocks=summarize_clocks(sampler.start, sampler.readings, sampler.throttled, monitor.available),
     )
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule
 from kernelproof_core.verdicts import Verdict
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 TimingKind = Literal["cuda_events", "interpreter_wall_clock"]
 
@@ -57,8 +57,8 @@ class ErrorMetrics(_Model):
 
 
 class Timing(_Model):
-    """Launch-inclusive latency (events) and kernel-only device time for candidate and baseline, measured
-    interleaved in one process on the same inputs."""
+    """Device time per call (events, launches hidden), launch-inclusive latency and kernel-only device time for
+    candidate and baseline, measured interleaved in one process on the same inputs."""
 
     kind: TimingKind
     warmups: int
@@ -69,19 +69,33 @@ class Timing(_Model):
     )
     input_sets: int = Field(description="distinct input sets rotated through so samples do not hit a warm L2")
     l2_flush_bytes: int
-    candidate: Distribution
+    candidate: Distribution = Field(
+        description="per-call device time: CUDA events around calls queued behind a GPU sleep (launches hidden)"
+    )
     baseline: Distribution
+    candidate_launch_inclusive: Distribution | None = Field(
+        None, description="per-call latency of ungated samples: the host's launch cost included (reported only)"
+    )
+    baseline_launch_inclusive: Distribution | None = None
+    candidate_host_us_per_call: float | None = Field(None, description="median host time to queue one call")
+    baseline_host_us_per_call: float | None = None
+    launch_exposed_samples: int | None = Field(
+        None, description="candidate samples whose queueing may have outlasted the sleep (their time includes host)"
+    )
+    deferred_samples: int | None = Field(
+        None, description="candidate samples whose work outlived the end event: counted up to the synchronize"
+    )
     candidate_device_us: float | None = Field(None, description="median kernel-only time per call (profiler)")
     baseline_device_us: float | None = None
     device_time_source: str | None = None
     reward_input: str = Field(description="which statistic fed the reward")
     speedup: float = Field(description="baseline median / candidate median")
-    achieved_bandwidth_gbps: float | None = Field(None, description="min_bytes over the candidate median latency")
+    achieved_bandwidth_gbps: float | None = Field(None, description="min_bytes over the candidate device-time median")
     min_bytes: int
     note: str | None = None
     audited_samples: int = Field(0, description="timed samples whose last output was verified on fresh inputs")
     sync_gap_us: float | None = Field(
-        None, description="calibrated device-sync gap removed from each sample (the end event follows a sync)"
+        None, description="calibrated device-sync gap: removed from launch-inclusive samples; the deferral check's base"
     )
     time_floor_us: float | None = Field(None, description="physical floor per call: min_bytes at the device's limit")
     # Sampling: fixed count or noise target (measurement/stopping.py).
@@ -104,13 +118,13 @@ class Timing(_Model):
     kernel_bandwidth_gbps: float | None = Field(None, description="min_bytes over kernel-only device time")
     copy_bandwidth_gbps: float | None = Field(None, description="speed-of-light reference: measured copy bandwidth")
     speed_of_light_fraction: float | None = Field(
-        None, description="achieved_bandwidth_gbps (launch-inclusive median) / copy_bandwidth_gbps"
+        None, description="achieved_bandwidth_gbps (device-time median) / copy_bandwidth_gbps"
     )
     speed_of_light_fraction_kernel: float | None = Field(
         None, description="kernel_bandwidth_gbps (kernel-only device time) / copy_bandwidth_gbps"
     )
     launch_overhead_us: float | None = Field(
-        None, description="candidate median launch-inclusive latency minus its kernel-only device time"
+        None, description="candidate launch-inclusive median minus its kernel-only device time"
     )
 
 

@@ -15,7 +15,7 @@ from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.dtypes import dtype_name, parse_dtype
 from kernelproof_core.pipeline import planned_cases
 from kernelproof_core.report.models import CaseResult, Failure
-from kernelproof_core.reward import failed_case_reward_v1
+from kernelproof_core.reward import failed_case_reward
 from kernelproof_core.sandbox.deaths import PIDS_MESSAGE
 from kernelproof_core.tasks import Case, Task, get_task
 from kernelproof_core.verdicts import Verdict, is_candidate_fault
@@ -38,7 +38,7 @@ def plan(job: CandidateJob, campaign: Campaign) -> list[PlannedCase]:
 def skeleton(p: PlannedCase, verdict: Verdict, message: str, detail: str | None = None) -> CaseResult:
     """A result for a case that produced none of its own (inputs were never made in this process)."""
     dtype = parse_dtype(p.dtype)
-    reward = failed_case_reward_v1() if is_candidate_fault(verdict) else None
+    reward = failed_case_reward() if is_candidate_fault(verdict) else None
     return CaseResult(
         task=p.task.name,
         dtype=p.dtype,
@@ -65,7 +65,7 @@ def relabel_fork_failure(result: CaseResult, max_processes: int) -> None:
     result.failure = Failure(code=Verdict.RESOURCE_LIMIT,
                              message=PIDS_MESSAGE.format(max_processes=max_processes, original=original[:300]),
                              detail=result.failure.detail if result.failure else None)
-    result.reward = failed_case_reward_v1()
+    result.reward = failed_case_reward()
 
 
 def complete(planned: list[PlannedCase], reported: list[CaseResult], verdict: Verdict | None, message: str,
@@ -83,7 +83,7 @@ def complete(planned: list[PlannedCase], reported: list[CaseResult], verdict: Ve
         last = cases[-1]
         last.verdict = verdict
         last.failure = Failure(code=verdict, message=f"after its last case: {message}", detail=detail)
-        last.reward = failed_case_reward_v1() if is_candidate_fault(verdict) else None
+        last.reward = failed_case_reward() if is_candidate_fault(verdict) else None
         return cases
     if verdict is Verdict.INFRA_ERROR or died_loading:
         return cases + [skeleton(p, verdict, message, detail) for p in remaining]

@@ -85,8 +85,9 @@ def test_markdown_is_derived_from_the_report(mixed_report: Report) -> None:
 def test_markdown_has_the_achieved_bandwidth_and_sampling_tables(mixed_report: Report) -> None:
     md = render_markdown(mixed_report)
     assert "## Achieved bandwidth" in md and "## Sampling and clocks" in md
-    header = ("| task | dtype | case | shape | MB moved | cand µs (events) | cand µs (kernel) | launch overhead µs "
-              "| GB/s (events) | GB/s (kernel) | % SOL (events) | % SOL (kernel) | speedup vs baseline |")
+    header = ("| task | dtype | case | shape | MB moved | cand µs (events) | cand µs (kernel) | cand µs (launch-incl.) "
+              "| launch overhead µs | GB/s (events) | GB/s (kernel) | % SOL (events) | % SOL (kernel) "
+              "| speedup vs baseline |")
     assert header in md
     timed = [c for c in mixed_report.cases if c.timing is not None]
     bandwidth = md.split("## Achieved bandwidth")[1].split("## Sampling and clocks")[0]
@@ -111,10 +112,11 @@ def test_bandwidth_row_of_a_gpu_case() -> None:
         baseline_device_us=900.0, reward_input="x", speedup=2.0, min_bytes=10**9, stopped_by="noise_target",
         target_rse=0.005, candidate_rse=0.004, baseline_rse=0.001, throttled_samples=3, sm_clock_mhz_min=1700,
         sm_clock_mhz_max=1980, sm_clock_mhz_start=1980,
-        mem_clock_mhz_start=3201, temperature_c_start=45, **speed_of_light(10**9, 500.0, 400.0, 4000.0),
+        mem_clock_mhz_start=3201, temperature_c_start=45, candidate_launch_inclusive=summarize([520.0] * 5),
+        **speed_of_light(10**9, 500.0, 400.0, 4000.0, 520.0),
     )
     md = render_markdown(report)
     assert (f"| rms_norm | bfloat16 | n1 | {'x'.join(map(str, case.dims.values()))} | 1000.0 | 500.00 | 400.00 | "
-            "100.00 | 2000 | 2500 | 50.0 | 62.5 | 2.000 |") in md
+            "520.00 | 120.00 | 2000 | 2500 | 50.0 | 62.5 | 2.000 |") in md
     assert "Speed of light = device copy bandwidth measured in the verifying process: 4000 GB/s" in md
     assert "| n1 | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1980 | 1700–1980 | 3201 | 45 |" in md

@@ -1,4 +1,4 @@
-"""Golden values of kernelproof.reward.v1 (the formula is frozen; these numbers must never change)."""
+"""Golden values of kernelproof.reward.v1 and v2 (one frozen formula over different medians; never change)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ import math
 
 import pytest
 
-from kernelproof_core.reward import REWARD_V1, aggregate_v1, case_reward_v1, failed_case_reward_v1
+from kernelproof_core.reward import (
+    CURRENT_REWARD,
+    REWARD_V1,
+    REWARD_V2,
+    aggregate_v1,
+    case_reward,
+    case_reward_v1,
+    failed_case_reward,
+    failed_case_reward_v1,
+)
 
 
 @pytest.mark.parametrize(
@@ -28,10 +37,19 @@ def test_case_reward_golden(ref: float, cand: float, cv: float, speed: float, in
     assert r.speed_score == pytest.approx(speed, abs=1e-12)
     assert r.instability == pytest.approx(instab, abs=1e-12)
     assert r.value == pytest.approx(reward, abs=1e-12)
+    v2 = case_reward(ref, cand, cv)
+    assert v2.spec == REWARD_V2 == CURRENT_REWARD == "kernelproof.reward.v2"
+    assert (v2.value, v2.speed_score, v2.instability) == (r.value, r.speed_score, r.instability)
 
 
 def test_failure_is_exactly_minus_one() -> None:
     assert failed_case_reward_v1().value == -1.0
+    assert failed_case_reward().value == -1.0 and failed_case_reward().spec == REWARD_V2
+
+
+def test_unknown_spec_is_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown reward spec"):
+        case_reward(2.0, 1.0, 0.0, "kernelproof.reward.v0")
 
 
 def test_aggregate_rule() -> None:

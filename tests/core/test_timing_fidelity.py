@@ -53,17 +53,18 @@ def test_without_a_gpu_nvml_degrades_to_none() -> None:
 
 
 def test_speed_of_light_and_launch_overhead() -> None:
-    # 1 GB in 500 us launch-inclusive, 400 us on the device, against a 4000 GB/s copy.
-    sol = speed_of_light(10**9, 500.0, 400.0, 4000.0)
+    # 1 GB in 500 us of device time (events), 400 us of kernels, 600 us launch-inclusive, against a 4000 GB/s copy.
+    sol = speed_of_light(10**9, 500.0, 400.0, 4000.0, 600.0)
     assert sol["achieved_bandwidth_gbps"] == pytest.approx(2000.0)
     assert sol["kernel_bandwidth_gbps"] == pytest.approx(2500.0)
     assert sol["speed_of_light_fraction"] == pytest.approx(0.5)
     assert sol["speed_of_light_fraction_kernel"] == pytest.approx(0.625)
-    assert sol["launch_overhead_us"] == pytest.approx(100.0)
-    partial = speed_of_light(10**9, 500.0, None, None)  # no profiler, no probe
+    assert sol["launch_overhead_us"] == pytest.approx(200.0)  # launch-inclusive minus kernel time
+    assert speed_of_light(10**9, 500.0, 400.0, 4000.0)["launch_overhead_us"] is None  # no ungated samples
+    partial = speed_of_light(10**9, 500.0, None, None, 600.0)  # no profiler, no probe
     assert partial["achieved_bandwidth_gbps"] == pytest.approx(2000.0)
     assert partial["speed_of_light_fraction"] is None and partial["launch_overhead_us"] is None
-    assert all(v is None for v in speed_of_light(10**9, None, 400.0, 4000.0).values())  # interpreter
+    assert all(v is None for v in speed_of_light(10**9, None, 400.0, 4000.0, 600.0).values())  # interpreter
 
 
 def _args(*argv: str) -> argparse.Namespace:

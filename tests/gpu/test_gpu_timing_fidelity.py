@@ -77,6 +77,21 @@ def test_speed_of_light_and_launch_overhead_on_a_throughput_case() -> None:
     assert t.speed_of_light_fraction_kernel is not None and 0 < t.speed_of_light_fraction_kernel < 1.2
     assert t.speed_of_light_fraction == pytest.approx(t.achieved_bandwidth_gbps / t.copy_bandwidth_gbps)  # type: ignore[operator]
     assert t.launch_overhead_us is not None and t.candidate_device_us is not None
-    assert t.launch_overhead_us == pytest.approx(t.candidate.median - t.candidate_device_us)
+    assert t.candidate_launch_inclusive is not None and t.baseline_launch_inclusive is not None
+    assert t.launch_overhead_us == pytest.approx(t.candidate_launch_inclusive.median - t.candidate_device_us)
     assert t.launch_overhead_us > -0.05 * t.candidate.median  # events never see less than the kernels took
+    assert t.candidate.median > 0.95 * t.candidate_device_us  # nor does the gated device time
     assert t.reward_input == REWARD_INPUT_CUDA
+
+
+def test_launches_are_hidden_on_a_launch_bound_case() -> None:
+    """gpt_oss_2880 runs ~26 us on the H200, about what its launch costs the host: device time (events) agrees
+    with CUPTI, while the launch-inclusive latency carries the host's share."""
+    r, t = _timed("gpt_oss_2880", samples=30, invocations_per_sample=50)
+    assert t.candidate_device_us is not None and t.candidate_host_us_per_call is not None
+    assert abs(t.candidate.median / t.candidate_device_us - 1) < 0.05, (t.candidate.median, t.candidate_device_us)
+    assert t.launch_exposed_samples is not None and t.launch_exposed_samples <= 3, t.launch_exposed_samples
+    assert t.deferred_samples == 0
+    assert t.candidate_launch_inclusive is not None
+    assert t.candidate_launch_inclusive.median >= 0.97 * t.candidate.median
+    assert r.reward is not None and r.reward.spec == "kernelproof.reward.v2"

@@ -34,7 +34,7 @@ def test_tasks_describe_signatures_cases_and_tolerances(http: httpx.Client) -> N
     tasks = http.get("/v1/tasks").json()
     assert {t["name"] for t in tasks} >= {"rms_norm"}
     rms = http.get("/v1/tasks/rms_norm").json()
-    assert rms["reward_spec"] == "kernelproof.reward.v1"
+    assert rms["reward_spec"] == "kernelproof.reward.v2"
     assert set(rms["tolerances"]) == set(rms["dtypes"]) and "atol" in rms["tolerances"]["bfloat16"]
     assert "n1" in {c["case_id"] for c in rms["public_cases"]["interpreter"]}
     assert rms["presets"]["quick"]["max_default_dtypes"] == 1

@@ -87,7 +87,7 @@ def test_failing_candidate_end_to_end(
         sessions, "SELECT scope, value, spec FROM rewards WHERE submission_id = :i ORDER BY scope", i=done["id"]
     )
     assert [(r["scope"], r["value"]) for r in rewards] == [("case", -1.0), ("run", -1.0)]
-    assert rewards[0]["spec"] == "kernelproof.reward.v1"
+    assert rewards[0]["spec"] == "kernelproof.reward.v2"
     errors = view_rows(
         sessions, "SELECT max_abs, rel_l2, numel FROM case_results WHERE submission_id = :i", i=done["id"]
     )
