@@ -274,6 +274,8 @@ def measure_case(
         n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
                            settings.input_ring_max_bytes)
         sets = [first_inputs] + [task.ring_inputs(first_inputs, i + 1) for i in range(n_sets - 1)]
+        # One more set, outside the ring, for the audited calls only (measure_cuda's audit_set).
+        audit_set = task.ring_inputs(first_inputs, n_sets) if guard is not None else None
         # Audited samples are drawn from those every run takes: all of a fixed count, the minimum of an adaptive one.
         planned = campaign.samples if campaign.stopping is None else campaign.stopping.min_samples
         auditor = SampleAuditor(task, case, dtype, spec, guard, planned, settings.integrity_audit_samples,
@@ -287,7 +289,7 @@ def measure_case(
                 l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=settings.profiler_invocations,
                 max_sample_ms=settings.max_sample_ms, auditor=auditor, stopping=campaign.stopping, clocks=clocks,
                 throttle_fraction=settings.throttle_clock_fraction,
-                launch_inclusive_samples=settings.launch_inclusive_samples,
+                launch_inclusive_samples=settings.launch_inclusive_samples, audit_set=audit_set,
             )
         kind = "cuda_events"
         invocations = pair.invocations

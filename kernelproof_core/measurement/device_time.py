@@ -33,6 +33,25 @@ def sync_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
     return float(gaps[len(gaps) // 2])
 
 
+def tail_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
+    """On an idle device: from an event the host has seen complete (spinning on its query) to an event recorded
+    after a whole-device synchronize. The 90th percentile: the tail an honest sample shows after its end event
+    (measurement.timing's deferral check), without the blocking wake-up that makes a plain synchronize's gap vary."""
+    gaps = []
+    for _ in range(samples):
+        start = _Event(enable_timing=True)
+        end = _Event(enable_timing=True)
+        start.record()
+        while not start.query():
+            pass
+        _synchronize()
+        end.record()
+        end.synchronize()
+        gaps.append(start.elapsed_time(end) * 1000.0)
+    gaps.sort()
+    return float(gaps[(len(gaps) * 9) // 10])
+
+
 def single_call_ms(fn: Fn, inputs: Sequence[Any]) -> float:
     start = _Event(enable_timing=True)
     end = _Event(enable_timing=True)

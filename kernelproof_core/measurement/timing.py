@@ -48,7 +48,14 @@ from kernelproof_core.measurement.clocks import (
     SampleClock,
     summarize_clocks,
 )
-from kernelproof_core.measurement.device_time import kernel_time_us, kernel_times, single_call_ms, sync_gap_us, total
+from kernelproof_core.measurement.device_time import (
+    kernel_time_us,
+    kernel_times,
+    single_call_ms,
+    sync_gap_us,
+    tail_gap_us,
+    total,
+)
 from kernelproof_core.measurement.launch_gate import (
     GateReading,
     LaunchGate,
@@ -156,8 +163,9 @@ class _CudaSampler:
     def __init__(self, candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], flush: torch.Tensor,
                  invocations: tuple[int, int], gates: tuple[LaunchGate, LaunchGate], gap_us: float,
                  tail_limit_us: float, auditor: SampleAuditor | None, clocks: ClockMonitor,
-                 throttle_fraction: float) -> None:
+                 throttle_fraction: float, audit_set: Sequence[Any] | None = None) -> None:
         self.candidate, self.baseline, self.input_sets = candidate, baseline, input_sets
+        self.audit_set = audit_set
         self.throttle_fraction = throttle_fraction
         self.flush, self.gap_us, self.tail_limit_us = flush, gap_us, tail_limit_us
         self.invocations, self.baseline_invocations = invocations
@@ -173,11 +181,12 @@ class _CudaSampler:
         self.discarded: list[tuple[float, float]] = []
         self.readings: list[SampleClock] = []
 
-    def _one(self, fn: Fn, start_index: int, count: int, refresh: int | None) -> tuple[_Sample, Any]:
+    def _one(self, fn: Fn, start_index: int, count: int, audited: Sequence[Any] | None) -> tuple[_Sample, Any]:
+        """One gated sample of `count` calls; with `audited`, the last call runs on that set, refreshed first."""
         n = len(self.input_sets)
         if self.auditor is not None:
-            if refresh is not None:
-                self.auditor.refresh(self.input_sets[refresh])
+            if audited is not None:
+                self.auditor.refresh(audited)
             self.auditor.before_flush()
         self.flush.zero_()  # evicts L2; queued before the start event, so outside the timed region
         before = self.clocks.sm_clock_mhz()  # host-side, before the start event is queued
@@ -189,9 +198,11 @@ class _CudaSampler:
         gate.open(count)  # a GPU sleep: the calls below queue up behind it (measurement.launch_gate)
         start.record()
         for k in range(count):
-            out = fn(*self.input_sets[(start_index + k) % n])
+            out = fn(*(audited if audited is not None and k == count - 1 else self.input_sets[(start_index + k) % n]))
         end.record()  # on the caller's stream: the calls back to back, without the host's launch cost
         reading = gate.closed(count)
+        while not end.query():  # spin, not a blocking wait: the host sees the end at once, so the tail is tight
+            pass
         _synchronize()  # the whole device: work left on any other stream ends before `after` (the deferral check)
         after.record()
         clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
@@ -205,18 +216,22 @@ class _CudaSampler:
         for _ in range(pairs):
             s = self.taken
             count = auditor.calls(s, self.invocations) if auditor is not None else self.invocations
-            last = (s * self.invocations + count - 1) % n
             check = auditor is not None and auditor.audit(s)
+            # The audited call's set: one no other call of the sample computes, so no earlier output of the sample
+            # (say in a block the allocator hands out again) can pass for the audited call's (see audit_set).
+            last_set = self.input_sets[(s * self.invocations + count - 1) % n]
+            audited = (self.audit_set if self.audit_set is not None else last_set) if check else None
             got: dict[bool, _Sample] = {}
             for fn in (self.candidate, self.baseline) if s % 2 == 0 else (self.baseline, self.candidate):
                 is_candidate = fn is self.candidate
                 if is_candidate:
-                    sample, out = self._one(fn, s * self.invocations, count, last if check else None)
+                    sample, out = self._one(fn, s * self.invocations, count, audited)
                 else:
                     sample, out = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None)
                 got[is_candidate] = sample
                 if is_candidate and auditor is not None:
-                    auditor.after_sample(out, self.input_sets[last], audited=check)
+                    audited_inputs = audited if audited is not None else last_set
+                    auditor.after_sample(out, audited_inputs, audited=check)
                     self.audited += int(check)
                 del out
             pending.append((got[True], got[False]))
@@ -246,10 +261,10 @@ class _CudaSampler:
         return us / sample.calls
 
 
-def deferral_limit_us(gap_us: float) -> float:
-    """End-to-post-synchronize time above which work must have outlived the end event: the idle synchronize gap
-    (host wake-up plus an event) twice over, plus a margin for host jitter."""
-    return 2.0 * gap_us + DEFERRAL_MARGIN_US
+def deferral_limit_us(tail_us: float) -> float:
+    """End-to-post-synchronize time above which work must have outlived the end event: the calibrated idle tail
+    (device_time.tail_gap_us) twice over, plus a margin for host jitter."""
+    return 2.0 * tail_us + DEFERRAL_MARGIN_US
 
 
 def measure_cuda(
@@ -268,6 +283,7 @@ def measure_cuda(
     clocks: ClockMonitor | None = None,
     throttle_fraction: float = THROTTLE_CLOCK_FRACTION,
     launch_inclusive_samples: int = 0,
+    audit_set: Sequence[Any] | None = None,
 ) -> PairTiming:
     """Interleaved CUDA-event timing of candidate and baseline: device time per call, launches hidden.
 
@@ -281,8 +297,11 @@ def measure_cuda(
     With an auditor, each candidate sample makes a random number of calls up to its bound; each per-call time divides
     by its count. Without `stopping`, exactly `samples` pairs are taken; with it, batches until `stop_reason` says
     stop. `clocks` (opened by the caller for the whole case) flags throttled pairs; without it nothing is discarded.
-    `launch_inclusive_samples` more samples per implementation, ungated, measure what a caller pays per call with
-    the host's launch cost in it (reported, never rewarded).
+    `audit_set`: an input set outside the ring, used only by the last call of an audited sample; without it the
+    audited call uses its ring set, which other calls of a sample may share (an unwritten output could then hold an
+    earlier call's right answer). `launch_inclusive_samples` more samples per
+    implementation, ungated, measure what a caller pays per call with the host's launch cost in it (reported, never
+    rewarded).
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
@@ -308,8 +327,9 @@ def measure_cuda(
     )
 
     monitor = clocks if clocks is not None else ClockMonitor()
-    sampler = _CudaSampler(candidate, baseline, input_sets, flush, counts, (gates[0], gates[1]), removed_us,
-                           deferral_limit_us(gap_us), auditor, monitor, throttle_fraction)
+    tail_us = tail_gap_us()
+    sampler = _CudaSampler(candidate, baseline, input_sets, flush, counts, (gates[0], gates[1]), tail_us,
+                           deferral_limit_us(tail_us), auditor, monitor, throttle_fraction, audit_set)
     stopped_by: StoppedBy = "fixed_count"
     began = _perf_counter()
     if stopping is None:

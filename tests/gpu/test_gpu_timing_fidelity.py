@@ -85,11 +85,12 @@ def test_speed_of_light_and_launch_overhead_on_a_throughput_case() -> None:
 
 
 def test_launches_are_hidden_on_a_launch_bound_case() -> None:
-    """gpt_oss_2880 runs ~26 us on the H200, about what its launch costs the host: device time (events) agrees
-    with CUPTI, while the launch-inclusive latency carries the host's share."""
+    """gpt_oss_2880 runs ~26 us on the H200, about what its launch costs the host: device time (events) is the
+    kernel time plus the device's own gap between back-to-back kernels (1-3 us on the H200), not the host's cost."""
     r, t = _timed("gpt_oss_2880", samples=30, invocations_per_sample=50)
     assert t.candidate_device_us is not None and t.candidate_host_us_per_call is not None
-    assert abs(t.candidate.median / t.candidate_device_us - 1) < 0.05, (t.candidate.median, t.candidate_device_us)
+    gap = t.candidate.median - t.candidate_device_us
+    assert 0 < gap < 4.0, (t.candidate.median, t.candidate_device_us)
     assert t.launch_exposed_samples is not None and t.launch_exposed_samples <= 3, t.launch_exposed_samples
     assert t.deferred_samples == 0
     assert t.candidate_launch_inclusive is not None
