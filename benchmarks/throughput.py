@@ -258,6 +258,8 @@ def mode_a(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign) -
     keys = per[0]["breakdown"].keys() if per else []
     medians = {k: statistics.median(v) if (v := [p["breakdown"][k] for p in per if p["breakdown"][k] is not None])
                else None for k in keys}
+    print(f"  mode A: {len(jobs)} candidates in {wall:.1f} s = {60.0 * len(jobs) / wall:.1f} candidates/min",
+          flush=True)
     return {
         "mode": executor.mode,
         "warmup_s": first_s,
@@ -293,6 +295,8 @@ def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, w
         per.append({"index": i, "source_sha256": e.outcome.candidate.source_sha256, "failures": bad})
         print(f"  C {i + 1}/{len(jobs)}: {'pass' if not bad else f'FAIL {bad}'}", flush=True)
     exclusive_s = sum(end - start for _, start, end in exclusive_windows(log) if start >= started)
+    print(f"  mode C: {len(jobs)} candidates in {wall:.1f} s = {60.0 * len(jobs) / wall:.1f} candidates/min "
+          f"(warm-up {warm_s:.1f} s, GPU held alone {exclusive_s:.1f} s)", flush=True)
     return {
         "width": width,
         "warmup_s": warm_s,

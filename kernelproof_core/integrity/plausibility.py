@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 
 MAX_BANDWIDTH_FACTOR = 1.5
 MAX_FLOPS_PER_S = 2e15  # no single GPU does 2 PFLOP/s of the FP32 vector math these tasks need (H200: 67 TFLOP/s)
-MAX_KERNEL_OVER_EVENTS = 1.25  # CUPTI kernel time over the event median; honest: <= 1 (gaps add, never subtract)
-KERNEL_OVER_EVENTS_SLACK_US = 2.0
+MAX_KERNEL_OVER_EVENTS = 1.10  # CUPTI kernel time over the event median; honest: <= 1 (gaps add, never subtract)
+KERNEL_OVER_EVENTS_SLACK_US = 1.0
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 CUDA_DRIVER_LIBRARY = "libcuda.so.1"
 

@@ -83,7 +83,7 @@ class Timing(_Model):
         None, description="candidate samples whose queueing may have outlasted the sleep (their time includes host)"
     )
     deferred_samples: int | None = Field(
-        None, description="candidate samples whose work outlived the end event: counted up to the synchronize"
+        None, description="candidate samples with a long tail after the end event (host wake-up or deferred work)"
     )
     candidate_device_us: float | None = Field(None, description="median kernel-only time per call (profiler)")
     baseline_device_us: float | None = None
