@@ -12,7 +12,7 @@ applied to the source, the module is loaded, and every candidate call is observe
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,7 +44,11 @@ log = logging.getLogger(__name__)
 
 class PipelineEvents(Protocol):
     """Progress callbacks. phase is one of: prepare and arm (setup before any candidate code; timestamps only),
-    load, compile (first call of a case: JIT), execute (correctness and cheat checks), measure (timing)."""
+    load, compile (first call of a case: JIT), execute (correctness and cheat checks), measure (timing).
+
+    An implementation with a true `defer_measurement` attribute gets every case's gates first and then the measure
+    phases back to back (see _run_plan): a sandbox child sharing the GPU asks for that, so that its exclusive
+    timing is one stretch, not one per case between other runs' phases."""
 
     def phase(self, name: str, case_id: str | None = None) -> None: ...
 
@@ -130,24 +134,63 @@ def verify_candidate(job: CandidateJob, campaign: Campaign, events: PipelineEven
     return outcome
 
 
+@dataclass
+class _Deferred:
+    """A case whose gates passed and whose measurement waits for the end of the plan."""
+
+    case: Case
+    dtype: torch.dtype
+    run: Callable[[], CaseResult]
+
+
 def _run_plan(task: Task, plan: list[tuple[torch.dtype, Case]], loaded: LoadedCandidate | None,
               load_failure: CandidateFailure | None, campaign: Campaign, device: torch.device,
               events: PipelineEvents, integrity: RunIntegrity, outcome: CandidateOutcome) -> None:
+    """Every case in plan order. Results are reported in plan order too (a supervisor attributes a death to the
+    first unreported case), so with deferred measurement a case waits for the measurements planned before it."""
+    defer = campaign.measure and bool(getattr(events, "defer_measurement", False))
+    slots: list[CaseResult | _Deferred] = []
+
+    def report_ready() -> None:
+        while len(outcome.cases) < len(slots) and isinstance(ready := slots[len(outcome.cases)], CaseResult):
+            outcome.cases.append(ready)
+            events.case_done(ready)
+
     for dtype, case in plan:
         if load_failure is None and integrity.tampered is None and integrity.campaign_changed(campaign):
             integrity.tampered = "the campaign object was modified"
         if load_failure is not None or integrity.tampered is not None or loaded is None:
-            ended = load_failure or CandidateFailure(
-                Verdict.TAMPERING, f"not run: the harness was altered earlier ({integrity.tampered})")
-            result = _result(task, case, dtype, [], ended.verdict, None, None)
-            result.failure = Failure(code=ended.verdict, message=ended.message, detail=ended.detail)
-            result.reward = failed_case_reward()
+            slots.append(_not_run(task, case, dtype, load_failure, integrity))
         else:
-            result = run_case(task, case, dtype, loaded, campaign, device, events, integrity)
-            if result.verdict is Verdict.TAMPERING and result.failure is not None:
-                integrity.tampered = f"case {case.case_id}: {result.failure.message}"[:300]
-        outcome.cases.append(result)
-        events.case_done(result)
+            ran = _gate_case(task, case, dtype, loaded, campaign, device, events, integrity, defer)
+            slots.append(ran)
+            if isinstance(ran, CaseResult):
+                _note_tampering(ran, case, integrity)
+        report_ready()
+    for i, slot in enumerate(slots):
+        if isinstance(slot, _Deferred):
+            if integrity.tampered is not None:
+                done = _not_run(task, slot.case, slot.dtype, None, integrity)
+            else:
+                done = slot.run()
+                _note_tampering(done, slot.case, integrity)
+            slots[i] = done
+            report_ready()
+
+
+def _not_run(task: Task, case: Case, dtype: torch.dtype, load_failure: CandidateFailure | None,
+             integrity: RunIntegrity) -> CaseResult:
+    ended = load_failure or CandidateFailure(
+        Verdict.TAMPERING, f"not run: the harness was altered earlier ({integrity.tampered})")
+    result = _result(task, case, dtype, [], ended.verdict, None, None)
+    result.failure = Failure(code=ended.verdict, message=ended.message, detail=ended.detail)
+    result.reward = failed_case_reward()
+    return result
+
+
+def _note_tampering(result: CaseResult, case: Case, integrity: RunIntegrity) -> None:
+    if result.verdict is Verdict.TAMPERING and result.failure is not None:
+        integrity.tampered = f"case {case.case_id}: {result.failure.message}"[:300]
 
 
 def _result(
@@ -188,7 +231,15 @@ def run_case(
     integrity: RunIntegrity | None = None,
 ) -> CaseResult:
     """Gates 2-6, then measurement. Candidate faults become verdicts; our own faults become infra_error."""
-    integrity = integrity or RunIntegrity()
+    ran = _gate_case(task, case, dtype, loaded, campaign, device, events, integrity or RunIntegrity(), False)
+    assert isinstance(ran, CaseResult)
+    return ran
+
+
+def _gate_case(task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandidate, campaign: Campaign,
+               device: torch.device, events: PipelineEvents, integrity: RunIntegrity,
+               defer: bool) -> CaseResult | _Deferred:
+    """run_case; with `defer`, a case that passed its gates comes back as a _Deferred whose run() measures it."""
     seed = input_seed(campaign, task, dtype, case)
     inputs: Sequence[Any] = []
     evidence = Integrity(own_launches=0, policy=integrity.policy)
@@ -212,23 +263,28 @@ def run_case(
 
     result = _result(task, case, dtype, inputs, Verdict.PASS, gates.metrics, None)
     result.integrity = evidence
-    if campaign.measure:
-        events.phase("measure", case.case_id)  # exclusive: a sandbox pauses its standby children meanwhile
-        try:
-            result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, integrity,
-                                         gates.owned_names)
-        except CandidateFailure as failure:
-            result.verdict = failure.verdict
-            result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
-        except Exception as exc:
-            tampering = integrity.guard.tampering() if integrity.guard else None
-            if tampering is not None:
-                return _failed(task, case, dtype, inputs, tampering, gates.metrics, evidence)
-            log.exception("measurement fault in case %s/%s", task.name, case.case_id)
-            result.verdict = Verdict.INFRA_ERROR
-            result.failure = Failure(code=Verdict.INFRA_ERROR, message=f"measurement: {type(exc).__name__}: {exc}")
-    result.reward = _case_reward(result)
-    return result
+
+    def measure() -> CaseResult:
+        if campaign.measure:
+            events.phase("measure", case.case_id)  # exclusive: a sandbox pauses its standby children meanwhile
+            try:
+                result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, integrity,
+                                             gates.owned_names)
+            except CandidateFailure as failure:
+                result.verdict = failure.verdict
+                result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
+            except Exception as exc:
+                tampering = integrity.guard.tampering() if integrity.guard else None
+                if tampering is not None:
+                    return _failed(task, case, dtype, inputs, tampering, gates.metrics, evidence)
+                log.exception("measurement fault in case %s/%s", task.name, case.case_id)
+                result.verdict = Verdict.INFRA_ERROR
+                result.failure = Failure(code=Verdict.INFRA_ERROR,
+                                         message=f"measurement: {type(exc).__name__}: {exc}")
+        result.reward = _case_reward(result)
+        return result
+
+    return _Deferred(case, dtype, measure) if defer and campaign.measure else measure()
 
 
 def _failed(task: Task, case: Case, dtype: torch.dtype, inputs: Sequence[Any], failure: CandidateFailure,

@@ -79,6 +79,12 @@ class ChannelEvents:
         self.rendezvous = False
         self.cuda = False
 
+    @property
+    def defer_measurement(self) -> bool:
+        """Sharing the GPU: gates of every case first, then the timed phases back to back (pipeline._run_plan), so
+        the arbiter hands this run the GPU once per candidate rather than once per case."""
+        return self.rendezvous
+
     def send(self, message: BaseModel) -> None:
         self.sock.sendall(encode_line(message))
 

@@ -244,7 +244,8 @@ class SandboxExecutor(OneAtATime):
         detail = None
         if verdict is not None and run.stderr_tail:
             detail = "stderr tail: " + run.stderr_tail.decode(errors="replace")[-1500:]
-        return complete(planned, run.cases, verdict, message, detail, died_loading=run.last_phase == "load")
+        return complete(planned, run.cases, verdict, message, detail, died_loading=run.last_phase == "load",
+                        last_case=run.last_case)
 
     def _infra(self, planned: list[PlannedCase], info: CandidateInfo, launch: LaunchPlan,
                message: str) -> Execution:

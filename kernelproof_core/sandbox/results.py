@@ -69,9 +69,16 @@ def relabel_fork_failure(result: CaseResult, max_processes: int) -> None:
 
 
 def complete(planned: list[PlannedCase], reported: list[CaseResult], verdict: Verdict | None, message: str,
-             detail: str | None, died_loading: bool) -> list[CaseResult]:
-    """Reported results plus a result for every planned case that has none."""
+             detail: str | None, died_loading: bool, last_case: str | None = None) -> list[CaseResult]:
+    """Reported results plus a result for every planned case that has none. `last_case` (the case of the child's
+    last phase) may lie beyond the first unreported case when measurements were deferred: the death is then that
+    case's, and the unreported cases before it, whose gates passed but whose timing had not run, are `skipped`."""
     cases = list(reported)
+    ahead = next((i for i, p in enumerate(planned) if p.case.case_id == last_case and i > len(cases)), None)
+    if verdict is not None and verdict is not Verdict.INFRA_ERROR and not died_loading and ahead is not None:
+        dying = planned[ahead].case.case_id
+        unmeasured = f"not measured: the candidate process ended during case {dying} ({verdict.value})"
+        cases += [skeleton(p, Verdict.SKIPPED, unmeasured) for p in planned[len(cases):ahead]]
     if not planned:
         return cases
     if verdict is None:

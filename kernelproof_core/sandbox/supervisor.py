@@ -66,6 +66,8 @@ class RunOutcome:
     output_bytes: int = 0
     server_lost: bool = False
     last_phase: str = "starting"  # the phase the child was in when it died or was killed
+    last_case: str | None = None  # the case of the child's last phase (with deferred measurement it may be ahead
+    # of the first unreported case: results.complete attributes a death to it)
     timestamps: dict[str, float] = field(default_factory=dict)  # monotonic times of milestones
 
 
@@ -170,6 +172,7 @@ class _Watch:
         self.harness_error: str | None = None
         self.abort: str | None = None
         self.pids_hits = 0
+        self.next_gate = 0  # index of the next planned case whose gates may start (its compile phase)
         # Rendezvous (arbiter): since when the child has been held (at a boundary, or frozen while starting up).
         self.arbiter = arbiter
         self.held_since: float | None = None
@@ -383,9 +386,8 @@ class _Watch:
             return
         if not self.started:
             raise ProtocolError(f"phase {msg.name} before load")
-        index = len(self.outcome.cases)
-        if index >= len(self.planned_ids) or msg.case_id != self.planned_ids[index]:
-            raise ProtocolError(f"phase {msg.name} for unexpected case {msg.case_id!r}")
+        self._check_case_order(msg)
+        self.outcome.last_case = msg.case_id
         if self.phase == "execute":
             self.exec_used += now - self.exec_started
         self._set_measuring(msg.name == "measure")
@@ -394,6 +396,22 @@ class _Watch:
         else:  # execute or measure: both spend the execution budget
             self.phase, self.exec_started = "execute", now
             self.deadline = now + max(0.0, self.budget.execution_s - self.exec_used)
+
+    def _check_case_order(self, msg: PhaseMsg) -> None:
+        """Cases start their gates (compile) in plan order; execute follows its compile; measure is for the first
+        case without a result, whose gates ran. With deferred measurement (pipeline._run_plan) later cases' gates
+        run before earlier cases' measurements, so those three rules are what is checked, not one position."""
+        reported = len(self.outcome.cases)
+        if msg.name == "compile":
+            index = max(self.next_gate, reported)
+            ok = index < len(self.planned_ids) and msg.case_id == self.planned_ids[index]
+            self.next_gate = index + 1
+        elif msg.name == "execute":
+            ok = 0 < self.next_gate <= len(self.planned_ids) and msg.case_id == self.planned_ids[self.next_gate - 1]
+        else:
+            ok = reported < min(self.next_gate, len(self.planned_ids)) and msg.case_id == self.planned_ids[reported]
+        if not ok:
+            raise ProtocolError(f"phase {msg.name} for unexpected case {msg.case_id!r}")
 
     def _set_measuring(self, on: bool) -> None:
         if on != self.measuring:

@@ -69,3 +69,35 @@ def test_overlap_is_faster_than_one_at_a_time_on_a_stream(overlapped: Overlapped
     first_left = min(t for t, _, e in log if e == "left")
     joined = [t for t, _, e in log if e == "joined"]
     assert len(joined) == 2 and max(joined) < first_left  # the second run started before the first ended
+
+
+def test_a_runs_timed_phases_come_back_to_back(overlapped: OverlappedExecutors) -> None:
+    """A child sharing the GPU runs every case's gates first and then its timed phases (pipeline._run_plan, deferred
+    measurement): after its arming, a run's exclusive windows follow one another with no other run going on in
+    between, so the GPU changes hands once per candidate, not once per case."""
+    jobs = [CandidateJob(task="rms_norm", source=source("honest"), origin="submission") for _ in range(3)]
+    overlapped.arbiter.log.clear()
+    overlapped.execute_many(jobs, campaign(measure=True))
+    log = list(overlapped.arbiter.log)
+    per_run: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for run, start, end in exclusive_windows(log):
+        per_run[run].append((start, end))
+    assert len(per_run) == len(jobs)
+    for run, windows in per_run.items():
+        timed = sorted(windows)[1:]  # the first is its arming
+        assert len(timed) == len(CASES), (run, windows)
+        for (_, end), (start, _) in itertools.pairwise(timed):
+            between = [(r, e) for t, r, e in log if r != run and end <= t <= start and e in ("released", "exclusive")]
+            assert not between, f"{between} between two of {run}'s timed phases"
+
+
+def test_a_death_while_measurements_wait_is_the_dying_cases(overlapped: OverlappedExecutors) -> None:
+    """Deferred measurement: n1 passed its gates and waits to be timed when tail127's replay call hangs. The timeout
+    is tail127's; n1, never timed, is skipped rather than blamed; n1024 is skipped."""
+    job = CandidateJob(task="rms_norm", source=source("sleep_on_tail"), origin="submission")
+    (execution,) = overlapped.execute_many([job], campaign(measure=True, case_ids=["n1", "tail127", "n1024"]))
+    cases = execution.outcome.cases
+    assert [c.case_id for c in cases] == ["n1", "tail127", "n1024"]
+    assert [c.verdict for c in cases] == [Verdict.SKIPPED, Verdict.EXECUTION_TIMEOUT, Verdict.SKIPPED], cases
+    assert cases[0].failure is not None and "not measured" in cases[0].failure.message
+    assert cases[0].reward is None and cases[1].reward is not None and cases[1].reward.value == -1.0

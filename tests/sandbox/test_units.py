@@ -70,6 +70,20 @@ def test_complete_lists_every_planned_case() -> None:
     assert [c.verdict for c in short][1] is Verdict.CRASHED
 
 
+def test_a_death_ahead_of_deferred_measurements_is_the_last_phases_case() -> None:
+    """Deferred measurement: n1 passed its gates, its timing waits; the child dies compiling n1024."""
+    planned = plan(CandidateJob(task="rms_norm", source=b"x"), campaign(case_ids=["n1", "tail127", "n1024"]))
+    got = complete(planned, [], Verdict.CRASHED, "boom", None, died_loading=False, last_case="n1024")
+    assert [c.verdict for c in got] == [Verdict.SKIPPED, Verdict.SKIPPED, Verdict.CRASHED]
+    assert got[0].failure is not None and "not measured" in got[0].failure.message
+    assert got[0].reward is None and got[2].reward is not None and got[2].reward.value == -1
+    # The last phase on the first unreported case: as without deferral.
+    same = complete(planned, [], Verdict.CRASHED, "boom", None, died_loading=False, last_case="n1")
+    assert [c.verdict for c in same] == [Verdict.CRASHED, Verdict.SKIPPED, Verdict.SKIPPED]
+    infra = complete(planned, [], Verdict.INFRA_ERROR, "ours", None, died_loading=False, last_case="n1024")
+    assert [c.verdict for c in infra] == [Verdict.INFRA_ERROR] * 3
+
+
 def test_line_reader_refuses_oversized_messages() -> None:
     reader = LineReader(max_bytes=10)
     assert reader.feed(b"abc\nde") == [b"abc"]
