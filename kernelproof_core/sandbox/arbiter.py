@@ -16,7 +16,9 @@ measurement is taken. The arbiter enforces that with a rendezvous at every phase
   * during an exclusive phase every other run's child is also frozen (SIGSTOP through its fork server), whether it
     waits at a boundary or is still starting up (CUDA, CUPTI, the warm-up kernel): a thread left behind by candidate
     code cannot queue GPU work meanwhile;
-  * an exclusive phase ends at its run's next boundary, or when the run ends; the runs held back then go on.
+  * an exclusive phase ends at its run's next boundary, or when the run ends; the runs held back then go on. A run
+    whose next phase is exclusive again keeps the GPU (a run sharing the GPU times all its cases back to back:
+    pipeline._run_plan), so one candidate's timing is one exclusive stretch, logged as one window.
 Standby children (which start up between runs) are frozen while an exclusive phase runs, through `pausers`.
 
 Thread-safe: every supervisor thread calls in; "continue" is sent by whichever thread makes the decision.
@@ -85,14 +87,24 @@ class GpuArbiter:
                 return
             self._note(run_id, "reached")
             seat.started = seat.waiting = True
-            ended = self._exclusive == run_id
-            if ended:
-                self._exclusive = None
-                self._note(run_id, "shared")
-            if phase in EXCLUSIVE_PHASES:
-                self._queue.append(run_id)
-            actions = self._schedule(ended)
+            if self._exclusive == run_id and phase in EXCLUSIVE_PHASES:
+                # Its next timed phase right after this one (deferred measurement): it keeps the GPU, and the
+                # others, already held, are not asked to reach a boundary again.
+                self._note(run_id, "continued")
+                actions = [self._release(run_id)]
+            else:
+                actions = self._reached(run_id, phase)
         self._act(actions)
+
+    def _reached(self, run_id: str, phase: str) -> list[Callable[[], None]]:
+        """(Under the lock) a boundary that is not a continuation: the run's exclusive phase, if any, ends."""
+        ended = self._exclusive == run_id
+        if ended:
+            self._exclusive = None
+            self._note(run_id, "shared")
+        if phase in EXCLUSIVE_PHASES:
+            self._queue.append(run_id)
+        return self._schedule(ended)
 
     def leave(self, run_id: str) -> None:
         """The run ended (finished, killed or lost): it holds nothing any more."""

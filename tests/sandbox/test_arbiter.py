@@ -114,3 +114,23 @@ def test_a_run_that_ends_frees_whoever_waited_on_it() -> None:
     runs2 = Runs(arbiter, "c")
     arbiter.reached("c", "measure")
     assert runs2.take() == ["go c"]
+
+
+def test_consecutive_timed_phases_keep_the_gpu_even_with_others_queued() -> None:
+    """Deferred measurement: a's timed phases come back to back. b asks for the GPU meanwhile, but a keeps it until
+    its first boundary that is not a timed phase; b, already held at its boundary, is not asked again."""
+    arbiter = GpuArbiter()
+    runs = Runs(arbiter, "a", "b")
+    arbiter.reached("a", "load")
+    arbiter.reached("b", "load")
+    runs.take()
+    arbiter.reached("b", "compile")
+    arbiter.reached("a", "measure")
+    assert runs.take() == ["go b"]  # nobody exclusive yet: b goes on; a waits for b's next boundary
+    arbiter.reached("b", "measure")  # b at a boundary, asking too: a (first in line) is timed, b frozen
+    assert runs.take() == ["freeze b", "go a"]
+    arbiter.reached("a", "measure")  # a's next case: it continues, b stays where it is
+    assert runs.take() == ["go a"] and arbiter.exclusive_active
+    assert [e for _, r, e in arbiter.log if r == "a"][-2:] == ["continued", "released"]
+    arbiter.reached("a", "finish")  # a's timing is over: b's turn, a held at its boundary
+    assert runs.take() == ["freeze a", "thaw b", "go b"]

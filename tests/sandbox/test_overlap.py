@@ -35,8 +35,8 @@ def test_overlapped_runs_pass_and_every_timed_phase_runs_alone(overlapped: Overl
     runs = {run for _, run, _ in log}
     assert len(runs) >= 4  # one seat per job (environment probes do not join)
     windows = exclusive_windows(log)
-    # Every case's timed phase and every run's arming were exclusive.
-    assert len(windows) >= len(jobs) * (len(CASES) + 1)
+    # Every run's arming and its timed phases (back to back: one window) were exclusive.
+    assert len(windows) >= len(jobs) * 2
     for run, start, end in windows:
         others_released = [(t, r) for t, r, e in log if e == "released" and r != run and start < t < end]
         assert not others_released, f"{others_released} went on during {run}'s exclusive phase"
@@ -73,8 +73,8 @@ def test_overlap_is_faster_than_one_at_a_time_on_a_stream(overlapped: Overlapped
 
 def test_a_runs_timed_phases_come_back_to_back(overlapped: OverlappedExecutors) -> None:
     """A child sharing the GPU runs every case's gates first and then its timed phases (pipeline._run_plan, deferred
-    measurement): after its arming, a run's exclusive windows follow one another with no other run going on in
-    between, so the GPU changes hands once per candidate, not once per case."""
+    measurement), and keeps the GPU from one timed phase to the next: per run, one window for its arming and one
+    for all its timed phases, in which it passed a boundary per case."""
     jobs = [CandidateJob(task="rms_norm", source=source("honest"), origin="submission") for _ in range(3)]
     overlapped.arbiter.log.clear()
     overlapped.execute_many(jobs, campaign(measure=True))
@@ -84,11 +84,10 @@ def test_a_runs_timed_phases_come_back_to_back(overlapped: OverlappedExecutors) 
         per_run[run].append((start, end))
     assert len(per_run) == len(jobs)
     for run, windows in per_run.items():
-        timed = sorted(windows)[1:]  # the first is its arming
-        assert len(timed) == len(CASES), (run, windows)
-        for (_, end), (start, _) in itertools.pairwise(timed):
-            between = [(r, e) for t, r, e in log if r != run and end <= t <= start and e in ("released", "exclusive")]
-            assert not between, f"{between} between two of {run}'s timed phases"
+        assert len(windows) == 2, (run, windows)  # arming, then every timed phase
+        start, end = sorted(windows)[1]
+        continued = [t for t, r, e in log if r == run and e == "continued" and start <= t <= end]
+        assert len(continued) == len(CASES) - 1, (run, continued)
 
 
 def test_a_death_while_measurements_wait_is_the_dying_cases(overlapped: OverlappedExecutors) -> None:
