@@ -221,6 +221,11 @@ class TimingRow(Base):
     speedup: Mapped[float] = mapped_column(Float)
     achieved_bandwidth_gbps: Mapped[float | None] = mapped_column(Float)
     min_bytes: Mapped[int] = mapped_column(BigInteger)
+    # Harness 0.4 (migration 0003): the medians above are device time with launches hidden; these are reported.
+    candidate_launch_inclusive_median_us: Mapped[float | None] = mapped_column(Float)
+    baseline_launch_inclusive_median_us: Mapped[float | None] = mapped_column(Float)
+    candidate_host_us_per_call: Mapped[float | None] = mapped_column(Float)
+    launch_overhead_us: Mapped[float | None] = mapped_column(Float)
 
 
 class RewardRow(Base):

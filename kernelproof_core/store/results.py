@@ -209,6 +209,12 @@ def _timing_row(case_result_id: int, case: CaseResult) -> TimingRow:
         speedup=t.speedup,
         achieved_bandwidth_gbps=t.achieved_bandwidth_gbps,
         min_bytes=t.min_bytes,
+        candidate_launch_inclusive_median_us=t.candidate_launch_inclusive.median
+        if t.candidate_launch_inclusive else None,
+        baseline_launch_inclusive_median_us=t.baseline_launch_inclusive.median
+        if t.baseline_launch_inclusive else None,
+        candidate_host_us_per_call=t.candidate_host_us_per_call,
+        launch_overhead_us=t.launch_overhead_us,
         **_stats("candidate", t.candidate),
         **_stats("baseline", t.baseline),
     )

@@ -137,3 +137,28 @@ def test_reward_views_and_leaderboard_rank_by_reward(db: sessionmaker[Session], 
     # One entry per source: the second run of the fast source does not take a second place.
     assert [e["submission_id"] for e in board] == [ids["fast"], ids["slow"]]
     assert board[0]["mean_reward"] == pytest.approx(1.2) and board[0]["cases_passed"] == 2
+
+
+def test_launch_inclusive_timings_have_columns_and_reach_the_case_view(
+        db: sessionmaker[Session], template_report: Report) -> None:
+    """Harness 0.4 timings: device-time medians plus the launch-inclusive medians, host time per call and launch
+    overhead, queryable in SQL (migration 0003)."""
+    from kernelproof_core.measurement.stats import summarize
+
+    report = with_cuda_rewards(template_report, [0.5, 0.7])
+    for case in report.cases:
+        assert case.timing is not None
+        case.timing.candidate_launch_inclusive = summarize([31.0, 30.0, 32.0])
+        case.timing.baseline_launch_inclusive = summarize([60.0, 61.0, 59.0])
+        case.timing.candidate_host_us_per_call = 28.5
+        case.timing.launch_overhead_us = 5.0
+    sid = new_submission(db, GOOD + "\n# launch columns\n", generator="g-launch")
+    _, current = claim(db, sid)
+    assert current is not None
+    with db() as session:
+        assert results.finish_with_report(session, current, report)
+        rows = session.execute(text(
+            "SELECT candidate_launch_inclusive_median_us, baseline_launch_inclusive_median_us, "
+            "candidate_host_us_per_call, launch_overhead_us FROM v_case_timings WHERE submission_id = :sid"),
+            {"sid": sid}).all()
+    assert [tuple(r) for r in rows] == [(31.0, 60.0, 28.5, 5.0)] * len(report.cases)
