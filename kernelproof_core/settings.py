@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     worker_gpu_class: str | None = Field(default=None, description="the GPU class this worker serves")
     service_device: Literal["auto", "cuda", "interpreter"] = "auto"
     sandbox_enabled: bool = Field(default=True, description="service workers verify in the sandboxed runner")
+    worker_overlap: int = Field(
+        default=1, ge=1, le=8,
+        description="submissions one GPU worker verifies at once, every timed phase exclusive (needs the sandbox)",
+    )
     reuse_verdicts: bool = Field(default=True, description="answer resubmissions from stored verdicts")
     # API limits.
     api_auth_required: bool = True
@@ -141,6 +145,14 @@ class Settings(BaseSettings):
     integrity_bandwidth_probe_bytes: int = Field(
         default=256 * 1024**2, description="buffer of the copy-bandwidth probe behind the plausibility floor"
     )
+
+    @model_validator(mode="after")
+    def _overlap_needs_the_sandbox(self) -> Settings:
+        # Overlapped attempts share one job process; unsandboxed candidates must never share a process.
+        if self.worker_overlap > 1 and not self.sandbox_enabled:
+            raise ValueError("worker_overlap > 1 needs sandbox_enabled: unsandboxed candidates never share a process")
+        return self
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

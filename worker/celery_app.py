@@ -39,8 +39,11 @@ def make_celery(settings: Settings) -> Celery:
         # Reserve one message at a time: a job holds its GPU for minutes, and a prefetched message would wait
         # behind it instead of going to an idle GPU.
         worker_prefetch_multiplier=1,
-        # One job at a time per worker; run one worker per GPU (`kernelproof worker --gpu N`).
-        worker_concurrency=1,
+        # One worker per GPU (`kernelproof worker --gpu N`), one job at a time; or, with KERNELPROOF_WORKER_OVERLAP
+        # = N, N jobs at once in threads of this process (which only claims and records; the job process runs them
+        # under one GPU arbiter, every timed phase exclusive).
+        worker_concurrency=settings.worker_overlap,
+        worker_pool="solo" if settings.worker_overlap == 1 else "threads",
         broker_transport_options={
             # Redis redelivers unacked messages after this; it must exceed the longest job, or a running
             # job would be handed to a second worker while the first is still on it.

@@ -44,11 +44,23 @@ class EmbeddedWorker(threading.Thread):
             orphans = transitions.expire_running_of(session, self.name_prefix)
         if orphans:
             log.warning("re-queueing %d submission(s) left running by a previous embedded service", orphans)
+        # KERNELPROOF_WORKER_OVERLAP = N: N drain loops sharing the job host, whose job process overlaps them.
+        helpers = [threading.Thread(target=self._drain, args=(False, 0), name=f"kernelproof-embedded-worker-{i}",
+                                    daemon=True) for i in range(1, self._settings.worker_overlap)]
+        for helper in helpers:
+            helper.start()
+        self._drain(True, orphans)
+        for helper in helpers:
+            helper.join()
+        self._host.close()
+
+    def _drain(self, sweeps: bool, orphans: int) -> None:
+        """Claim and process queued submissions until stopped; `sweeps`: this loop also runs the sweeper."""
         me = f"{self.name_prefix}{threading.get_native_id()}"
         last_sweep = float("-inf")
         while not self._stop_event.is_set():
             try:
-                if time.monotonic() - last_sweep >= self._settings.sweeper_interval_s or orphans:
+                if sweeps and (time.monotonic() - last_sweep >= self._settings.sweeper_interval_s or orphans):
                     sweep_once(self._sessions, self._settings, self._dispatcher)
                     last_sweep, orphans = time.monotonic(), 0
                 with self._sessions() as session:
@@ -61,4 +73,3 @@ class EmbeddedWorker(threading.Thread):
                 self._stop_event.wait(IDLE_POLL_S)
             self._dispatcher.wakeup.wait(IDLE_POLL_S)
             self._dispatcher.wakeup.clear()
-        self._host.close()

@@ -159,8 +159,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app.worker_main(
         [
             "worker",
-            "--pool=solo",
-            "--concurrency=1",
+            "--pool=solo" if settings.worker_overlap == 1 else "--pool=threads",
+            f"--concurrency={settings.worker_overlap}",
             "--without-gossip",
             "--without-mingle",
             "-Q",

@@ -28,13 +28,20 @@ def clean_env(data_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def embedded(tmp_path: Path) -> Iterator[tuple[str, str, Path, dict[str, str]]]:
+def embedded(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Path, dict[str, str]]]:
+    """`kernelproof serve` without the sandbox; indirect parametrisation `{"overlap": N}` serves with the sandbox
+    and KERNELPROOF_WORKER_OVERLAP=N instead."""
+    overlap = getattr(request, "param", {}).get("overlap", 1)
     port = free_port()
     env = clean_env(tmp_path / "data")
+    sandbox_flags = ["--no-sandbox"]
+    if overlap > 1:
+        env["KERNELPROOF_WORKER_OVERLAP"] = str(overlap)
+        sandbox_flags = []
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [*CLI, "serve", "--port", str(port), "--device", "interpreter", "--no-sandbox"],
+            [*CLI, "serve", "--port", str(port), "--device", "interpreter", *sandbox_flags],
             cwd=REPO,
             env=env,
             stdout=out,
@@ -137,3 +144,26 @@ def test_migrate_and_key_commands(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "cli.sqlite3") as db:
         stored = db.execute("SELECT key_hash FROM api_keys").fetchone()[0]
     assert key not in stored and len(stored) == 64
+
+
+@pytest.mark.parametrize("embedded", [{"overlap": 2}], indirect=True)
+def test_embedded_service_verifies_submissions_at_once_with_overlap(
+        embedded: tuple[str, str, Path, dict[str, str]], tmp_path: Path) -> None:
+    """KERNELPROOF_WORKER_OVERLAP=2: two drain loops share the job process, which verifies both submissions at once
+    in the sandbox (every timed phase exclusive); both attempts' windows overlap in the attempts table."""
+    url, key, db_path, env = embedded
+    paths = [tmp_path / "a.py", tmp_path / "b.py"]
+    paths[0].write_text(GOOD)
+    paths[1].write_text(GOOD + "\n# another source\n")
+    procs = [subprocess.Popen([*CLI, "submit", str(p), "--task", "rms_norm", "--campaign", "quick", "--samples", "1",
+                               "--case", "n1", "--case", "tail127", "--wait", "--url", url, "--api-key", key],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for p in paths]
+    outputs = [proc.communicate(timeout=240)[0] for proc in procs]
+    assert all(proc.returncode == ExitCode.OK for proc in procs), outputs
+    with sqlite3.connect(db_path) as db:
+        windows = db.execute("SELECT started_at, finished_at FROM attempts ORDER BY started_at").fetchall()
+        workers = {w for (w,) in db.execute("SELECT worker FROM attempts")}
+    assert len(windows) == 2 and len(workers) == 2, (windows, workers)  # two drain loops
+    (_, first_end), (second_start, _) = windows
+    assert second_start < first_end, windows  # the second started before the first finished

@@ -22,3 +22,16 @@ def test_each_gpu_class_queue_has_its_own_binding() -> None:
     for name, queue in queues.items():
         # Bound like send_task(queue=name) declares it, so `.any` messages never land in a class queue too.
         assert queue.exchange.name == name and queue.routing_key == name
+
+
+def test_overlap_runs_n_jobs_in_threads_and_needs_the_sandbox() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    assert make_celery(Settings()).conf.worker_pool == "solo"
+    conf = make_celery(Settings(worker_overlap=3)).conf
+    assert conf.worker_concurrency == 3 and conf.worker_pool == "threads" and conf.worker_prefetch_multiplier == 1
+    with pytest.raises(ValidationError, match="needs sandbox_enabled"):
+        Settings(worker_overlap=2, sandbox_enabled=False)
+    with pytest.raises(ValidationError):
+        Settings(worker_overlap=0)
