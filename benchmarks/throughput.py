@@ -414,14 +414,23 @@ def main() -> int:
         jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
                 for p in streams[0]]
         warmup = CandidateJob(task=task.name, source=builtin.read_bytes(), origin="builtin", filename=str(builtin))
+        def partial(**modes: Any) -> None:  # a time-boxed run still leaves the modes that finished
+            if args.output:
+                args.output.parent.mkdir(parents=True, exist_ok=True)
+                args.output.write_text(json.dumps({"benchmark": "throughput", "partial": True, "device": device,
+                                                   "task": task.name, "case_ids": case_ids, "distinct": distinct,
+                                                   **modes}, indent=1, default=str))
+
         print("mode A (warm sandbox):", flush=True)
         a = mode_a(jobs, warmup, campaign)
+        partial(mode_a=a)
         c: dict[str, Any] | None = None
         if args.overlap:  # before B: the slowest mode goes last, so a time box cuts it rather than C
             print(f"mode C (overlapped: {args.overlap} warm sandboxes, timed phases exclusive):", flush=True)
             c_jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
                       for p in streams[2]]
             c = mode_c(c_jobs, warmup, campaign, args.overlap)
+            partial(mode_a=a, mode_c=c)
         print("mode B (naive, fresh process per candidate, --no-sandbox):", flush=True)
         b = mode_b(streams[1], args, campaign, tmp)
 
