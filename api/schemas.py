@@ -250,6 +250,7 @@ class LeaderboardEntry(BaseModel):
     dtype: str
     gpu_class: str | None
     reward: float | None = Field(description="mean case reward for this dtype; null without a speed reward")
+    reward_spec: str | None = Field(description="the reward spec of `reward`; null without a speed reward")
     cases_passed: int
     cases_total: int
     generator: str | None

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Float, Integer, String, and_, case, column, func, or_, select, table
 from sqlalchemy.orm import Session
 
+from kernelproof_core.reward import CURRENT_REWARD
 from kernelproof_core.store.models import FINAL_STATES, ReportRow, Submission, SubmissionTag
 from kernelproof_core.store.types import UTCDateTime
 
@@ -112,16 +113,18 @@ DTYPE_SCORES = table(
     column("cases_passed", Integer),
     column("cases_rewarded", Integer),
     column("mean_reward", Float),
+    column("reward_spec", String),
 )
 
 
 def leaderboard(
-    session: Session, task: str | None, dtype: str | None, gpu_class: str | None, limit: int
+    session: Session, task: str | None, dtype: str | None, gpu_class: str | None, limit: int,
+    reward_spec: str = CURRENT_REWARD,
 ) -> list[dict[str, Any]]:
-    """Best passing candidates by mean case reward, one entry per (source, dtype); unrewarded passes
-    (interpreter runs) rank after every rewarded one."""
+    """Best passing candidates by mean case reward under one reward spec (rewards of different specs are not
+    comparable), one entry per (source, dtype); unrewarded passes (interpreter runs) rank after every rewarded one."""
     v = DTYPE_SCORES.c
-    conds: list[Any] = [v.cases_passed == v.cases_total]
+    conds: list[Any] = [v.cases_passed == v.cases_total, or_(v.reward_spec == reward_spec, v.reward_spec.is_(None))]
     if task is not None:
         conds.append(v.task == task)
     if dtype is not None:

@@ -67,12 +67,12 @@ def claim(db: sessionmaker[Session], sid: str, **kwargs: Any) -> tuple[ClaimOutc
         return transitions.claim(session, sid, **{**options, **kwargs})
 
 
-def with_cuda_rewards(template: Report, values: list[float]) -> Report:
+def with_cuda_rewards(template: Report, values: list[float], spec: str = "kernelproof.reward.v2") -> Report:
     report = template.model_copy(deep=True)
     for case, value in zip(report.cases, values, strict=True):
         assert case.timing is not None
         case.timing.kind = "cuda_events"
-        case.reward = Reward(spec="kernelproof.reward.v1", value=value, speed_score=value, instability=0.0)
+        case.reward = Reward(spec=spec, value=value, speed_score=value, instability=0.0)
     report.summary.reward = sum(values) / len(values)
     return report
 
@@ -137,6 +137,20 @@ def test_reward_views_and_leaderboard_rank_by_reward(db: sessionmaker[Session], 
     # One entry per source: the second run of the fast source does not take a second place.
     assert [e["submission_id"] for e in board] == [ids["fast"], ids["slow"]]
     assert board[0]["mean_reward"] == pytest.approx(1.2) and board[0]["cases_passed"] == 2
+
+    # A reward of another spec (v1: launch-inclusive medians) is never ranked with v2 ones (migration 0004).
+    old = new_submission(db, GOOD + "\n# scored under v1\n", generator="g-v1")
+    _, current = claim(db, old)
+    assert current is not None
+    with db() as session:
+        assert results.finish_with_report(
+            session, current, with_cuda_rewards(template_report, [1.9, 1.9], spec="kernelproof.reward.v1"))
+        assert old not in [e["submission_id"] for e in queries.leaderboard(session, "rms_norm", "bfloat16", "h200", 10)]
+        v1_board = queries.leaderboard(session, "rms_norm", "bfloat16", "h200", 10, reward_spec="kernelproof.reward.v1")
+        assert [e["submission_id"] for e in v1_board] == [old]
+        best = session.execute(text("SELECT reward_spec, submission_id FROM v_best_per_task_dtype "
+                                    "ORDER BY reward_spec")).all()
+        assert [tuple(r) for r in best] == [("kernelproof.reward.v1", old), ("kernelproof.reward.v2", ids["fast"])]
 
 
 def test_launch_inclusive_timings_have_columns_and_reach_the_case_view(
