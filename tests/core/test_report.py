@@ -113,10 +113,11 @@ def test_bandwidth_row_of_a_gpu_case() -> None:
         target_rse=0.005, candidate_rse=0.004, baseline_rse=0.001, throttled_samples=3, sm_clock_mhz_min=1700,
         sm_clock_mhz_max=1980, sm_clock_mhz_start=1980,
         mem_clock_mhz_start=3201, temperature_c_start=45, candidate_launch_inclusive=summarize([520.0] * 5),
+        launch_exposed_samples=1, deferred_samples=2, candidate_host_us_per_call=27.25,
         **speed_of_light(10**9, 500.0, 400.0, 4000.0, 520.0),
     )
     md = render_markdown(report)
     assert (f"| rms_norm | bfloat16 | n1 | {'x'.join(map(str, case.dims.values()))} | 1000.0 | 500.00 | 400.00 | "
             "520.00 | 120.00 | 2000 | 2500 | 50.0 | 62.5 | 2.000 |") in md
     assert "Speed of light = device copy bandwidth measured in the verifying process: 4000 GB/s" in md
-    assert "| n1 | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1980 | 1700–1980 | 3201 | 45 |" in md
+    assert "| n1 | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1 | 2 | 27.2 | 1980 | 1700–1980 | 3201 | 45 |" in md
