@@ -17,38 +17,36 @@ _synchronize = torch.cuda.synchronize
 SYNC_GAP_SAMPLES = 20
 
 
-def sync_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
-    """Median GPU time between a start event and an end event recorded right after a whole-device synchronize on an
-    idle device: the constant that ending every sample with a synchronize adds (host wake-up plus event launch)."""
+def _idle_gaps_us(samples: int, spin: bool) -> list[float]:
+    """Sorted GPU times from a start event to an end event recorded right after a whole-device synchronize, on an
+    idle device; with `spin`, the host first spins until it has seen the start event complete."""
     gaps = []
     for _ in range(samples):
         start = _Event(enable_timing=True)
         end = _Event(enable_timing=True)
         start.record()
+        while spin and not start.query():
+            pass
         _synchronize()
         end.record()
         end.synchronize()
         gaps.append(start.elapsed_time(end) * 1000.0)
-    gaps.sort()
+    return sorted(gaps)
+
+
+def sync_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
+    """Median GPU time between a start event and an end event recorded right after a whole-device synchronize on an
+    idle device: the constant that ending every sample with a synchronize adds (host wake-up plus event launch)."""
+    gaps = _idle_gaps_us(samples, spin=False)
     return float(gaps[len(gaps) // 2])
 
 
 def tail_gap_us(samples: int = SYNC_GAP_SAMPLES) -> float:
     """On an idle device: from an event the host has seen complete (spinning on its query) to an event recorded
     after a whole-device synchronize. The 90th percentile: the tail an honest sample shows after its end event
-    (measurement.timing's deferral check), without the blocking wake-up that makes a plain synchronize's gap vary."""
-    gaps = []
-    for _ in range(samples):
-        start = _Event(enable_timing=True)
-        end = _Event(enable_timing=True)
-        start.record()
-        while not start.query():
-            pass
-        _synchronize()
-        end.record()
-        end.synchronize()
-        gaps.append(start.elapsed_time(end) * 1000.0)
-    gaps.sort()
+    (measurement.timing's deferral diagnostic), without the blocking wake-up that makes a plain synchronize's gap
+    vary."""
+    gaps = _idle_gaps_us(samples, spin=True)
     return float(gaps[(len(gaps) * 9) // 10])
 
 

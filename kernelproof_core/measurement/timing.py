@@ -204,7 +204,7 @@ class _CudaSampler:
         reading = gate.closed(count)
         while not end.query():  # spin, not a blocking wait: the host sees the end at once, so the tail is tight
             pass
-        _synchronize()  # the whole device: work left on any other stream ends before `after` (the deferral check)
+        _synchronize()  # the whole device: work left on any other stream ends before `after` (the tail diagnostic)
         after.record()
         clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
         self.readings.append(clock)
@@ -291,8 +291,9 @@ def measure_cuda(
 
     Each sample queues a GPU sleep (measurement.launch_gate), its start event, its calls and its end event on the
     caller's stream, then synchronizes the whole device and records one more event: the end event times the calls
-    back to back, and a gap from end to that last event beyond the calibrated synchronize gap means work outlived the
-    end event on another stream, which is then counted (PairTiming.deferred_samples).
+    back to back; a tail from end to that last event beyond the calibrated limit is counted as a diagnostic
+    (PairTiming.deferred_samples), while work outside the events is caught by the caller's CUPTI comparison
+    (integrity.plausibility.check_timed_region).
     `invocations` is an upper bound, applied to candidate and baseline separately: where a call would make a sample
     longer than `max_sample_ms`, that implementation makes fewer calls per sample (PairTiming.invocations and
     baseline_invocations say how many), so a 1 GB case costs seconds, not minutes, and still gets every sample.
@@ -301,9 +302,8 @@ def measure_cuda(
     stop. `clocks` (opened by the caller for the whole case) flags throttled pairs; without it nothing is discarded.
     `audit_set`: an input set outside the ring, used only by the last call of an audited sample; without it the
     audited call uses its ring set, which other calls of a sample may share (an unwritten output could then hold an
-    earlier call's right answer). `launch_inclusive_samples` more samples per
-    implementation, ungated, measure what a caller pays per call with the host's launch cost in it (reported, never
-    rewarded).
+    earlier call's right answer). `launch_inclusive_samples` more samples per implementation, ungated, measure what
+    a caller pays per call with the host's launch cost in it (reported, never rewarded).
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
@@ -323,8 +323,7 @@ def measure_cuda(
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
     cycles = cycles_per_us()
     gates = tuple(
-        gate_for(fn, input_sets[0], min(count, GATE_PROBE_CALLS), cycles,
-                  statistics.median(host[is_candidate]) if host[is_candidate] else 0.0)
+        gate_for(fn, input_sets[0], min(count, GATE_PROBE_CALLS), cycles, _median_or_none(host[is_candidate]) or 0.0)
         for is_candidate, fn, count in ((True, candidate, counts[0]), (False, baseline, counts[1]))
     )
 

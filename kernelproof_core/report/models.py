@@ -95,7 +95,7 @@ class Timing(_Model):
     note: str | None = None
     audited_samples: int = Field(0, description="timed samples whose last output was verified on fresh inputs")
     sync_gap_us: float | None = Field(
-        None, description="calibrated device-sync gap: removed from launch-inclusive samples; the deferral check's base"
+        None, description="calibrated device-sync gap, removed from each launch-inclusive sample"
     )
     time_floor_us: float | None = Field(None, description="physical floor per call: min_bytes at the device's limit")
     # Sampling: fixed count or noise target (measurement/stopping.py).
