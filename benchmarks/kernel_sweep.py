@@ -26,20 +26,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kernelproof_core.environment import copy_bandwidth_gbps
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
 
 Launcher = Callable[[], object]
 # (family, shape, config label, launcher, bytes moved, is the built-in's own choice)
 Trial = tuple[str, tuple[int, int], str, Launcher, int, bool]
-
-
-def copy_gbps(device: torch.device) -> float:
-    from triton.testing import do_bench
-
-    src = torch.empty(1 << 29, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=10, rep=50, return_mode="median")
-    return 2 * src.numel() / (ms * 1e-3) / 1e9
 
 
 @dataclass
@@ -66,24 +58,54 @@ class _Staged:
                                       ALIGN=softmax._align(self.x.element_size(), n), num_warps=self.warps)
 
 
+@dataclass
+class _Split:
+    """Softmax's split path (chunks held in registers across a per-row rendezvous) with explicit parameters."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    chunk_bytes: int
+    warps: int
+
+    def __call__(self) -> None:
+        m, n = self.x.shape
+        plan = softmax._split_plan(m, n, self.x.element_size(), softmax._align(self.x.element_size(), n),
+                                   self.chunk_bytes, self.warps)
+        partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=self.x.device)
+        done = torch.zeros((m,), dtype=torch.int32, device=self.x.device)
+        plan.launch(self.x, self.y, partials, done, m, n, n, plan.n_parts, **plan.meta)
+
+
 def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    for m, n in ((16384, 4096), (8192, 8192), (2048, 32000), (2048, 32768), (1723, 25249), (1991, 33508),
-                 (1024, 65536), (1024, 131072), (512, 128256)):
+    for m, n in ((16384, 4096), (8192, 8192), (4096, 16384), (2048, 32000), (2048, 32768), (1723, 25249),
+                 (1991, 33508), (1024, 65536), (1024, 131072), (512, 128256), (64, 131072)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(x)
         elsize = x.element_size()
         moved = 2 * x.numel() * elsize
         plan = softmax._plan(m, n, n, elsize, device)
-        if n <= 2 * softmax._MAX_FUSED_N:  # beyond the built-in's register limit too: does it spill?
+        if n <= softmax._MAX_FUSED_N:
             block_n = 1 << (n - 1).bit_length()
-            for warps in (8, 16, 32) if n <= softmax._MAX_FUSED_N else (32,):
+            for warps in (8, 16, 32):
                 meta = {"BLOCK_M": 1, "BLOCK_N": block_n, "ALIGN": softmax._align(elsize, n), "num_warps": warps}
                 yield ("softmax.rows", (m, n), f"warps={warps}",
                        partial(softmax._softmax_rows[(m,)], x, y, m, n, n, **meta), moved,
-                       not isinstance(plan, softmax._Staged) and plan[1] == meta)
-        for chunk_bytes, batch_mb, warps, chunks in ((16384, 8, 4, 1), (8192, 8, 4, 1), (16384, 4, 4, 1),
-                                                     (16384, 16, 4, 1), (16384, 8, 8, 1), (16384, 8, 4, 2),
-                                                     (16384, 8, 4, 4), (16384, 8, 8, 4), (8192, 8, 4, 4)):
+                       isinstance(plan, tuple) and not isinstance(plan, (softmax._Staged, softmax._Split))
+                       and plan[1] == meta)
+        if n > 8192:
+            for chunk_bytes, warps in ((4096, 4), (8192, 4), (8192, 8), (16384, 4), (16384, 8), (32768, 8),
+                                       (32768, 16)):
+                chosen = (isinstance(plan, softmax._Split) and plan.meta["CHUNK"] * elsize == chunk_bytes
+                          and plan.meta["num_warps"] == warps)
+                yield ("softmax.split", (m, n), f"chunk={chunk_bytes // elsize} warps={warps}",
+                       _Split(x, y, chunk_bytes, warps), moved, chosen)
+            # the split path is checked against eager here, before its timings mean anything
+            _Split(x, y, softmax._SPLIT_CHUNK_BYTES, softmax._SPLIT_WARPS)()
+            err = (y.float() - torch.softmax(x.float(), -1)).abs().max().item()
+            print(f"softmax.split {m}x{n}: max |error| vs fp32 eager {err:.3g}", flush=True)
+        if n <= softmax._MAX_FUSED_N:
+            continue
+        for chunk_bytes, batch_mb, warps, chunks in ((16384, 8, 4, 1), (16384, 8, 4, 2), (8192, 8, 4, 4)):
             chunk = chunk_bytes // elsize
             rows = min(m, max(1, (batch_mb << 20) // (n * elsize)))
             chosen = (isinstance(plan, softmax._Staged) and plan.meta["CHUNK"] == chunk
@@ -148,7 +170,7 @@ def main() -> int:
 
     device = torch.device("cuda")
     dtype = getattr(torch, args.dtype)
-    copy = copy_gbps(device)
+    copy = copy_bandwidth_gbps()
     print(f"device copy bandwidth {copy:.0f} GB/s; dtype {args.dtype}", flush=True)
     rows: list[dict[str, Any]] = []
     for family in args.only or list(FAMILIES):

@@ -66,28 +66,16 @@ def nvml_readings(index: int = 0) -> dict[str, Any]:
             pynvml.nvmlShutdown()
 
 
-@functools.lru_cache(maxsize=1)
-def copy_bandwidth_gbps(nbytes: int = 2 * 1024**3, repeats: int = 20) -> float:
+@functools.lru_cache(maxsize=4)
+def copy_bandwidth_gbps(nbytes: int = 1024**3, repeats: int = 15, use_triton: bool = True) -> float:
     """Device-to-device copy bandwidth counting bytes read plus written (GB/s), measured once per process.
 
-    This is the speed-of-light reference for memory-bound tasks: what the memory system actually delivers here.
+    This is the speed-of-light reference for memory-bound tasks: the best of the driver's memcpy and a vectorised
+    Triton copy (measurement/copy_reference.py says why one method is not enough).
     """
-    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1000.0)
-    times.sort()
-    return 2 * nbytes / times[len(times) // 2] / 1e9
+    from kernelproof_core.measurement.copy_reference import measure_copy_gbps
+
+    return max(measure_copy_gbps(nbytes, repeats, use_triton).values())
 
 
 def gpu_info(measure_bandwidth: bool = True) -> GpuInfo:

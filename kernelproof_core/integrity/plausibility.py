@@ -40,7 +40,7 @@ def copy_bandwidth_ceiling_gbps(probe_bytes: int) -> float:
     """Measured device copy bandwidth (read + write, GB/s); call before any candidate code runs."""
     from kernelproof_core.environment import copy_bandwidth_gbps
 
-    return copy_bandwidth_gbps(probe_bytes, 10)
+    return copy_bandwidth_gbps(probe_bytes, 10, use_triton=False)  # a ceiling times 1.5: memcpy is enough
 
 
 def time_floor_us(min_bytes: int, flops: int, copy_gbps: float) -> float:

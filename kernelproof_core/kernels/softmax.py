@@ -17,6 +17,7 @@ order, so the output is bit-for-bit deterministic.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -32,6 +33,10 @@ _STAGED_CHUNK_BYTES = 16384
 _STAGED_BATCH_BYTES = 8 << 20
 _STAGED_WARPS = 4
 _STAGED_CHUNKS = 1  # chunks per program (benchmarks/kernel_sweep.py tries more: fewer programs and counters)
+# Split path (rows wider than _SPLIT_MIN_N, CUDA only): bytes per program chunk and warps per program.
+_SPLIT_MIN_N = _MAX_FUSED_N
+_SPLIT_CHUNK_BYTES = 8192
+_SPLIT_WARPS = 4
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -143,6 +148,44 @@ def _softmax_staged(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, cou
             tl.atomic_add(count_ptr + row, 1, sem="release")
 
 
+@triton.jit
+def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, M: tl.tensor,
+                   N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
+                   ALIGN: tl.constexpr) -> None:
+    # One program per chunk of a row, the chunk held in registers from load to store: reduce it to (max, sum of
+    # exp), publish that on the row's counter (release), wait until every chunk of the row has (acquire), merge the
+    # row's partials and store. HBM sees exactly one read and one write. Waiting on programs with higher ids is safe
+    # on a GPU that starts programs in launch order as long as one row's programs fit on it at once (n_parts is at
+    # most a few dozen); the interpreter runs programs one after another, so the host never picks this there.
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    pid = tl.program_id(0)
+    row = pid // n_parts
+    part = pid % n_parts
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < N
+    x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    m_loc = tl.max(x, axis=0)
+    m_safe = tl.where(m_loc == float("-inf"), 0.0, m_loc)  # an all -inf chunk: (max=-inf, sum=0)
+    e = tl.exp(x - m_safe)
+    at = part_ptr + row.to(tl.int64) * n_parts
+    tl.store(at + part, m_loc)
+    tl.store(at + M * n_parts + part, tl.sum(e, axis=0))
+    tl.debug_barrier()  # every thread's stores are ordered before the release below
+    tl.atomic_add(count_ptr + row, 1, sem="release")
+    while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+        pass
+    tl.debug_barrier()
+    slots = tl.arange(0, BLOCK_S)
+    part_mask = slots < n_parts
+    # .cg: the partials were written by other SMs; never serve them from this SM's L1
+    m_part = tl.load(at + slots, mask=part_mask, other=float("-inf"), cache_modifier=".cg")
+    s_part = tl.load(at + M * n_parts + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
+    m = tl.max(m_part, axis=0)
+    scale = tl.exp(m_safe - m) / tl.sum(s_part * tl.exp(m_part - m), axis=0)
+    tl.store(y_ptr + row.to(tl.int64) * N + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
 
@@ -160,9 +203,17 @@ class _Staged(NamedTuple):
     n_batches: int
 
 
+class _Split(NamedTuple):
+    """Rows wider than a register tile, on a GPU: _softmax_split, one program per chunk of a row."""
+
+    launch: Callable[..., object]
+    meta: dict[str, int]
+    n_parts: int  # programs per row
+
+
 # Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
 # planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
-_PLANS: dict[tuple[object, ...], Launch | _Staged] = {}
+_PLANS: dict[tuple[object, ...], Launch | _Staged | _Split] = {}
 _MAX_PLANS = 4096
 
 
@@ -177,8 +228,20 @@ def _staged_plan(m: int, n: int, elsize: int, align: int) -> _Staged:
     return _Staged(_softmax_staged[grid], meta, n_parts, rows_per_batch, n_batches)
 
 
-def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged:
+def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, warps: int = 0) -> _Split:
+    chunk = (chunk_bytes or _SPLIT_CHUNK_BYTES) // elsize
+    n_parts = _cdiv(n, chunk)
+    meta = {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_parts), "ALIGN": align,
+            "num_warps": warps or _SPLIT_WARPS}
+    return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
+
+
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged | _Split:
     align = _align(elsize, n, stride)
+    if n > _SPLIT_MIN_N and device.type == "cuda" and os.environ.get("TRITON_INTERPRET", "0") != "1":
+        split = _split_plan(m, n, elsize, align)
+        if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
+            return split
     if n > _MAX_FUSED_N:
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
@@ -206,7 +269,11 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
         plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
-    if isinstance(plan, _Staged):
+    if isinstance(plan, _Split):
+        partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=device)
+        done = torch.zeros((m,), dtype=torch.int32, device=device)
+        plan.launch(x, y, partials, done, m, n, stride, plan.n_parts, **plan.meta)
+    elif isinstance(plan, _Staged):
         partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=device)
         done = torch.zeros((m,), dtype=torch.int32, device=device)
         plan.launch(x, y, partials, done, m, n, stride, plan.n_parts, plan.rows_per_batch, plan.n_batches,
