@@ -14,6 +14,7 @@ Needs CUDA.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -76,9 +77,12 @@ class _Split:
         plan.launch(self.x, self.y, partials, done, m, n, n, plan.n_parts, **plan.meta)
 
 
+_EVICTS = ("", "evict_first")
+
+
 def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    for m, n in ((16384, 4096), (8192, 8192), (4096, 16384), (2048, 32000), (2048, 32768), (1723, 25249),
-                 (1991, 33508), (1024, 65536), (1024, 131072), (512, 128256), (64, 131072)):
+    for m, n in ((4096, 4096), (8192, 8192), (32768, 8192), (2048, 32768), (1991, 33508), (1024, 65536),
+                 (512, 128256)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(x)
         elsize = x.element_size()
@@ -86,15 +90,17 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
         plan = softmax._plan(m, n, n, elsize, device)
         if n <= softmax._MAX_FUSED_N:
             block_n = 1 << (n - 1).bit_length()
-            for warps in (8, 16, 32):
-                meta = {"BLOCK_M": 1, "BLOCK_N": block_n, "ALIGN": softmax._align(elsize, n), "num_warps": warps}
-                yield ("softmax.rows", (m, n), f"warps={warps}",
-                       partial(softmax._softmax_rows[(m,)], x, y, m, n, n, **meta), moved,
-                       isinstance(plan, tuple) and not isinstance(plan, (softmax._Staged, softmax._Split))
-                       and plan[1] == meta)
-        if n > 8192:
-            for chunk_bytes, warps in ((4096, 4), (8192, 4), (8192, 8), (16384, 4), (16384, 8), (32768, 8),
-                                       (32768, 16)):
+            for block_m, warps, evict in itertools.product((1, 2), (4, 8, 16), _EVICTS):
+                if block_m * block_n > 16384 or block_m * block_n // (32 * warps) < 8:
+                    continue
+                meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": softmax._align(elsize, n),
+                        "num_warps": warps, "EVICT": evict}
+                chosen = isinstance(plan, tuple) and not isinstance(plan, (softmax._Staged, softmax._Split)) \
+                    and {**plan[1], "EVICT": plan[1].get("EVICT", "")} == meta
+                yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps} {evict or 'no-hint'}",
+                       partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta), moved, chosen)
+        if n > 16384:
+            for chunk_bytes, warps in ((8192, 4), (16384, 8), (32768, 8)):
                 chosen = (isinstance(plan, softmax._Split) and plan.meta["CHUNK"] * elsize == chunk_bytes
                           and plan.meta["num_warps"] == warps)
                 yield ("softmax.split", (m, n), f"chunk={chunk_bytes // elsize} warps={warps}",
@@ -103,20 +109,19 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
             _Split(x, y, softmax._SPLIT_CHUNK_BYTES, softmax._SPLIT_WARPS)()
             err = (y.float() - torch.softmax(x.float(), -1)).abs().max().item()
             print(f"softmax.split {m}x{n}: max |error| vs fp32 eager {err:.3g}", flush=True)
-        if n <= softmax._MAX_FUSED_N:
-            continue
-        for chunk_bytes, batch_mb, warps, chunks in ((16384, 8, 4, 1), (16384, 8, 4, 2), (8192, 8, 4, 4)):
-            chunk = chunk_bytes // elsize
-            rows = min(m, max(1, (batch_mb << 20) // (n * elsize)))
-            chosen = (isinstance(plan, softmax._Staged) and plan.meta["CHUNK"] == chunk
-                      and plan.meta["CHUNKS"] == chunks and plan.rows_per_batch == rows
-                      and plan.meta["num_warps"] == warps)
-            yield ("softmax.staged", (m, n), f"chunk={chunk}x{chunks} batch={rows} rows warps={warps}",
-                   _Staged(x, y, chunk, rows, warps, chunks), moved, chosen)
+        if n > softmax._MAX_FUSED_N:
+            for chunk_bytes, batch_mb, warps, chunks in ((16384, 8, 4, 1), (16384, 8, 4, 2)):
+                chunk = chunk_bytes // elsize
+                rows = min(m, max(1, (batch_mb << 20) // (n * elsize)))
+                chosen = (isinstance(plan, softmax._Staged) and plan.meta["CHUNK"] == chunk
+                          and plan.meta["CHUNKS"] == chunks and plan.rows_per_batch == rows
+                          and plan.meta["num_warps"] == warps)
+                yield ("softmax.staged", (m, n), f"chunk={chunk}x{chunks} batch={rows} rows warps={warps}",
+                       _Staged(x, y, chunk, rows, warps, chunks), moved, chosen)
 
 
 def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    for m, n in ((8192, 2880), (8192, 4096), (2048, 4096), (8192, 8192)):
+    for m, n in ((8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         w = torch.randn(n, dtype=dtype, device=device)
         y = torch.empty_like(x)
@@ -124,34 +129,34 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
         plan = rms_norm._plan(m, n, n, x.element_size(), device)
         align = rms_norm._align(x.element_size(), n)
         block_n = 1 << (n - 1).bit_length()
-        for block_m in (1, 2, 4):
-            for warps in (4, 8, 16, 32):
-                if block_m * block_n // (warps * 32) < 4 or block_m * block_n // (warps * 32) > 64:
-                    continue
-                meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
-                grid = (-(-m // block_m),)
-                yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps}",
-                       partial(rms_norm._rms_norm_rows[grid], x, w, y, m, n, n, 1e-6, **meta),
-                       moved, plan[1] == meta)
+        for block_m, warps, evict in itertools.product((1, 2, 4), (4, 8, 16), _EVICTS):
+            per_thread = block_m * block_n // (warps * 32)
+            if per_thread < 8 or per_thread > 64:
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps, "EVICT": evict}
+            grid = (-(-m // block_m),)
+            yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps} {evict or 'no-hint'}",
+                   partial(rms_norm._rms_norm_rows[grid], x, w, y, m, n, n, 1e-6, **meta),
+                   moved, {**plan[1], "EVICT": plan[1].get("EVICT", "")} == meta)
 
 
 def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    for m, n in ((4096, 5000), (2048, 4096), (8192, 2880)):
+    for m, n in ((4096, 4096), (8192, 2880), (4096, 11008), (32768, 8192)):
         fused = torch.randn(m, 2 * n, dtype=dtype, device=device)
         g, u = fused[:, :n], fused[:, n:]
         y = torch.empty((m, n), dtype=dtype, device=device)
         moved = 3 * m * n * fused.element_size()
         plan = swiglu._plan(m, n, 2 * n, 2 * n, fused.element_size(), device)
         align = swiglu._align(fused.element_size(), n, 2 * n)
-        for block_m, block_n in ((1, 4096), (2, 2048), (1, 8192), (2, 4096), (4, 2048), (4, 1024), (8, 1024)):
-            for warps in (4, 8, 16):
-                if block_m * block_n // (warps * 32) < 4:
-                    continue
-                meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
-                grid = (-(-m // block_m), -(-n // block_n))
-                yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps}",
-                       partial(swiglu._swiglu_rows[grid], g, u, y, m, n, 2 * n, 2 * n, **meta),
-                       moved, plan[1] == meta)
+        for (block_m, block_n), warps, evict in itertools.product(((1, 4096), (2, 2048), (4, 1024), (1, 8192)),
+                                                                  (4, 8, 16), _EVICTS):
+            if block_m * block_n // (warps * 32) < 8:
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps, "EVICT": evict}
+            grid = (-(-m // block_m), -(-n // block_n))
+            yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps} {evict or 'no-hint'}",
+                   partial(swiglu._swiglu_rows[grid], g, u, y, m, n, 2 * n, 2 * n, **meta),
+                   moved, {**plan[1], "EVICT": plan[1].get("EVICT", "")} == meta)
 
 
 FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "swiglu": swiglu_trials}

@@ -34,9 +34,9 @@ _STAGED_BATCH_BYTES = 8 << 20
 _STAGED_WARPS = 4
 _STAGED_CHUNKS = 1  # chunks per program (benchmarks/kernel_sweep.py tries more: fewer programs and counters)
 # Split path (rows wider than _SPLIT_MIN_N, CUDA only): bytes per program chunk and warps per program.
-_SPLIT_MIN_N = _MAX_FUSED_N
-_SPLIT_CHUNK_BYTES = 8192
-_SPLIT_WARPS = 4
+_SPLIT_MIN_N, _SPLIT_MAX_N = _MAX_FUSED_N, 65536  # wider: the staged path is level or ahead (kernel_sweep.py)
+_SPLIT_CHUNK_BYTES = 16384
+_SPLIT_WARPS = 8
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -68,7 +68,7 @@ def _warps(tile: int) -> int:
 
 @triton.jit
 def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr) -> None:
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, EVICT: tl.constexpr = "") -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16.
     N = (N // ALIGN) * ALIGN
@@ -80,7 +80,7 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
     x = tl.load(x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :], mask=col_mask[None, :],
-                other=float("-inf")).to(tl.float32)
+                other=float("-inf"), eviction_policy=EVICT).to(tl.float32)
     e = tl.exp(x - tl.max(x, axis=1)[:, None])
     y = e * (1.0 / tl.sum(e, axis=1))[:, None]
     store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
@@ -238,7 +238,7 @@ def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, w
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged | _Split:
     align = _align(elsize, n, stride)
-    if n > _SPLIT_MIN_N and device.type == "cuda" and os.environ.get("TRITON_INTERPRET", "0") != "1":
+    if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and os.environ.get("TRITON_INTERPRET", "0") != "1":
         split = _split_plan(m, n, elsize, align)
         if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
             return split
