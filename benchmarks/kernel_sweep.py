@@ -67,6 +67,7 @@ class _Split:
     y: torch.Tensor
     chunk_bytes: int
     warps: int
+    spin_loads: bool = True
 
     def __call__(self) -> None:
         m, n = self.x.shape
@@ -74,10 +75,7 @@ class _Split:
                                    self.chunk_bytes, self.warps)
         partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=self.x.device)
         done = torch.zeros((m,), dtype=torch.int32, device=self.x.device)
-        plan.launch(self.x, self.y, partials, done, m, n, n, plan.n_parts, **plan.meta)
-
-
-_EVICTS = ("", "evict_first")
+        plan.launch(self.x, self.y, partials, done, m, n, n, plan.n_parts, **plan.meta, SPIN_LOADS=self.spin_loads)
 
 
 def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -90,21 +88,23 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
         plan = softmax._plan(m, n, n, elsize, device)
         if n <= softmax._MAX_FUSED_N:
             block_n = 1 << (n - 1).bit_length()
-            for block_m, warps, evict in itertools.product((1, 2), (4, 8, 16), _EVICTS):
+            for block_m, warps in itertools.product((1, 2), (4, 8, 16)):
                 if block_m * block_n > 16384 or block_m * block_n // (32 * warps) < 8:
                     continue
                 meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": softmax._align(elsize, n),
-                        "num_warps": warps, "EVICT": evict}
+                        "num_warps": warps}
                 chosen = isinstance(plan, tuple) and not isinstance(plan, (softmax._Staged, softmax._Split)) \
-                    and {**plan[1], "EVICT": plan[1].get("EVICT", "")} == meta
-                yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps} {evict or 'no-hint'}",
+                    and plan[1] == meta
+                yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps}",
                        partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta), moved, chosen)
         if n > 16384:
-            for chunk_bytes, warps in ((8192, 4), (16384, 8), (32768, 8)):
+            for (chunk_bytes, warps), spin_loads in itertools.product(((4096, 4), (8192, 4), (16384, 8), (32768, 8),
+                                                                       (32768, 16)), (False, True)):
                 chosen = (isinstance(plan, softmax._Split) and plan.meta["CHUNK"] * elsize == chunk_bytes
-                          and plan.meta["num_warps"] == warps)
-                yield ("softmax.split", (m, n), f"chunk={chunk_bytes // elsize} warps={warps}",
-                       _Split(x, y, chunk_bytes, warps), moved, chosen)
+                          and plan.meta["num_warps"] == warps and spin_loads)
+                yield ("softmax.split", (m, n),
+                       f"chunk={chunk_bytes // elsize} warps={warps} spin={'loads' if spin_loads else 'atomics'}",
+                       _Split(x, y, chunk_bytes, warps, spin_loads), moved, chosen)
             # the split path is checked against eager here, before its timings mean anything
             _Split(x, y, softmax._SPLIT_CHUNK_BYTES, softmax._SPLIT_WARPS)()
             err = (y.float() - torch.softmax(x.float(), -1)).abs().max().item()
@@ -129,15 +129,15 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
         plan = rms_norm._plan(m, n, n, x.element_size(), device)
         align = rms_norm._align(x.element_size(), n)
         block_n = 1 << (n - 1).bit_length()
-        for block_m, warps, evict in itertools.product((1, 2, 4), (4, 8, 16), _EVICTS):
+        for block_m, warps in itertools.product((1, 2, 4), (4, 8, 16)):
             per_thread = block_m * block_n // (warps * 32)
             if per_thread < 8 or per_thread > 64:
                 continue
-            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps, "EVICT": evict}
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
             grid = (-(-m // block_m),)
-            yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps} {evict or 'no-hint'}",
+            yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps}",
                    partial(rms_norm._rms_norm_rows[grid], x, w, y, m, n, n, 1e-6, **meta),
-                   moved, {**plan[1], "EVICT": plan[1].get("EVICT", "")} == meta)
+                   moved, plan[1] == meta)
 
 
 def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -148,15 +148,14 @@ def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
         moved = 3 * m * n * fused.element_size()
         plan = swiglu._plan(m, n, 2 * n, 2 * n, fused.element_size(), device)
         align = swiglu._align(fused.element_size(), n, 2 * n)
-        for (block_m, block_n), warps, evict in itertools.product(((1, 4096), (2, 2048), (4, 1024), (1, 8192)),
-                                                                  (4, 8, 16), _EVICTS):
+        for (block_m, block_n), warps in itertools.product(((1, 4096), (2, 2048), (4, 1024), (1, 8192)), (4, 8, 16)):
             if block_m * block_n // (warps * 32) < 8:
                 continue
-            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps, "EVICT": evict}
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
             grid = (-(-m // block_m), -(-n // block_n))
-            yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps} {evict or 'no-hint'}",
+            yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps}",
                    partial(swiglu._swiglu_rows[grid], g, u, y, m, n, 2 * n, 2 * n, **meta),
-                   moved, {**plan[1], "EVICT": plan[1].get("EVICT", "")} == meta)
+                   moved, plan[1] == meta)
 
 
 FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "swiglu": swiglu_trials}

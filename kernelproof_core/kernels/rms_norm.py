@@ -60,7 +60,7 @@ def _warps(tile: int) -> int:
 @triton.jit
 def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                    stride_x: tl.tensor, eps: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   ALIGN: tl.constexpr, EVICT: tl.constexpr = "") -> None:
+                   ALIGN: tl.constexpr) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16.
     N = (N // ALIGN) * ALIGN
@@ -70,10 +70,9 @@ def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
     rows = tl.minimum(tl.arange(0, BLOCK_M), (M - 1 - row0).to(tl.int32))
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    # EVICT="evict_first" marks x as read-once so L2 keeps weight, which every program re-reads.
     x = tl.load(x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :], mask=col_mask[None, :],
-                other=0.0, eviction_policy=EVICT).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last" if EVICT else "").to(tl.float32)
+                other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     inv = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
     y = x * inv[:, None] * w[None, :]
     store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
