@@ -67,7 +67,6 @@ class _Split:
     y: torch.Tensor
     chunk_bytes: int
     warps: int
-    spin_loads: bool = True
 
     def __call__(self) -> None:
         m, n = self.x.shape
@@ -75,7 +74,7 @@ class _Split:
                                    self.chunk_bytes, self.warps)
         partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=self.x.device)
         done = torch.zeros((m,), dtype=torch.int32, device=self.x.device)
-        plan.launch(self.x, self.y, partials, done, m, n, n, plan.n_parts, **plan.meta, SPIN_LOADS=self.spin_loads)
+        plan.launch(self.x, self.y, partials, done, m, n, n, plan.n_parts, **plan.meta)
 
 
 def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -98,13 +97,11 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
                 yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps}",
                        partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta), moved, chosen)
         if n > 16384:
-            for (chunk_bytes, warps), spin_loads in itertools.product(((4096, 4), (8192, 4), (16384, 8), (32768, 8),
-                                                                       (32768, 16)), (False, True)):
+            for chunk_bytes, warps in ((8192, 4), (16384, 8), (32768, 8)):
                 chosen = (isinstance(plan, softmax._Split) and plan.meta["CHUNK"] * elsize == chunk_bytes
-                          and plan.meta["num_warps"] == warps and spin_loads)
-                yield ("softmax.split", (m, n),
-                       f"chunk={chunk_bytes // elsize} warps={warps} spin={'loads' if spin_loads else 'atomics'}",
-                       _Split(x, y, chunk_bytes, warps, spin_loads), moved, chosen)
+                          and plan.meta["num_warps"] == warps)
+                yield ("softmax.split", (m, n), f"chunk={chunk_bytes // elsize} warps={warps}",
+                       _Split(x, y, chunk_bytes, warps), moved, chosen)
             # the split path is checked against eager here, before its timings mean anything
             _Split(x, y, softmax._SPLIT_CHUNK_BYTES, softmax._SPLIT_WARPS)()
             err = (y.float() - torch.softmax(x.float(), -1)).abs().max().item()

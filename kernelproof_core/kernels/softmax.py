@@ -3,12 +3,18 @@
 Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements) so short rows still give each program real work.
-  * N > 32768: one launch of small programs, each owning one 8 KB chunk of a row. Rows go in batches of
-    about 8 MB: a batch's partials programs reduce their chunks to (max, sum of exp), then its normalise
-    programs (launched right after the next batch's partials) merge the row's partials and rewrite their
-    chunk, re-reading it from L2. HBM sees one read and one write, and every SM has work whatever M is.
-    (A persistent looped kernel and a two-kernel split reached 40-62% of copy bandwidth on the H200 here:
-    benchmarks/kernel_sweep.py.)
+  * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
+    from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
+    normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
+  * wider rows, or under the interpreter (which runs programs one after another, so siblings could never meet):
+    one launch of small programs, each owning one 16 KB chunk of a row. Rows go in batches of about 8 MB: a batch's
+    partials programs reduce their chunks to (max, sum of exp), then its normalise programs (launched right after
+    the next batch's partials) merge the row's partials and rewrite their chunk, re-reading it from L2. HBM sees
+    one read and one write, and every SM has work whatever M is.
+    (A persistent looped kernel and a two-kernel split reached 40-62% of copy bandwidth on the H200 here; polling
+    the row counter with plain loads instead of atomics halved the split path's speed: benchmarks/kernel_sweep.py.)
+  Rows this wide stay near 70% of copy bandwidth on every path tried: each program alternates a load phase and
+  a store phase with a reduction (and, split, a rendezvous) between, and too few programs fit per SM to hide it.
 Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic,
 not autotuning: the first call is cheap and every run picks the same kernels. Reductions have a fixed
 order, so the output is bit-for-bit deterministic.
@@ -151,7 +157,7 @@ def _softmax_staged(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, cou
 @triton.jit
 def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, M: tl.tensor,
                    N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
-                   ALIGN: tl.constexpr, SPIN_LOADS: tl.constexpr = True) -> None:
+                   ALIGN: tl.constexpr) -> None:
     # One program per chunk of a row, the chunk held in registers from load to store: reduce it to (max, sum of
     # exp), publish that on the row's counter (release), wait until every chunk of the row has (acquire), merge the
     # row's partials and store. HBM sees exactly one read and one write. Waiting on programs with higher ids is safe
@@ -173,11 +179,6 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
     tl.store(at + M * n_parts + part, tl.sum(e, axis=0))
     tl.debug_barrier()  # every thread's stores are ordered before the release below
     tl.atomic_add(count_ptr + row, 1, sem="release")
-    if SPIN_LOADS:
-        # Poll with plain L2 loads (cheap) rather than read-modify-writes that serialise on the counter's address,
-        # then one acquire so the partials below are read after every sibling's release.
-        while tl.load(count_ptr + row, volatile=True) < n_parts:
-            pass
     while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
         pass
     tl.debug_barrier()

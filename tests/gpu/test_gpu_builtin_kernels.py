@@ -1,8 +1,8 @@
 """The built-in kernels' GPU-only paths and the speed-of-light reference, on a real GPU. Skipped without CUDA.
 
-Softmax's split path (rows wider than a register tile: one program per chunk, partials exchanged through a
-per-row counter) cannot run under the interpreter, which runs programs one after another, so this is where its
-cross-program rendezvous is tested: odd widths, -inf entries, padded rows, bit-exact replays.
+Softmax's split path (rows 32769-65536 wide: one program per chunk, partials exchanged through a per-row counter)
+cannot run under the interpreter, which runs programs one after another, so this is where its cross-program
+rendezvous is tested: odd widths, -inf entries, padded rows, bit-exact replays.
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-@pytest.mark.parametrize("shape", [(3, 32769), (257, 65536), (64, 131072), (5, 128256), (2, 250007)])
-def test_split_softmax_matches_fp32_reference(shape: tuple[int, int], dtype: torch.dtype) -> None:
+@pytest.mark.parametrize(("shape", "path"), [((3, 32769), softmax._Split), ((257, 65536), softmax._Split),
+                                             ((1991, 33508), softmax._Split), ((64, 131072), softmax._Staged),
+                                             ((5, 128256), softmax._Staged), ((2, 250007), softmax._Staged)])
+def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type, dtype: torch.dtype) -> None:
+    """Both wide-row paths (split up to 65536 wide, staged beyond) against an fp32 reference."""
     m, n = shape
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     x[0, ::7] = float("-inf")  # masked logits, as attention produces
     x[-1, : n // 2] = float("-inf")  # whole chunks of -inf: their partials are (max=-inf, sum=0)
     plan = softmax._plan(m, n, n, x.element_size(), x.device)
-    assert isinstance(plan, softmax._Split), plan
+    assert isinstance(plan, path), plan
     y = softmax.candidate(x)
     ref = torch.softmax(x.float(), dim=-1)
     assert torch.isfinite(y).all()
