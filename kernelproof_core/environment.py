@@ -67,15 +67,16 @@ def nvml_readings(index: int = 0) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=4)
-def copy_bandwidth_gbps(nbytes: int = 1024**3, repeats: int = 15, use_triton: bool = True) -> float:
+def copy_bandwidth_gbps(nbytes: int = 1024**3, repeats: int = 15, use_triton: bool = True,
+                        warmup_s: float | None = None) -> float:
     """Device-to-device copy bandwidth counting bytes read plus written (GB/s), measured once per process.
 
     This is the speed-of-light reference for memory-bound tasks: the best of the driver's memcpy and a vectorised
-    Triton copy (measurement/copy_reference.py says why one method is not enough).
+    Triton copy after a clock warm-up (measurement/copy_reference.py says why one method is not enough).
     """
-    from kernelproof_core.measurement.copy_reference import measure_copy_gbps
+    from kernelproof_core.measurement.copy_reference import WARMUP_S, measure_copy_gbps
 
-    return max(measure_copy_gbps(nbytes, repeats, use_triton).values())
+    return max(measure_copy_gbps(nbytes, repeats, use_triton, WARMUP_S if warmup_s is None else warmup_s).values())
 
 
 def gpu_info(measure_bandwidth: bool = True) -> GpuInfo:

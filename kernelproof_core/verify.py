@@ -16,6 +16,7 @@ from typing import Protocol
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.environment import collect_environment
+from kernelproof_core.measurement.speed_of_light import rebase
 from kernelproof_core.pipeline import CandidateOutcome, PipelineEvents, verify_candidate
 from kernelproof_core.report.models import (
     CandidateInfo,
@@ -126,6 +127,8 @@ def build_report(
         measure=campaign.measure,
         stopping=campaign.stopping,
     )
+    reference = environment.gpu.copy_bandwidth_gbps if environment.gpu else None
+    cases = [_with_reference(c, reference) for c in cases]
     return Report(
         run_id=uuid.uuid4().hex,
         created_at=created,
@@ -137,6 +140,14 @@ def build_report(
         cases=cases,
         summary=summarize_cases(cases, campaign),
     )
+
+
+def _with_reference(case: CaseResult, copy_gbps: float | None) -> CaseResult:
+    """Speed of light over the better copy measurement: the verifying process's quick probe or the environment's."""
+    if case.timing is None:
+        return case
+    update = rebase(case.timing.model_dump(), copy_gbps)
+    return case.model_copy(update={"timing": case.timing.model_copy(update=update)}) if update else case
 
 
 def summarize_cases(cases: list[CaseResult], campaign: Campaign) -> Summary:

@@ -133,7 +133,8 @@ def _bandwidth_table(report: Report) -> list[str]:
     env = report.environment.gpu.copy_bandwidth_gbps if report.environment.gpu else None
     ref = ", ".join(f"{r} GB/s" for r in refs) or (f"{env:.0f} GB/s (environment)" if env else "not measured")
     lines = ["", "## Achieved bandwidth", "",
-             f"Speed of light = device copy bandwidth measured in the verifying process: {ref}. Bytes moved are the "
+             f"Speed of light = device copy bandwidth, the better of the verifying process's quick probe and the "
+             f"environment's measurement: {ref}. Bytes moved are the "
              "task's minimum; events is the candidate's device-time median with launches hidden (what the reward "
              "sees), kernel time is CUPTI kernel time, launch-inclusive is the median of ungated samples, launch "
              "overhead is launch-inclusive minus kernel time.", ""]

@@ -116,7 +116,9 @@ class Timing(_Model):
     temperature_c_start: int | None = None
     # Speed of light (measurement/speed_of_light.py), CUDA only.
     kernel_bandwidth_gbps: float | None = Field(None, description="min_bytes over kernel-only device time")
-    copy_bandwidth_gbps: float | None = Field(None, description="speed-of-light reference: measured copy bandwidth")
+    copy_bandwidth_gbps: float | None = Field(
+        None, description="speed-of-light reference: the better of the verifying process's copy probe and "
+        "environment.gpu.copy_bandwidth_gbps (read+write GB/s)")
     speed_of_light_fraction: float | None = Field(
         None, description="achieved_bandwidth_gbps (device-time median) / copy_bandwidth_gbps"
     )
@@ -202,7 +204,8 @@ class GpuInfo(_Model):
     max_sm_clock_mhz: int | None = None
     max_mem_clock_mhz: int | None = None
     power_limit_w: float | None = Field(None, description="enforced power limit")
-    copy_bandwidth_gbps: float | None = Field(None, description="measured device-to-device copy, read+write bytes")
+    copy_bandwidth_gbps: float | None = Field(
+        None, description="measured device-to-device copy, read+write bytes: best of memcpy and a Triton copy, 1 GiB")
 
 
 class Environment(_Model):

@@ -119,5 +119,24 @@ def test_bandwidth_row_of_a_gpu_case() -> None:
     md = render_markdown(report)
     assert (f"| rms_norm | bfloat16 | n1 | {'x'.join(map(str, case.dims.values()))} | 1000.0 | 500.00 | 400.00 | "
             "520.00 | 120.00 | 2000 | 2500 | 50.0 | 62.5 | 2.000 |") in md
-    assert "Speed of light = device copy bandwidth measured in the verifying process: 4000 GB/s" in md
+    assert ("Speed of light = device copy bandwidth, the better of the verifying process's quick probe and the "
+            "environment's measurement: 4000 GB/s") in md
+
+    # A better copy measurement in the environment becomes the reference, and both fractions follow it.
+    from kernelproof_core.report.models import GpuInfo
+    from kernelproof_core.verify import build_report
+
+    gpu = GpuInfo(name="H200", capability="9.0", sm_count=132, memory_bytes=1, copy_bandwidth_gbps=5000.0)
+    rebuilt = build_report(command="verify", campaign=campaign, candidates=report.candidates, cases=[case],
+                           environment=report.environment.model_copy(update={"gpu": gpu}),
+                           isolation=report.isolation, created=report.created_at, duration_s=1.0)
+    timing = rebuilt.cases[0].timing
+    assert timing is not None and timing.copy_bandwidth_gbps == 5000.0
+    assert timing.speed_of_light_fraction == pytest.approx(0.4)
+    assert timing.speed_of_light_fraction_kernel == pytest.approx(0.5)
+    assert case.timing.copy_bandwidth_gbps == 4000.0  # the input report is not mutated
+    slower = report.environment.model_copy(update={"gpu": gpu.model_copy(update={"copy_bandwidth_gbps": 3000.0})})
+    kept = build_report(command="verify", campaign=campaign, candidates=report.candidates, cases=[case],
+                        environment=slower, isolation=report.isolation, created=report.created_at, duration_s=1.0)
+    assert kept.cases[0].timing.copy_bandwidth_gbps == 4000.0  # type: ignore[union-attr]
     assert "| n1 | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1 | 2 | 27.2 | 1980 | 1700–1980 | 3201 | 45 |" in md

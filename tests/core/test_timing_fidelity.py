@@ -67,6 +67,18 @@ def test_speed_of_light_and_launch_overhead() -> None:
     assert all(v is None for v in speed_of_light(10**9, None, 400.0, 4000.0, 600.0).values())  # interpreter
 
 
+def test_rebase_takes_the_better_copy_reference_only() -> None:
+    from kernelproof_core.measurement.speed_of_light import rebase
+
+    sol = speed_of_light(10**9, 500.0, 400.0, 4000.0, 600.0)
+    assert rebase(sol, 5000.0) == pytest.approx({"copy_bandwidth_gbps": 5000.0, "speed_of_light_fraction": 0.4,
+                                                 "speed_of_light_fraction_kernel": 0.5})
+    assert rebase(sol, 3900.0) == {} and rebase(sol, None) == {}  # a weaker measurement never replaces it
+    assert rebase(speed_of_light(10**9, None, None, None), 5000.0) == {}  # interpreter: nothing to rebase
+    no_kernel = rebase(speed_of_light(10**9, 500.0, None, 4000.0), 5000.0)
+    assert no_kernel["speed_of_light_fraction_kernel"] is None
+
+
 def _args(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["verify", "--task", "rms_norm", "--candidate", "x.py",
                                       "--device", "interpreter", *argv])
