@@ -115,6 +115,10 @@ def main() -> None:
         impls = implementations(task_name)
         for dtype in dtypes:
             for m, n in shapes:
+                # A fresh compile per shape and dtype: one compiled function reused across 12 of them hit dynamo's
+                # recompile limit and silently ran eager (the fp16 torch.compile column of the 2026-11-30 evidence).
+                torch._dynamo.reset()
+                impls["torch.compile"] = torch.compile(task.baseline(), dynamic=False)
                 case = Case(f"bench_{m}x{n}", CaseKind.THROUGHPUT, {"M": m, "N": n}, "benchmark shape")
                 inputs = task.make_inputs(case, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))
                 ref = task.oracle(inputs)
