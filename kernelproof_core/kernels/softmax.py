@@ -256,7 +256,8 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
     while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
         block_m //= 2
     # One 8192-wide row per program runs best on 16 warps (H200, bf16: 98.3% of copy bandwidth at 32768 x 8192 and
-    # 91.4% at 8192 x 8192, against 96.8% and 90.7% on 8: benchmarks/kernel_sweep.py, evidence/h200/.../kernels).
+    # 91.4% at 8192 x 8192, against 96.8% and 90.7% on 8: benchmarks/kernel_sweep.py,
+    # evidence/h200/2026-11-30_verification_kernels/4_eviction_hints_sweep/).
     warps = 16 if (block_m, block_n) == (1, 8192) else _warps(block_m * block_n)
     return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
                                                  "num_warps": warps}
