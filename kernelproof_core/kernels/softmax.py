@@ -23,7 +23,6 @@ order, so the output is bit-for-bit deterministic.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -244,7 +243,8 @@ def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, w
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged | _Split:
     align = _align(elsize, n, stride)
-    if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and os.environ.get("TRITON_INTERPRET", "0") != "1":
+    # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
+    if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction):
         split = _split_plan(m, n, elsize, align)
         if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
             return split
