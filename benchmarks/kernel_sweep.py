@@ -27,6 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import experimental_kernels
+
 from kernelproof_core.environment import copy_bandwidth_gbps
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
 
@@ -137,6 +139,28 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
                    moved, plan[1] == meta)
 
 
+def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Rows too wide for one program: the built-in's looped path against the experimental split path."""
+    for m, n in ((345, 64803), (1024, 65536), (2048, 24577), (1024, 40000)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        w = torch.randn(n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        launch, meta = rms_norm._plan(m, n, n, x.element_size(), device)
+        yield ("rms_norm.planned", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
+               partial(launch, x, w, y, m, n, n, 1e-6, **meta), moved, True)
+        for chunk, warps in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16)):
+            yield ("rms_norm.split", (m, n), f"chunk={chunk} warps={warps}",
+                   partial(experimental_kernels.rms_norm_split, x, w, 1e-6, chunk, warps, y), moved, False)
+        # checked against an fp32 reference before its timings mean anything
+        out = experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4)
+        xf = x.float()
+        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+        err = (out.float() - ref).abs().max().item()
+        print(f"rms_norm.split {m}x{n}: max |error| vs fp32 {err:.3g}; replay bit-exact "
+              f"{torch.equal(out, experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4))}", flush=True)
+
+
 def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     for m, n in ((4096, 4096), (8192, 2880), (4096, 11008), (32768, 8192)):
         fused = torch.randn(m, 2 * n, dtype=dtype, device=device)
@@ -155,7 +179,8 @@ def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
                    moved, plan[1] == meta)
 
 
-FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "swiglu": swiglu_trials}
+FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "rms_norm_wide": rms_norm_wide_trials,
+            "swiglu": swiglu_trials}
 
 
 def main() -> int:
