@@ -14,6 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernelproof_core.kernels.rms_norm import _align
+
 
 @triton.jit
 def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
@@ -41,13 +43,6 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
     inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + row.to(tl.int64) * N + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _align(elsize: int, *values: int) -> int:
-    a = max(1, 16 // elsize)
-    while a > 1 and any(v % a for v in values):
-        a //= 2
-    return a
 
 
 def rms_norm_split(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int, warps: int,
