@@ -6,6 +6,14 @@ one program, 30% of copy bandwidth on the campaign's unaligned 345 x 64803 case)
 of squares on the row's counter, waits for its siblings, then scales and stores: one HBM read and one write, and
 n_parts times the programs. Needs a GPU that runs a row's programs at once: never under the interpreter with more
 than one chunk per row.
+
+`softmax_pipelined`, `rms_norm_pipelined`: for rows of 4K-32K elements, where the built-ins hold one row per program
+and only one or two programs fit per SM, so each SM alternates loads, a reduction and stores with nothing overlapping
+(softmax 72-77% of copy bandwidth at 16K-32K wide, rms_norm 89% at 4096). A persistent grid (programs_per_sm x SMs
+programs) walks rows pid, pid + P, ...; each program issues its next row's loads before reducing and storing the
+current one, so HBM reads stay in flight through the reduction. PREFETCH=False is the same walk without it (the A/B);
+PACKED moves 16-bit rows as int32 pairs so the prefetched words stay untouched until their turn (ptxas otherwise
+unpacks them, waiting on the loads, inside the current row's reduction at some widths).
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelproof_core.kernels.rms_norm import _align
+from kernelproof_core.kernels.rms_norm import _align, _num_sms
+
+_MAX_PIPELINED_N = 32768  # widest row the pipelined kernels hold in registers
 
 
 @triton.jit
@@ -56,4 +66,157 @@ def rms_norm_split(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int
     _rms_norm_split[(m * n_parts,)](x, weight, y, partials, done, n, x.stride(0), eps, n_parts, CHUNK=chunk,
                                     BLOCK_S=triton.next_power_of_2(n_parts),
                                     ALIGN=_align(x.element_size(), n, x.stride(0)), num_warps=warps)
+    return y
+
+
+@triton.jit
+def _halves(v: tl.tensor, DTYPE: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    """int32 lanes holding two 16-bit DTYPE values (element 2i in the low half) -> the two as fp32."""
+    lo = v.to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    hi = (v >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
+    """Inverse of _halves: two fp32 tensors rounded to the 16-bit DTYPE, packed into int32 lanes."""
+    lo16 = lo.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi16 = hi.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) << 16
+    return lo16 | hi16
+
+
+@triton.jit
+def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                       BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr, PACKED: tl.constexpr,
+                       ALIGN: tl.constexpr) -> None:
+    # Persistent: program p takes rows p, p + P, p + 2P, ... (P programs). With PREFETCH the next row's loads are
+    # issued before the current row is reduced and stored, and kept in the input dtype until that row's turn.
+    # PACKED (16-bit dtypes, even N and stride): rows move as int32 lanes of two elements, so the prefetched row is
+    # carried as the raw loaded words and nothing touches it before its turn (unpacked, each 16-bit value takes a
+    # register of its own, and ptxas may do that unpacking, which waits for the loads, inside the current row's work).
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
+    src = x_ptr.to(tl.pointer_type(tl.int32)) if PACKED else x_ptr
+    dst = y_ptr.to(tl.pointer_type(tl.int32)) if PACKED else y_ptr
+    fill = 0 if PACKED else float("-inf")  # packed: masked lanes are set to -inf once unpacked
+    lanes = tl.arange(0, BLOCK_N // PER)
+    n_lanes = (N // ALIGN) * (ALIGN // PER)
+    lane_stride = (stride_x // ALIGN) * (ALIGN // PER)
+    mask = lanes < n_lanes
+    step = tl.num_programs(0)
+    row = tl.program_id(0)
+    if PREFETCH:
+        nxt = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask & (row < M), other=fill)
+    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x.
+    while row < M:
+        if PREFETCH:
+            v = nxt
+            ahead = row + step
+            # past the last row: fully masked, so no memory traffic; the values are never used
+            nxt = tl.load(src + ahead.to(tl.int64) * lane_stride + lanes, mask=mask & (ahead < M), other=fill)
+        else:
+            v = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask, other=fill)
+        if PACKED:
+            lo, hi = _halves(v, x_ptr.dtype.element_ty)
+            lo = tl.where(mask, lo, float("-inf"))
+            hi = tl.where(mask, hi, float("-inf"))
+            m = tl.max(tl.maximum(lo, hi), axis=0)
+            e_lo = tl.exp(lo - m)
+            e_hi = tl.exp(hi - m)
+            inv = 1.0 / tl.sum(e_lo + e_hi, axis=0)
+            out = _pack(e_lo * inv, e_hi * inv, y_ptr.dtype.element_ty)
+        else:
+            x = v.to(tl.float32)
+            e = tl.exp(x - tl.max(x, axis=0))
+            out = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
+        tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
+        row += step
+
+
+@triton.jit
+def _rms_norm_pipelined(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
+                        stride_x: tl.tensor, eps: tl.tensor, BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr,
+                        PACKED: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    # The walk, prefetch and packing of _softmax_pipelined; the weight is loaded once per program, before the loop.
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
+    src = x_ptr.to(tl.pointer_type(tl.int32)) if PACKED else x_ptr
+    dst = y_ptr.to(tl.pointer_type(tl.int32)) if PACKED else y_ptr
+    lanes = tl.arange(0, BLOCK_N // PER)
+    n_lanes = (N // ALIGN) * (ALIGN // PER)
+    lane_stride = (stride_x // ALIGN) * (ALIGN // PER)
+    mask = lanes < n_lanes
+    if PACKED:  # any weight dtype: its even and odd elements, once per program
+        w_lo = tl.load(w_ptr + 2 * lanes, mask=mask, other=0.0).to(tl.float32)
+        w_hi = tl.load(w_ptr + 2 * lanes + 1, mask=mask, other=0.0).to(tl.float32)
+    else:
+        w = tl.load(w_ptr + lanes, mask=mask, other=0.0).to(tl.float32)
+    step = tl.num_programs(0)
+    row = tl.program_id(0)
+    if PREFETCH:
+        nxt = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask & (row < M), other=0)
+    while row < M:
+        if PREFETCH:
+            v = nxt
+            ahead = row + step
+            nxt = tl.load(src + ahead.to(tl.int64) * lane_stride + lanes, mask=mask & (ahead < M), other=0)
+        else:
+            v = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask, other=0)
+        if PACKED:
+            lo, hi = _halves(v, x_ptr.dtype.element_ty)
+            inv = tl.rsqrt(tl.sum(lo * lo + hi * hi, axis=0) / N + eps)
+            out = _pack(lo * inv * w_lo, hi * inv * w_hi, y_ptr.dtype.element_ty)
+        else:
+            x = v.to(tl.float32)
+            inv = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+            out = (x * inv * w).to(y_ptr.dtype.element_ty)
+        tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
+        row += step
+
+
+def _pipelined_meta(x: torch.Tensor, programs_per_sm: int, warps: int, prefetch: bool,
+                    packed: bool) -> tuple[int, dict[str, int | bool]]:
+    """(programs, launch meta) for a pipelined kernel over a 2-D x with unit column stride."""
+    m, n = x.shape
+    if n > _MAX_PIPELINED_N:
+        raise ValueError(f"the pipelined kernels hold a row in registers: N <= {_MAX_PIPELINED_N}, got {n}")
+    align = _align(x.element_size(), n, x.stride(0))
+    if packed and (x.element_size() != 2 or align < 2):
+        raise ValueError("packed rows need a 16-bit dtype and an even row length and stride")
+    programs = min(m, programs_per_sm * _num_sms(x.device))
+    return programs, {"BLOCK_N": triton.next_power_of_2(n), "PREFETCH": prefetch, "PACKED": packed, "ALIGN": align,
+                      "num_warps": warps}
+
+
+def softmax_pipelined(x: torch.Tensor, programs_per_sm: int, warps: int, prefetch: bool = True,
+                      y: torch.Tensor | None = None, packed: bool = False) -> torch.Tensor:
+    """Softmax over the last dim of a 2-D x (any row stride, N <= 32768) on a persistent grid of
+    programs_per_sm x SMs programs (at most one per row); the result is a new contiguous tensor, or y."""
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    m, n = x.shape
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device) if y is None else y
+    if m == 0 or n == 0:
+        return y
+    programs, meta = _pipelined_meta(x, programs_per_sm, warps, prefetch, packed)
+    _softmax_pipelined[(programs,)](x, y, m, n, x.stride(0), **meta)
+    return y
+
+
+def rms_norm_pipelined(x: torch.Tensor, weight: torch.Tensor, eps: float, programs_per_sm: int, warps: int,
+                       prefetch: bool = True, y: torch.Tensor | None = None, packed: bool = False) -> torch.Tensor:
+    """RMSNorm over the last dim of a 2-D x (any row stride, N <= 32768) on a persistent grid of
+    programs_per_sm x SMs programs (at most one per row); the result is a new contiguous tensor, or y."""
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    if weight.stride(0) != 1:
+        weight = weight.contiguous()
+    m, n = x.shape
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device) if y is None else y
+    if m == 0 or n == 0:
+        return y
+    programs, meta = _pipelined_meta(x, programs_per_sm, warps, prefetch, packed)
+    _rms_norm_pipelined[(programs,)](x, weight, y, m, n, x.stride(0), eps, **meta)
     return y

@@ -4,7 +4,9 @@ The built-ins pick their launch parameters from fixed heuristics (no autotuning:
 run picks the same kernel). This script is how those heuristics are chosen: it launches each built-in kernel
 directly with a grid of candidate parameters on the shapes of interest and prints achieved bandwidth (the task's
 minimum bytes moved over the kernel time, `triton.testing.do_bench` median with L2 flushed between calls) as a
-fraction of the measured device copy bandwidth, the current heuristic's choice marked with `*`.
+fraction of the measured device copy bandwidth, the current heuristic's choice marked with `*`. Families named
+`rms_norm_wide`, `softmax_pipelined` and `rms_norm_pipelined` time the kernels of experimental_kernels.py against
+the built-in's own launch, after checking their output against an fp32 reference.
 
     python benchmarks/kernel_sweep.py --output sweep.json [--only softmax]
 
@@ -161,6 +163,82 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
               f"{torch.equal(out, experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4))}", flush=True)
 
 
+def _pipelined_guess(block_n: int, elsize: int) -> tuple[int, int]:
+    """(programs_per_sm, warps) best guess: about 32 KB of prefetched rows per SM (one row from 16384 elements of
+    bf16 up), ~32 elements per thread (64 at 32768, as the built-in's 16 warps)."""
+    return max(1, min(4, (32 << 10) // (block_n * elsize))), min(16, max(4, block_n // 1024))
+
+
+def _pipelined_configs(block_n: int, elsize: int) -> list[tuple[int, int, bool, bool]]:
+    """(programs_per_sm, warps, prefetch, packed) for the pipelined kernels: the prefetching grid (8 to 64 elements
+    of a row per thread), then the best guess without prefetch and, for 16-bit dtypes, with packed rows."""
+    per_sm, warps = _pipelined_guess(block_n, elsize)
+    configs = [(p, w, True, False) for p in (1, 2, 4) for w in (4, 8, 16, 32) if 8 <= block_n // (32 * w) <= 64]
+    configs.append((per_sm, warps, False, False))
+    if elsize == 2:
+        configs.append((per_sm, warps, True, True))
+    return configs
+
+
+def _pipelined_label(programs_per_sm: int, warps: int, prefetch: bool, packed: bool) -> str:
+    return f"per_sm={programs_per_sm} warps={warps}" + ("" if prefetch else " no-prefetch") + \
+        (" packed" if packed else "")
+
+
+def _check_pipelined(kind: str, x: torch.Tensor, ref: torch.Tensor,
+                     run: Callable[..., torch.Tensor]) -> None:
+    """A pipelined kernel against an fp32 reference, and a replay, at the best guess (plain and packed rows): before
+    its timings mean anything."""
+    m, n = x.shape
+    per_sm, warps = _pipelined_guess(1 << (n - 1).bit_length(), x.element_size())
+    for packed in (False, True) if x.element_size() == 2 else (False,):
+        out = run(per_sm, warps, packed=packed)
+        err = (out.float() - ref).abs().max().item()
+        print(f"{kind} {m}x{n} {_pipelined_label(per_sm, warps, True, packed)}: max |error| vs fp32 {err:.3g}; "
+              f"replay bit-exact {torch.equal(out, run(per_sm, warps, packed=packed))}", flush=True)
+
+
+def softmax_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The built-in's launch against the experimental persistent kernel that prefetches each program's next row."""
+    for m, n in ((4096, 4096), (8192, 8192), (4096, 16384), (2048, 32000), (4096, 32768)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        elsize = x.element_size()
+        moved = 2 * x.numel() * elsize
+        _check_pipelined("softmax.pipelined", x, torch.softmax(x.float(), -1),
+                         partial(experimental_kernels.softmax_pipelined, x))
+        plan = softmax._plan(m, n, n, elsize, device)
+        assert not isinstance(plan, (softmax._Staged, softmax._Split))  # every row here fits in registers
+        launch, meta = plan
+        yield ("softmax.planned", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
+               partial(launch, x, y, m, n, n, **meta), moved, True)
+        for per_sm, warps, prefetch, packed in _pipelined_configs(1 << (n - 1).bit_length(), elsize):
+            yield ("softmax.pipelined", (m, n), _pipelined_label(per_sm, warps, prefetch, packed),
+                   partial(experimental_kernels.softmax_pipelined, x, per_sm, warps, prefetch, y, packed), moved,
+                   False)
+
+
+def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The built-in's launch against the experimental persistent kernel that prefetches each program's next row."""
+    for m, n in ((8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (4096, 4940)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        w = torch.randn(n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        elsize = x.element_size()
+        moved = 2 * x.numel() * elsize
+        xf = x.float()
+        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+        del xf
+        _check_pipelined("rms_norm.pipelined", x, ref, partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6))
+        del ref
+        launch, meta = rms_norm._plan(m, n, n, elsize, device)
+        yield ("rms_norm.planned", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
+               partial(launch, x, w, y, m, n, n, 1e-6, **meta), moved, True)
+        for per_sm, warps, prefetch, packed in _pipelined_configs(1 << (n - 1).bit_length(), elsize):
+            yield ("rms_norm.pipelined", (m, n), _pipelined_label(per_sm, warps, prefetch, packed),
+                   partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6, per_sm, warps, prefetch, y, packed),
+                   moved, False)
+
 def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     for m, n in ((4096, 4096), (8192, 2880), (4096, 11008), (32768, 8192)):
         fused = torch.randn(m, 2 * n, dtype=dtype, device=device)
@@ -180,7 +258,8 @@ def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
 
 
 FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "rms_norm_wide": rms_norm_wide_trials,
-            "swiglu": swiglu_trials}
+            "swiglu": swiglu_trials, "softmax_pipelined": softmax_pipelined_trials,
+            "rms_norm_pipelined": rms_norm_pipelined_trials}
 
 
 def main() -> int:

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     launch_inclusive_samples: int = Field(
         5, ge=0, description="ungated samples per implementation for the launch-inclusive latency (reported only)"
     )
+    launch_gate_host_release: bool = Field(
+        True, description="hold the GPU until the host queued a whole sample (off: a GPU sleep sized from host cost)"
+    )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
     nvml_sample_clocks: bool = Field(
         True, description="read the SM clock and slowdown reasons around every CUDA sample (NVML, when available)"

@@ -17,6 +17,7 @@ from kernelproof_core.integrity.launches import LaunchObserver
 from kernelproof_core.integrity.plausibility import PersistingL2, copy_bandwidth_ceiling_gbps
 from kernelproof_core.integrity.policy import POLICY_VERSION, check_source
 from kernelproof_core.integrity.tamper import HarnessSnapshot
+from kernelproof_core.measurement.launch_gate import host_release
 from kernelproof_core.settings import get_settings
 from kernelproof_core.verdicts import Verdict
 
@@ -32,6 +33,8 @@ def warm_up_process(device: str) -> None:
     """Lazy imports and first uses of the checks, done before any snapshot (see guard.warm_up). Once per process and
     device: a sandboxed child does it at start-up, before its job, and verify_candidate's call is then free."""
     warm_up(device, launch_observer())
+    if device == "cuda" and get_settings().launch_gate_host_release:
+        host_release()  # compiled and self-tested here, before any snapshot or candidate code
 
 
 @dataclass

@@ -14,8 +14,9 @@ Kernel-only device time comes from torch.profiler (CUPTI) over a separate traced
 
 Interpreter: wall-clock samples of single calls, labelled as such; they never feed a reward.
 
-Launches are hidden: a GPU sleep ahead of each sample's start event lets the host queue the sample's calls, so the
-events time the calls back to back on the device (measurement.launch_gate). On the H200 host a launch costs the CPU
+Launches are hidden: the GPU is held ahead of each sample's start event until the host has queued the sample's calls
+(a wait kernel the host releases; a GPU sleep where that is unavailable), so the events time the calls back to back on
+the device (measurement.launch_gate). On the H200 host a launch costs the CPU
 about as long as a 20-40 us kernel runs, so ungated samples of such kernels timed the CPU: their medians moved with
 host jitter between processes and exceeded the CUPTI kernel time. A few extra ungated samples per implementation
 report the launch-inclusive latency alongside.
@@ -61,8 +62,9 @@ from kernelproof_core.measurement.launch_gate import (
     GateReading,
     LaunchGate,
     cycles_per_us,
-    exposed,
     gate_for,
+    host_release,
+    host_release_error,
     launch_inclusive,
 )
 from kernelproof_core.measurement.stats import summarize
@@ -116,6 +118,7 @@ class PairTiming:
     baseline_host_us: float | None = None
     exposed_samples: int = 0  # candidate samples whose queueing may have outrun the sleep (measurement.launch_gate)
     deferred_samples: int = 0  # candidate samples with a long tail after the end event (diagnostic)
+    launch_gate: str | None = None  # how launches were hidden: "host_release" or "sleep" (measurement.launch_gate)
 
     @property
     def candidate_rse(self) -> float | None:
@@ -196,7 +199,7 @@ class _CudaSampler:
         after = _Event(enable_timing=True)
         gate = self.gates[fn is self.candidate]
         out = None
-        gate.open(count)  # a GPU sleep: the calls below queue up behind it (measurement.launch_gate)
+        gate.open(count)  # the GPU is held: the calls below queue up behind it (measurement.launch_gate)
         start.record()
         for k in range(count):
             out = fn(*(audited if audited is not None and k == count - 1 else self.input_sets[(start_index + k) % n]))
@@ -206,6 +209,7 @@ class _CudaSampler:
             pass
         _synchronize()  # the whole device: work left on any other stream ends before `after` (the tail diagnostic)
         after.record()
+        reading = gate.settled(reading)  # the sample is done: did the host or the deadline open its gate?
         clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
         self.readings.append(clock)
         return _Sample(start, end, after, count, clock, reading), out
@@ -258,7 +262,7 @@ class _CudaSampler:
         if tail_us > self.tail_limit_us:
             self.deferred += int(is_candidate)
         self.host_us[is_candidate].append(sample.gate.host_us / sample.calls)
-        if exposed(sample.gate.host_us, sample.gate.sleep_us, us):
+        if sample.gate.exposed(us):
             self.exposed += int(is_candidate)
         return us / sample.calls
 
@@ -286,11 +290,13 @@ def measure_cuda(
     throttle_fraction: float = THROTTLE_CLOCK_FRACTION,
     launch_inclusive_samples: int = 0,
     audit_set: Sequence[Any] | None = None,
+    hold_for_host: bool = True,
 ) -> PairTiming:
     """Interleaved CUDA-event timing of candidate and baseline: device time per call, launches hidden.
 
-    Each sample queues a GPU sleep (measurement.launch_gate), its start event, its calls and its end event on the
-    caller's stream, then synchronizes the whole device and records one more event: the end event times the calls
+    Each sample queues a hold (measurement.launch_gate: a wait kernel the host releases once it queued the whole
+    sample, or with `hold_for_host` false or unavailable, a GPU sleep), its start event, its calls and its end event
+    on the caller's stream, then synchronizes the whole device and records one more event: the end event times the calls
     back to back; a tail from end to that last event beyond the calibrated limit is counted as a diagnostic
     (PairTiming.deferred_samples), while work outside the events is caught by the caller's CUPTI comparison
     (integrity.plausibility.check_timed_region).
@@ -321,9 +327,11 @@ def measure_cuda(
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
+    release = host_release() if hold_for_host else None
     cycles = cycles_per_us()
     gates = tuple(
-        gate_for(fn, input_sets[0], min(count, GATE_PROBE_CALLS), cycles, _median_or_none(host[is_candidate]) or 0.0)
+        gate_for(fn, input_sets[0], min(count, GATE_PROBE_CALLS), cycles, _median_or_none(host[is_candidate]) or 0.0,
+                 release)
         for is_candidate, fn, count in ((True, candidate, counts[0]), (False, baseline, counts[1]))
     )
 
@@ -343,6 +351,8 @@ def measure_cuda(
                 stopped_by = reason
                 break
     notes = [monitor.note] if monitor.note else []
+    if hold_for_host and release is None:
+        notes.append(f"launches hidden by a GPU sleep: the host-release gate is unavailable ({host_release_error()})")
     cand_us, base_us = sampler.cand_us, sampler.base_us
     if not cand_us:  # every pair throttled: report them, flagged, rather than nothing
         cand_us, base_us = [c for c, _ in sampler.discarded], [b for _, b in sampler.discarded]
@@ -373,6 +383,7 @@ def measure_cuda(
         candidate_host_us=_median_or_none(sampler.host_us[True]),
         baseline_host_us=_median_or_none(sampler.host_us[False]),
         exposed_samples=sampler.exposed, deferred_samples=sampler.deferred,
+        launch_gate="host_release" if release is not None else "sleep",
         clocks=summarize_clocks(sampler.start, sampler.readings, sampler.throttled, monitor.available),
     )
 

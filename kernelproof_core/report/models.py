@@ -70,7 +70,7 @@ class Timing(_Model):
     input_sets: int = Field(description="distinct input sets rotated through so samples do not hit a warm L2")
     l2_flush_bytes: int
     candidate: Distribution = Field(
-        description="per-call device time: CUDA events around calls queued behind a GPU sleep (launches hidden)"
+        description="per-call device time: CUDA events around calls queued while the GPU was held (launches hidden)"
     )
     baseline: Distribution
     candidate_launch_inclusive: Distribution | None = Field(
@@ -80,7 +80,11 @@ class Timing(_Model):
     candidate_host_us_per_call: float | None = Field(None, description="median host time to queue one call")
     baseline_host_us_per_call: float | None = None
     launch_exposed_samples: int | None = Field(
-        None, description="candidate samples whose queueing may have outlasted the sleep (their time includes host)"
+        None, description="candidate samples the host may not have fully queued before the GPU ran them (host time "
+        "included: only slower)"
+    )
+    launch_gate: str | None = Field(
+        None, description="how launches were hidden: host_release (GPU held until the sample was queued) or sleep"
     )
     deferred_samples: int | None = Field(
         None, description="candidate samples with a long tail after the end event (host wake-up or deferred work)"

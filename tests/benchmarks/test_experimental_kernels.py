@@ -2,12 +2,16 @@
 
 Under the interpreter programs run one after another, so a row's programs can only meet when there is one per row:
 these tests run the split rms_norm with one chunk per row (its arithmetic, masks, strides and the counter path);
-the many-chunk rendezvous runs on the GPU, checked by benchmarks/kernel_sweep.py before it is timed.
+the many-chunk rendezvous runs on the GPU, checked by benchmarks/kernel_sweep.py before it is timed. The pipelined
+(persistent, prefetching) kernels have no cross-program dependence and run whole here, with the SM count cut to 4 so
+that each program walks several rows and prefetches past the last one.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -31,3 +35,74 @@ def test_split_rms_norm_matches_the_reference(n: int, dtype: torch.dtype) -> Non
     ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
     torch.testing.assert_close(y.float(), ref, rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
     assert torch.equal(experimental_kernels.rms_norm_split(x, w, 1e-6, chunk=1024, warps=4), y)
+
+
+def _rms_norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+
+
+@pytest.fixture
+def four_sms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grids of programs_per_sm x 4 programs: fewer than the rows, so every program loops."""
+    monkeypatch.setattr(experimental_kernels, "_num_sms", lambda device: 4)
+
+
+PIPELINED_CASES = [  # (dtype, prefetch, packed)
+    (torch.float32, True, False), (torch.float32, False, False),
+    (torch.bfloat16, True, False), (torch.bfloat16, False, False), (torch.bfloat16, True, True),
+    (torch.bfloat16, False, True), (torch.float16, True, True),
+]
+
+
+@pytest.mark.usefixtures("four_sms")
+@pytest.mark.parametrize(("dtype", "prefetch", "packed"), PIPELINED_CASES)
+@pytest.mark.parametrize(("m", "n", "pad", "per_sm"), [
+    (37, 1000, 24, 2),  # 8 programs of 4-5 rows, padded row stride
+    (5, 300, 0, 1),  # 4 programs: one walks 2 rows, three walk 1
+    (9, 998, 2, 16),  # more programs than rows: capped at one row each
+])
+def test_pipelined_kernels_match_the_reference(m: int, n: int, pad: int, per_sm: int, dtype: torch.dtype,
+                                               prefetch: bool, packed: bool) -> None:
+    base = torch.randn(m, n + pad, device=DEVICE).to(dtype)
+    x = base[:, :n]
+    w = torch.randn(n, device=DEVICE).to(dtype)
+    wide = dtype != torch.float32
+    softmax = experimental_kernels.softmax_pipelined(x, per_sm, 4, prefetch, packed=packed)
+    assert softmax.shape == (m, n) and softmax.stride() == (n, 1) and softmax.dtype == dtype
+    torch.testing.assert_close(softmax.float(), torch.softmax(x.float(), -1), rtol=1e-2 if wide else 1e-5,
+                               atol=1e-5 if wide else 1e-7)
+    rms = experimental_kernels.rms_norm_pipelined(x, w, 1e-6, per_sm, 4, prefetch, packed=packed)
+    assert rms.shape == (m, n) and rms.stride() == (n, 1) and rms.dtype == dtype
+    torch.testing.assert_close(rms.float(), _rms_norm_ref(x, w), rtol=2e-2 if wide else 1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("four_sms")
+@pytest.mark.parametrize(("prefetch", "packed"), [(True, False), (False, False), (True, True)])
+def test_pipelined_kernels_are_bit_exact_across_calls(prefetch: bool, packed: bool) -> None:
+    x = torch.randn(37, 1024, device=DEVICE).to(torch.bfloat16)[:, :1000]
+    w = torch.randn(1000, device=DEVICE).to(torch.bfloat16)
+    runs: list[Callable[..., torch.Tensor]] = [
+        partial(experimental_kernels.softmax_pipelined, x, 2, 4, prefetch, packed=packed),
+        partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6, 2, 4, prefetch, packed=packed),
+    ]
+    for run in runs:
+        first = run()
+        # the replay writes over NaNs: every element is written, and to the same bits
+        assert torch.equal(run(y=torch.full_like(first, float("nan"))), first)
+
+def test_pipelined_kernels_write_into_y_and_refuse_what_they_cannot_hold() -> None:
+    x = torch.randn(3, 64, device=DEVICE)
+    w = torch.randn(64, device=DEVICE)
+    y = torch.full_like(x, float("nan"))
+    assert experimental_kernels.softmax_pipelined(x, 1, 4, y=y) is y
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    assert experimental_kernels.rms_norm_pipelined(x, w, 1e-6, 1, 4, y=y) is y
+    torch.testing.assert_close(y, _rms_norm_ref(x, w))
+    assert experimental_kernels.softmax_pipelined(x[:0], 1, 4).shape == (0, 64)
+    with pytest.raises(ValueError, match="16-bit"):
+        experimental_kernels.softmax_pipelined(x, 1, 4, packed=True)  # fp32
+    with pytest.raises(ValueError, match="16-bit"):
+        experimental_kernels.rms_norm_pipelined(x.half()[:, :63], w.half()[:63], 1e-6, 1, 4, packed=True)  # odd N
+    with pytest.raises(ValueError, match="N <= 32768"):
+        experimental_kernels.softmax_pipelined(torch.empty(1, 32769, device=DEVICE), 1, 4)

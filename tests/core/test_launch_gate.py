@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kernelproof_core.measurement.launch_gate import (
+    RELEASE_TIMEOUT_CAP_US,
+    RELEASE_TIMEOUT_FLOOR_US,
     SLEEP_CAP_US,
     SLEEP_FACTOR,
     SLEEP_MARGIN_US,
+    GateReading,
     LaunchGate,
     exposed,
+    host_release,
+    host_release_error,
+    release_timeout_us,
     sleep_us_for,
 )
 from kernelproof_core.measurement.timing import deferral_limit_us
@@ -37,6 +44,26 @@ def test_gate_follows_the_slowest_recent_host() -> None:
     for _ in range(len(gate.recent) + 8):
         gate.recent.append(10.0)
     assert gate.host_us_per_call == 10.0  # and falls back once it leaves the window
+
+
+def test_host_release_exposure_is_what_opened_the_gate() -> None:
+    # Host release: the deadline opening the gate is the only exposure, whatever the times say.
+    assert GateReading(host_us=5000.0, sleep_us=0.0, released=True).exposed(device_us=10.0) is False
+    assert GateReading(host_us=10.0, sleep_us=0.0, released=False).exposed(device_us=5000.0) is True
+    # Sleep gate (released unknown): the timing rule above.
+    assert GateReading(host_us=1300.0, sleep_us=1020.0).exposed(device_us=200.0) is True
+
+
+def test_release_deadline_outlasts_the_host_and_is_capped() -> None:
+    assert release_timeout_us(0, 30.0) == RELEASE_TIMEOUT_FLOOR_US
+    assert release_timeout_us(100, 30.0) > 100 * 30.0  # never before a host of the usual speed has queued it all
+    assert release_timeout_us(10**6, 1000.0) == RELEASE_TIMEOUT_CAP_US
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CUDA side is tests/gpu/test_gpu_launch_gate.py")
+def test_without_cuda_the_sleep_gate_stays_in_charge_and_says_why() -> None:
+    assert host_release() is None
+    assert "CUDA" in (host_release_error() or "")
 
 
 def test_deferral_limit_sits_above_the_synchronize_gap() -> None:

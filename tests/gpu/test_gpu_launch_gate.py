@@ -1,9 +1,11 @@
-"""The launch gate on a real GPU (measurement/launch_gate.py): sleep calibration, and that work left on another
+"""The launch gate on a real GPU (measurement/launch_gate.py): the host-release wait kernel holds a sample until the
+host queued it (and a host that never releases cannot deadlock it), sleep calibration, and that work left on another
 stream is counted, never free. Trusted functions call measure_cuda directly: the stream use that the static policy
 forbids to candidates is what is being tested here. Skipped without CUDA."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ import torch
 
 from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.integrity.plausibility import check_timed_region
-from kernelproof_core.measurement.launch_gate import cycles_per_us
+from kernelproof_core.measurement.launch_gate import cycles_per_us, host_release
 from kernelproof_core.measurement.timing import measure_cuda
 
 pytestmark = pytest.mark.gpu
@@ -60,3 +62,48 @@ def test_work_hidden_in_the_sleep_fails_the_kernel_time_check() -> None:
     assert pair.candidate_device_us is not None
     with pytest.raises(CandidateFailure):
         check_timed_region(pair.candidate.median, pair.candidate_device_us)
+
+
+@requires_cuda
+def test_host_release_gate_builds_and_is_used() -> None:
+    assert host_release() is not None
+    x = torch.randn(1 << 20, device="cuda")
+    pair = _measure(lambda a: a * 2, lambda a: a * 3, x)
+    assert pair.launch_gate == "host_release"
+    assert pair.exposed_samples == 0
+
+
+def _slow_host(a: torch.Tensor) -> torch.Tensor:
+    """A tiny kernel behind 0.2-1 ms of jittery host work per call: the host is the bottleneck, by far."""
+    until = time.perf_counter() + 2e-4 * (1 + (a.data_ptr() >> 8) % 5)
+    while time.perf_counter() < until:
+        pass
+    return a * 2
+
+
+@requires_cuda
+def test_a_slow_jittery_host_does_not_reach_the_device_time() -> None:
+    x = torch.randn(1 << 16, device="cuda")  # 256 KB: a few microseconds of kernel
+    pair = measure_cuda(_slow_host, lambda a: a * 2, [[x]], warmups=3, samples=10, invocations=20,
+                        l2_flush_bytes=64 << 20, profiler_invocations=5, max_sample_ms=50.0,
+                        launch_inclusive_samples=3)
+    assert pair.launch_gate == "host_release" and pair.exposed_samples == 0
+    assert pair.candidate_launch_inclusive is not None and pair.candidate_launch_inclusive.median > 150.0
+    # Held until all 20 calls were queued, the GPU runs them back to back: microseconds, not the host's 200+ us.
+    assert pair.candidate.median < 25.0, pair.candidate.median
+
+
+@requires_cuda
+def test_a_call_that_waits_for_the_device_ends_the_hold_by_its_deadline() -> None:
+    x = torch.randn(1 << 16, device="cuda")
+
+    def synchronizing(a: torch.Tensor) -> torch.Tensor:
+        out = a * 2
+        torch.cuda.synchronize()  # waits for the held stream: only the wait kernel's deadline can end this
+        return out
+
+    began = time.perf_counter()
+    pair = measure_cuda(synchronizing, lambda a: a * 2, [[x]], warmups=2, samples=4, invocations=3,
+                        l2_flush_bytes=64 << 20, profiler_invocations=3, max_sample_ms=20.0)
+    assert pair.exposed_samples == 4  # every sample: the deadline, not the host, opened the gate
+    assert time.perf_counter() - began < 30.0  # no deadlock: each hold gave up after its deadline
