@@ -1,11 +1,7 @@
 """Kernel designs under evaluation: swept by kernel_sweep.py on the H200, not shipped until they win there.
 
-`rms_norm_split`: rms_norm for rows too wide for one program's registers (the built-in loops over such a row twice in
-one program, 30% of copy bandwidth on the campaign's unaligned 345 x 64803 case). Like softmax's split path
-(kernelproof_core/kernels/softmax.py): one program per chunk of a row keeps its chunk in registers, publishes its sum
-of squares on the row's counter, waits for its siblings, then scales and stores: one HBM read and one write, and
-n_parts times the programs. Needs a GPU that runs a row's programs at once: never under the interpreter with more
-than one chunk per row.
+`rms_norm_split`: the built-in rms_norm's split path (kernelproof_core/kernels/rms_norm.py) with explicit chunk
+and warps, for the sweep.
 
 `softmax_pipelined`, `rms_norm_pipelined`: for rows of 4K-32K elements, where the built-ins hold one row per program
 and only one or two programs fit per SM, so each SM alternates loads, a reduction and stores with nothing overlapping
@@ -22,37 +18,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelproof_core.kernels.rms_norm import _align, _num_sms
+from kernelproof_core.kernels.rms_norm import _align, _num_sms, _rms_norm_split
+from kernelproof_core.kernels.softmax import _halves, _pack, _softmax_pipelined
 
 _MAX_PIPELINED_N = 32768  # widest row the pipelined kernels hold in registers
-
-
-@triton.jit
-def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
-                    N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr,
-                    BLOCK_S: tl.constexpr, ALIGN: tl.constexpr) -> None:
-    N = (N // ALIGN) * ALIGN
-    stride_x = (stride_x // ALIGN) * ALIGN
-    pid = tl.program_id(0)
-    row = pid // n_parts
-    part = pid % n_parts
-    cols = part * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < N
-    x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
-    at = part_ptr + row.to(tl.int64) * n_parts
-    tl.store(at + part, tl.sum(x * x, axis=0))
-    tl.debug_barrier()  # every thread's stores are ordered before the release below
-    tl.atomic_add(count_ptr + row, 1, sem="release")
-    while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
-        pass
-    tl.debug_barrier()
-    slots = tl.arange(0, BLOCK_S)
-    # .cg: the partials were written by other SMs; never serve them from this SM's L1. Summed in slot order: replays
-    # are bit-exact.
-    sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
-    inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row.to(tl.int64) * N + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def rms_norm_split(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int, warps: int,
@@ -67,71 +36,6 @@ def rms_norm_split(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int
                                     BLOCK_S=triton.next_power_of_2(n_parts),
                                     ALIGN=_align(x.element_size(), n, x.stride(0)), num_warps=warps)
     return y
-
-
-@triton.jit
-def _halves(v: tl.tensor, DTYPE: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
-    """int32 lanes holding two 16-bit DTYPE values (element 2i in the low half) -> the two as fp32."""
-    lo = v.to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
-    hi = (v >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
-    return lo, hi
-
-
-@triton.jit
-def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
-    """Inverse of _halves: two fp32 tensors rounded to the 16-bit DTYPE, packed into int32 lanes."""
-    lo16 = lo.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    hi16 = hi.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) << 16
-    return lo16 | hi16
-
-
-@triton.jit
-def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr, PACKED: tl.constexpr,
-                       ALIGN: tl.constexpr) -> None:
-    # Persistent: program p takes rows p, p + P, p + 2P, ... (P programs). With PREFETCH the next row's loads are
-    # issued before the current row is reduced and stored, and kept in the input dtype until that row's turn.
-    # PACKED (16-bit dtypes, even N and stride): rows move as int32 lanes of two elements, so the prefetched row is
-    # carried as the raw loaded words and nothing touches it before its turn (unpacked, each 16-bit value takes a
-    # register of its own, and ptxas may do that unpacking, which waits for the loads, inside the current row's work).
-    N = (N // ALIGN) * ALIGN
-    stride_x = (stride_x // ALIGN) * ALIGN
-    PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
-    src = x_ptr.to(tl.pointer_type(tl.int32)) if PACKED else x_ptr
-    dst = y_ptr.to(tl.pointer_type(tl.int32)) if PACKED else y_ptr
-    fill = 0 if PACKED else float("-inf")  # packed: masked lanes are set to -inf once unpacked
-    lanes = tl.arange(0, BLOCK_N // PER)
-    n_lanes = (N // ALIGN) * (ALIGN // PER)
-    lane_stride = (stride_x // ALIGN) * (ALIGN // PER)
-    mask = lanes < n_lanes
-    step = tl.num_programs(0)
-    row = tl.program_id(0)
-    if PREFETCH:
-        nxt = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask & (row < M), other=fill)
-    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x.
-    while row < M:
-        if PREFETCH:
-            v = nxt
-            ahead = row + step
-            # past the last row: fully masked, so no memory traffic; the values are never used
-            nxt = tl.load(src + ahead.to(tl.int64) * lane_stride + lanes, mask=mask & (ahead < M), other=fill)
-        else:
-            v = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask, other=fill)
-        if PACKED:
-            lo, hi = _halves(v, x_ptr.dtype.element_ty)
-            lo = tl.where(mask, lo, float("-inf"))
-            hi = tl.where(mask, hi, float("-inf"))
-            m = tl.max(tl.maximum(lo, hi), axis=0)
-            e_lo = tl.exp(lo - m)
-            e_hi = tl.exp(hi - m)
-            inv = 1.0 / tl.sum(e_lo + e_hi, axis=0)
-            out = _pack(e_lo * inv, e_hi * inv, y_ptr.dtype.element_ty)
-        else:
-            x = v.to(tl.float32)
-            e = tl.exp(x - tl.max(x, axis=0))
-            out = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
-        tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
-        row += step
 
 
 @triton.jit

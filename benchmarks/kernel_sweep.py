@@ -141,16 +141,29 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
                    moved, plan[1] == meta)
 
 
+def _rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
+    """The built-in rms_norm called as a candidate is (plan lookup, workspace and all), labelled with its plan."""
+    m, n = x.shape
+    plan = rms_norm._plan(m, n, n, x.element_size(), x.device)
+    meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
+    kind = "split" if isinstance(plan, rms_norm._Split) else "rows"
+    return ("rms_norm.planned", (m, n), f"{kind} " + " ".join(f"{k}={v}" for k, v in meta.items()),
+            partial(rms_norm.candidate, x, w, 1e-6), moved, True)
+
+
 def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Rows too wide for one program: the built-in's looped path against the experimental split path."""
+    """Rows too wide for one program: the built-in as planned (split path on a GPU), the looped path it replaced,
+    and the split path's other parameters."""
     for m, n in ((345, 64803), (1024, 65536), (2048, 24577), (1024, 40000)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         w = torch.randn(n, dtype=dtype, device=device)
         y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        launch, meta = rms_norm._plan(m, n, n, x.element_size(), device)
-        yield ("rms_norm.planned", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
-               partial(launch, x, w, y, m, n, n, 1e-6, **meta), moved, True)
+        elsize = x.element_size()
+        moved = 2 * x.numel() * elsize
+        yield _rms_norm_planned(x, w, moved)
+        launch, meta = rms_norm._looped_plan(m, n, elsize, rms_norm._align(elsize, n), rms_norm._num_sms(device))
+        yield ("rms_norm.looped", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
+               partial(launch, x, w, y, m, n, n, 1e-6, **meta), moved, False)
         for chunk, warps in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16)):
             yield ("rms_norm.split", (m, n), f"chunk={chunk} warps={warps}",
                    partial(experimental_kernels.rms_norm_split, x, w, 1e-6, chunk, warps, y), moved, False)
@@ -231,9 +244,7 @@ def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Itera
         del xf
         _check_pipelined("rms_norm.pipelined", x, ref, partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6))
         del ref
-        launch, meta = rms_norm._plan(m, n, n, elsize, device)
-        yield ("rms_norm.planned", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
-               partial(launch, x, w, y, m, n, n, 1e-6, **meta), moved, True)
+        yield _rms_norm_planned(x, w, moved)
         for per_sm, warps, prefetch, packed in _pipelined_configs(1 << (n - 1).bit_length(), elsize):
             yield ("rms_norm.pipelined", (m, n), _pipelined_label(per_sm, warps, prefetch, packed),
                    partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6, per_sm, warps, prefetch, y, packed),

@@ -1,7 +1,7 @@
 """Reward specifications. Each identifier is frozen: any change to the formula or its inputs needs a new one.
 
 v2 (current) is v1's formula over different inputs: reference_median and candidate_median are the per-call device
-times with launches hidden (CUDA events around calls queued behind a GPU sleep, harness 0.4), and timing_cv is over
+times with launches hidden (CUDA events around calls queued while the GPU is held, harness 0.4+), and timing_cv is over
 those samples. v1 stays computable from a report: the same formula over the launch-inclusive distributions
 (`timing.candidate_launch_inclusive`, `timing.baseline_launch_inclusive`).
 

@@ -7,11 +7,11 @@ bandwidth is measured in the verifying process before the candidate is loaded; t
 H200's theoretical peak (4.8 TB/s against ~4 TB/s measured copy), so an honest kernel is never near it, while the
 L2 flush and input rotation keep honest timings HBM-bound for every case large enough for the floor to matter.
 
-Work outside the timed region: each sample's calls are queued behind a GPU sleep on the caller's stream (launches
-hidden, measurement/launch_gate.py), so work put on another stream could run during that sleep, before the start
-event. Kernels of one stream run one after another, so their summed durations (CUPTI, every stream) cannot exceed the
-event-timed device time that brackets them; a candidate whose kernel time does, by more than MAX_KERNEL_OVER_EVENTS,
-ran work outside the bracket: `tampering`.
+Work outside the timed region: each sample's calls are queued while the caller's stream is held (a wait kernel or a
+GPU sleep: launches hidden, measurement/launch_gate.py), so work put on another stream could run during that hold,
+before the start event. Kernels of one stream run one after another, so their summed durations (CUPTI, every
+stream) cannot exceed the event-timed device time that brackets them; a candidate whose kernel time does, by more
+than MAX_KERNEL_OVER_EVENTS, ran work outside the bracket: `tampering`.
 
 Persisting L2 (cudaAccessPolicyWindow) could keep a working set resident across the flush. The measurement sets the
 persisting-L2 limit to zero, resets persisting lines before every flush, and treats a limit changed by the

@@ -3,6 +3,10 @@
 Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements) so short rows still give each program real work.
+  * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
+    then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
+    persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
+    current one: 84-88% (benchmarks/kernel_sweep.py --only softmax_pipelined). Narrower rows gain nothing from it.
   * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
     from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
     normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
@@ -31,6 +35,8 @@ import triton
 import triton.language as tl
 
 _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread at 32 warps)
+_PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
+_PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
 # Staged path (rows wider than _MAX_FUSED_N): bytes per program chunk, and rows per batch so that a batch (read by
 # its partials programs, then re-read by its normalise programs) stays in L2 (H200: 50 MB) next to the batch after.
@@ -91,6 +97,73 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
     store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
     y_ptrs = y_ptr + row0 * N + rows[:, None] * N + cols[None, :]
     tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask)
+
+
+@triton.jit
+def _halves(v: tl.tensor, DTYPE: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    """int32 lanes holding two 16-bit DTYPE values (element 2i in the low half) -> the two as fp32."""
+    lo = v.to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    hi = (v >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
+    """Inverse of _halves: two fp32 tensors rounded to the 16-bit DTYPE, packed into int32 lanes."""
+    lo16 = lo.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi16 = hi.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) << 16
+    return lo16 | hi16
+
+
+@triton.jit
+def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                       BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr, PACKED: tl.constexpr,
+                       ALIGN: tl.constexpr) -> None:
+    # Persistent: program p takes rows p, p + P, p + 2P, ... (P programs). With PREFETCH the next row's loads are
+    # issued before the current row is reduced and stored, and kept in the input dtype until that row's turn: one
+    # or two programs fit per SM at these widths, and without it each SM idles HBM through every reduction and store.
+    # The built-in runs PREFETCH on, PACKED off; benchmarks/kernel_sweep.py sweeps both.
+    # PACKED (16-bit dtypes, even N and stride): rows move as int32 lanes of two elements, so the prefetched row is
+    # carried as the raw loaded words and nothing touches it before its turn (unpacked, each 16-bit value takes a
+    # register of its own, and ptxas may do that unpacking, which waits for the loads, inside the current row's work).
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
+    src = x_ptr.to(tl.pointer_type(tl.int32)) if PACKED else x_ptr
+    dst = y_ptr.to(tl.pointer_type(tl.int32)) if PACKED else y_ptr
+    fill = 0 if PACKED else float("-inf")  # packed: masked lanes are set to -inf once unpacked
+    lanes = tl.arange(0, BLOCK_N // PER)
+    n_lanes = (N // ALIGN) * (ALIGN // PER)
+    lane_stride = (stride_x // ALIGN) * (ALIGN // PER)
+    mask = lanes < n_lanes
+    step = tl.num_programs(0)
+    row = tl.program_id(0)
+    if PREFETCH:
+        nxt = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask & (row < M), other=fill)
+    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x.
+    while row < M:
+        if PREFETCH:
+            v = nxt
+            ahead = row + step
+            # past the last row: fully masked, so no memory traffic; the values are never used
+            nxt = tl.load(src + ahead.to(tl.int64) * lane_stride + lanes, mask=mask & (ahead < M), other=fill)
+        else:
+            v = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask, other=fill)
+        if PACKED:
+            lo, hi = _halves(v, x_ptr.dtype.element_ty)
+            lo = tl.where(mask, lo, float("-inf"))
+            hi = tl.where(mask, hi, float("-inf"))
+            m = tl.max(tl.maximum(lo, hi), axis=0)
+            e_lo = tl.exp(lo - m)
+            e_hi = tl.exp(hi - m)
+            inv = 1.0 / tl.sum(e_lo + e_hi, axis=0)
+            out = _pack(e_lo * inv, e_hi * inv, y_ptr.dtype.element_ty)
+        else:
+            x = v.to(tl.float32)
+            e = tl.exp(x - tl.max(x, axis=0))
+            out = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
+        tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
+        row += step
 
 
 @triton.jit
@@ -251,6 +324,10 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
     if n > _MAX_FUSED_N:
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
+    if n > _PIPELINED_MIN_N:
+        return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
+            "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,
+            "num_warps": _PIPELINED_WARPS}
     block_n = triton.next_power_of_2(n)
     block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
     while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:

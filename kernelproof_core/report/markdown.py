@@ -166,8 +166,9 @@ def _sampling_table(report: Report) -> list[str]:
     lines = ["", "## Sampling and clocks", "",
              "Samples are kept/taken per implementation; a pair is discarded when the SM clock fell below 90% "
              "(default) of its value after the warm-ups or NVML reported a thermal or power slowdown. Exposed: "
-             "candidate samples whose launches may have outrun the GPU sleep that hides them; long tail: candidate "
-             "samples whose device synchronize came late after the end event (host wake-up or deferred work).", ""]
+             "candidate samples the host may not have fully queued before the GPU ran them (launch gate); long tail: "
+             "candidate samples whose device synchronize came late after the end event (host wake-up or deferred "
+             "work).", ""]
     lines += _header(["task", "dtype", "case", "stopped by", "samples kept/taken", "RSE cand %", "RSE base %",
                       "throttled pairs", "exposed", "long tail", "host µs/call", "SM MHz start", "SM MHz min–max",
                       "mem MHz", "°C"])

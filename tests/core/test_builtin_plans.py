@@ -1,7 +1,8 @@
-"""Launch plans of the built-in kernels that must hold on any host: which wide-row softmax path runs where.
+"""Launch plans of the built-in kernels that must hold on any host: which wide-row softmax and rms_norm path runs
+where.
 
-The split path makes a row's programs wait for each other, which only works when they run at the same time: on a
-GPU, compiled. The interpreter runs programs one after another, so it must never be chosen there, whatever device
+The split paths make a row's programs wait for each other, which only works when they run at the same time: on a
+GPU, compiled. The interpreter runs programs one after another, so they must never be chosen there, whatever device
 the tensors claim.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelproof_core.kernels import softmax
+from kernelproof_core.kernels import rms_norm, softmax
 
 
 @pytest.mark.parametrize("n", [32769, 65536, 131072])
@@ -29,3 +30,22 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
     plan = softmax._split_plan(3, 33508, 2, softmax._align(2, 33508))
     assert plan.meta["CHUNK"] * plan.n_parts >= 33508 > plan.meta["CHUNK"] * (plan.n_parts - 1)
     assert plan.meta["BLOCK_S"] >= plan.n_parts and plan.meta["BLOCK_S"] & (plan.meta["BLOCK_S"] - 1) == 0
+
+
+@pytest.mark.parametrize(("n", "pipelined"), [(8192, False), (16384, False), (16385, True), (25249, True),
+                                               (32768, True)])
+def test_softmax_rows_past_16k_take_the_persistent_pipelined_path(n: int, pipelined: bool) -> None:
+    _launch, meta = softmax._plan(4096, n, n, 2, torch.device("cpu"))  # type: ignore[misc]
+    assert ("PREFETCH" in meta) is pipelined
+    if pipelined:
+        assert meta["PREFETCH"] and not meta["PACKED"] and meta["BLOCK_N"] >= n
+
+
+def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    if isinstance(rms_norm._rms_norm_split, rms_norm.triton.JITFunction):
+        pytest.skip("kernels are compiled in this process (GPU run): tests/gpu/test_gpu_builtin_kernels.py covers it")
+    monkeypatch.setattr(rms_norm, "_num_sms", lambda device: 132)  # the looped grid's size; no CUDA here
+    for n in (40000, 64803):
+        plan = rms_norm._plan(64, n, n, 2, torch.device("cuda"))
+        assert not isinstance(plan, rms_norm._Split)
+        assert plan[1]["CHUNK"] > 0  # the looped path

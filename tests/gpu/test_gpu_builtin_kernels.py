@@ -1,8 +1,9 @@
 """The built-in kernels' GPU-only paths and the speed-of-light reference, on a real GPU. Skipped without CUDA.
 
-Softmax's split path (rows 32769-65536 wide: one program per chunk, partials exchanged through a per-row counter)
-cannot run under the interpreter, which runs programs one after another, so this is where its cross-program
-rendezvous is tested: odd widths, -inf entries, padded rows, bit-exact replays.
+The split paths (softmax rows 32769-65536 wide, rms_norm rows too wide for one program: one program per chunk,
+partials exchanged through a per-row counter) cannot run under the interpreter, which runs programs one after
+another, so this is where their cross-program rendezvous is tested: odd widths, -inf entries, padded rows, bit-exact
+replays. The pipelined softmax path (16384 < N <= 32768) is checked compiled here too.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelproof_core.kernels import softmax
+from kernelproof_core.kernels import rms_norm, softmax
 
 pytestmark = pytest.mark.gpu
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -34,6 +35,41 @@ def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type,
     assert torch.isfinite(y).all()
     torch.testing.assert_close(y.float(), ref, rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=1e-6)
     assert torch.equal(softmax.candidate(x), y), "replays must be bit-exact (fixed reduction order)"
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", [(2048, 32000), (4096, 32768), (1723, 25249), (7, 16385)])
+def test_pipelined_softmax_matches_fp32_reference(shape: tuple[int, int], dtype: torch.dtype) -> None:
+    m, n = shape
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    x[0, ::7] = float("-inf")
+    _launch, meta = softmax._plan(m, n, n, x.element_size(), x.device)  # type: ignore[misc]
+    assert meta.get("PREFETCH") is True, meta
+    y = softmax.candidate(x)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), dim=-1),
+                               rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=1e-6)
+    assert torch.equal(softmax.candidate(x), y)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("shape", [(345, 64803), (1024, 65536), (3, 40000), (2048, 24577)])
+def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: torch.dtype) -> None:
+    m, n = shape
+    x = torch.randn(m, n, device="cuda").to(dtype)
+    w = torch.randn(n, device="cuda").to(dtype)
+    assert isinstance(rms_norm._plan(m, n, n, x.element_size(), x.device), rms_norm._Split)
+    y = rms_norm.candidate(x, w, 1e-6)
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=2e-2)
+    assert torch.equal(rms_norm.candidate(x, w, 1e-6), y), "replays must be bit-exact (fixed reduction order)"
+    padded = torch.randn(m, n + 5, device="cuda").to(dtype)[:, :n]  # row stride n + 5: scalar accesses
+    xf = padded.float()
+    torch.testing.assert_close(rms_norm.candidate(padded, w, 1e-6).float(),
+                               xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float(),
+                               rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=2e-2)
 
 
 @requires_cuda

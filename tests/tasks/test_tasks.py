@@ -180,6 +180,10 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "many_chunks": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_BATCH_BYTES": 1}),  # a batch a row
     # three chunks per program, the last part ragged (40000 bf16 = 78.1 chunks of 512)
     "multi_chunk_programs": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_CHUNKS": 3}),
+    # 16384 < N <= 32768: the persistent pipelined path; 2 "SMs" x 2 programs for 5 rows, so programs walk two rows
+    # and prefetch past the last one; unaligned (stride 20009) and aligned rows
+    "pipelined_unaligned": (5, 20001, 8, 2, {}),
+    "pipelined_aligned": (3, 32768, 0, 1, {}),
 }
 _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "looped": (2, 40000, 8, 132, {}),  # aligned bf16/fp16 rows wider than 32768
@@ -191,8 +195,8 @@ _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("path", list(_SOFTMAX_WIDE))
 def test_softmax_wide_row_paths(dtype: torch.dtype, path: str) -> None:
-    """The staged N > 32768 path in one batch, in several, and with many chunks per row, with -inf entries (a chunk
-    can be all -inf) and odd widths."""
+    """The staged N > 32768 path in one batch, in several, and with many chunks per row, and the pipelined path for
+    16384 < N <= 32768, with -inf entries (a chunk can be all -inf) and odd widths."""
     m, n, pad, sms, constants = _SOFTMAX_WIDE[path]
     task = TASKS["softmax"]
     case = Case("wide", CaseKind.EDGE, {"M": m, "N": n}, "", distribution="neg_inf", row_stride_pad=pad)
