@@ -176,6 +176,28 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
               f"{torch.equal(out, experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4))}", flush=True)
 
 
+def rms_norm_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Rows that fit in registers, looped instead: one program per row reads it twice in small chunks (the second
+    read from L2), as torch.compile's generated rms_norm does (benchmarks/inductor_kernels.py), with and without its
+    eviction hints. Small chunks mean few registers and many programs per SM."""
+    for m, n in ((256, 2048), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        w = torch.randn(n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        yield _rms_norm_planned(x, w, moved)
+        align = rms_norm._align(x.element_size(), n)
+        for (chunk, warps), evict in itertools.product(((1024, 4), (2048, 4), (2048, 8), (4096, 8)), (False, True)):
+            launch = partial(rms_norm._rms_norm_wide[(m,)], x, w, y, m, n, n, 1e-6, CHUNK=chunk, ALIGN=align,
+                             EVICT=evict, num_warps=warps)
+            yield ("rms_norm.looped", (m, n), f"chunk={chunk} warps={warps}{' evict' if evict else ''}", launch,
+                   moved, False)
+        launch()  # the last config, checked against an fp32 reference before its timings mean anything
+        xf = x.float()
+        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+        print(f"rms_norm.looped {m}x{n}: max |error| vs fp32 {(y.float() - ref).abs().max().item():.3g}", flush=True)
+
+
 def _pipelined_guess(block_n: int, elsize: int) -> tuple[int, int]:
     """(programs_per_sm, warps) best guess: about 32 KB of prefetched rows per SM (one row from 16384 elements of
     bf16 up), ~32 elements per thread (64 at 32768, as the built-in's 16 warps)."""
@@ -251,7 +273,7 @@ def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Itera
                    moved, False)
 
 def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    for m, n in ((4096, 4096), (8192, 2880), (4096, 11008), (32768, 8192)):
+    for m, n in ((256, 2048), (4096, 4096), (8192, 2880), (4096, 11008), (32768, 8192)):
         fused = torch.randn(m, 2 * n, dtype=dtype, device=device)
         g, u = fused[:, :n], fused[:, n:]
         y = torch.empty((m, n), dtype=dtype, device=device)
@@ -268,9 +290,9 @@ def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
                    moved, plan[1] == meta)
 
 
-FAMILIES = {"softmax": softmax_trials, "rms_norm": rms_norm_trials, "rms_norm_wide": rms_norm_wide_trials,
-            "swiglu": swiglu_trials, "softmax_pipelined": softmax_pipelined_trials,
-            "rms_norm_pipelined": rms_norm_pipelined_trials}
+FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "softmax": softmax_trials, "rms_norm": rms_norm_trials,
+            "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_trials,
+            "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials}
 
 
 def main() -> int:

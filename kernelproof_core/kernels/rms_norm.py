@@ -90,7 +90,8 @@ def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
 
 @triton.jit
 def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
-                   stride_x: tl.tensor, eps: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> None:
+                   stride_x: tl.tensor, eps: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr,
+                   EVICT: tl.constexpr = False) -> None:
     # Persistent over rows: the host launches only as many programs as keeps the rows in flight within L2,
     # so pass 2 re-reads each row from L2 instead of HBM.
     N = (N // ALIGN) * ALIGN
@@ -105,14 +106,18 @@ def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
         acc = tl.zeros((CHUNK,), dtype=tl.float32)  # per-lane partial sums; one tree reduction at the end
         start = 0
         while start < N:
-            x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0).to(tl.float32)
+            # EVICT (swept by benchmarks/kernel_sweep.py, as torch.compile's looped reductions do): keep the row in L2
+            # for pass 2, then let pass 2's reads go first.
+            x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0,
+                        eviction_policy="evict_last" if EVICT else "").to(tl.float32)
             acc += x * x
             start += CHUNK
         inv = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)
         start = 0
         while start < N:
             mask = start + cols < N
-            x = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+            x = tl.load(x_row + start + cols, mask=mask, other=0.0,
+                        eviction_policy="evict_first" if EVICT else "").to(tl.float32)
             w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
             tl.store(y_row + start + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
             start += CHUNK

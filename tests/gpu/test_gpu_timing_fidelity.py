@@ -92,7 +92,9 @@ def test_launches_are_hidden_on_a_launch_bound_case() -> None:
     gap = t.candidate.median - t.candidate_device_us
     assert 0 < gap < 4.0, (t.candidate.median, t.candidate_device_us)
     assert t.launch_exposed_samples is not None and t.launch_exposed_samples <= 3, t.launch_exposed_samples
-    assert t.deferred_samples is not None and t.deferred_samples <= 10  # host wake-ups only
+    # a diagnostic, never added to samples: host wake-ups alone reached 16-17 of 30 samples of this case in the
+    # five-process runs (evidence/h200/2026-11-30_verification_kernels/2_repro/, 7_host_release_repro/)
+    assert t.deferred_samples is not None and t.deferred_samples <= 20
     assert t.candidate_launch_inclusive is not None
     assert t.candidate_launch_inclusive.median >= 0.97 * t.candidate.median
     assert r.reward is not None and r.reward.spec == "kernelproof.reward.v2"
