@@ -178,7 +178,9 @@ class LaunchObserver:
                 log = observer._log
                 if log is not None and log.in_owned_launch:
                     ptrs = args[ptr_index]
-                    mask = args[mask_index].data if mask_index is not None else True
+                    # As booleans: the interpreter can hand over an int32 mask (`mask & (row < M)` gives one), and
+                    # an integer array would index lanes 0 and 1 instead of selecting the lanes it marks.
+                    mask = np.asarray(args[mask_index].data).astype(bool) if mask_index is not None else True
                     addrs = ptrs.data[np.broadcast_to(mask, ptrs.data.shape)].astype(np.uint64).ravel()
                     size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
                     touched = np.add.outer(addrs, np.arange(size, dtype=np.uint64)).ravel()

@@ -139,6 +139,8 @@ HONEST_CANDIDATES: tuple[Honest, ...] = (
            dtypes=("float16",)),
     Honest(HONEST / "rms_norm_two_kernel.py", "rms_norm", "deliberately slow two-kernel version", measure=True),
     Honest(HONEST / "rms_norm_contiguous_copy.py", "rms_norm", "torch .contiguous() and FP32 buffer cast"),
+    Honest(HONEST / "rms_norm_row_guard.py", "rms_norm", "persistent rows, next row prefetched under a row guard",
+           cases=("n1", "tail127", "strided", "gpt_oss_2880", "random1")),
     Honest(HONEST / "rms_norm_block_ptr.py", "rms_norm", "block pointers behind a launcher class",
            dtypes=("float32",)),
     Honest(HONEST / "softmax_online.py", "softmax", "online softmax", dtypes=("float16",)),
@@ -146,8 +148,8 @@ HONEST_CANDIDATES: tuple[Honest, ...] = (
     Honest(HONEST / "softmax_multirow.py", "softmax", "several rows per program, exp2, heuristics"),
     Honest(HONEST / "swiglu_flat.py", "swiglu", "flat 1-D kernel, 2-D tiles for strided rows", dtypes=("float16",)),
     Honest(HONEST / "swiglu_autotuned.py", "swiglu", "autotuned 2-D tiles, grid callable", measure=True),
-    Honest(BUILTINS / "rms_norm.py", "rms_norm", "shipped kernel: fused rows, persistent wide path"),
-    Honest(BUILTINS / "softmax.py", "softmax", "shipped kernel: fused rows, split and staged wide-row paths"),
+    Honest(BUILTINS / "rms_norm.py", "rms_norm", "shipped kernel: fused rows, split and looped wide paths"),
+    Honest(BUILTINS / "softmax.py", "softmax", "shipped kernel: fused rows, pipelined, split and staged paths"),
     Honest(BUILTINS / "swiglu.py", "swiglu", "shipped kernel: flat and strided paths", dtypes=("float32",)),
 )
 
