@@ -141,8 +141,13 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
                    moved, plan[1] == meta)
 
 
+def _rms_norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+
+
 def _rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
-    """The built-in rms_norm called as a candidate is (plan lookup, workspace and all), labelled with its plan."""
+    """The built-in rms_norm as a verification calls it (plan lookup, workspace and all), labelled with its plan."""
     m, n = x.shape
     plan = rms_norm._plan(m, n, n, x.element_size(), x.device)
     meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
@@ -169,9 +174,7 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
                    partial(experimental_kernels.rms_norm_split, x, w, 1e-6, chunk, warps, y), moved, False)
         # checked against an fp32 reference before its timings mean anything
         out = experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4)
-        xf = x.float()
-        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-        err = (out.float() - ref).abs().max().item()
+        err = (out.float() - _rms_norm_ref(x, w)).abs().max().item()
         print(f"rms_norm.split {m}x{n}: max |error| vs fp32 {err:.3g}; replay bit-exact "
               f"{torch.equal(out, experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4))}", flush=True)
 
@@ -193,9 +196,8 @@ def rms_norm_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator
             yield ("rms_norm.looped", (m, n), f"chunk={chunk} warps={warps}{' evict' if evict else ''}", launch,
                    moved, False)
         launch()  # the last config, checked against an fp32 reference before its timings mean anything
-        xf = x.float()
-        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-        print(f"rms_norm.looped {m}x{n}: max |error| vs fp32 {(y.float() - ref).abs().max().item():.3g}", flush=True)
+        err = (y.float() - _rms_norm_ref(x, w)).abs().max().item()
+        print(f"rms_norm.looped {m}x{n}: max |error| vs fp32 {err:.3g}", flush=True)
 
 
 def _pipelined_guess(block_n: int, elsize: int) -> tuple[int, int]:
@@ -261,11 +263,8 @@ def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Itera
         y = torch.empty_like(x)
         elsize = x.element_size()
         moved = 2 * x.numel() * elsize
-        xf = x.float()
-        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-        del xf
-        _check_pipelined("rms_norm.pipelined", x, ref, partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6))
-        del ref
+        _check_pipelined("rms_norm.pipelined", x, _rms_norm_ref(x, w),
+                         partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6))
         yield _rms_norm_planned(x, w, moved)
         for per_sm, warps, prefetch, packed in _pipelined_configs(1 << (n - 1).bit_length(), elsize):
             yield ("rms_norm.pipelined", (m, n), _pipelined_label(per_sm, warps, prefetch, packed),

@@ -184,6 +184,8 @@ class _Split(NamedTuple):
     launch: Callable[..., object]
     meta: dict[str, int]
     n_parts: int  # programs per row
+
+
 # Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
 # planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
 _PLANS: dict[tuple[object, ...], Launch | _Split] = {}

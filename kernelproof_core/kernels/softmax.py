@@ -72,8 +72,8 @@ def _align(elsize: int, *values: int) -> int:
 
 
 def _warps(tile: int) -> int:
-    """About 32 elements per thread: enough loads in flight, few enough registers to never spill. A 32768-wide
-    row runs best on 16 warps (73% of copy bandwidth on the H200 against 70% on 32: benchmarks/kernel_sweep.py)."""
+    """About 32 elements per thread: enough loads in flight, few enough registers to never spill (capped at 16
+    warps for the widest rows; rows past 16384 take the pipelined path, which has its own)."""
     return min(16 if tile >= _MAX_FUSED_N else 32, max(4, tile // 1024))
 
 

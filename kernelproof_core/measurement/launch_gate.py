@@ -132,7 +132,7 @@ class HostRelease:
         return self._flag is not None
 
     def prepare(self) -> bool:
-        """Build (compile, ~0.3 s without a warm Triton cache) and check both ways the gate can open."""
+        """Build (a compile: ~0.9 s of CPU for sm_90 without a warm Triton cache) and check both ways the gate opens."""
         if self.ready or self.error is not None:
             return self.ready
         try:

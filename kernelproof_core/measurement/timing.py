@@ -16,9 +16,9 @@ Interpreter: wall-clock samples of single calls, labelled as such; they never fe
 
 Launches are hidden: the GPU is held ahead of each sample's start event until the host has queued the sample's calls
 (a wait kernel the host releases; a GPU sleep where that is unavailable), so the events time the calls back to back on
-the device (measurement.launch_gate). On the H200 host a launch costs the CPU
-about as long as a 20-40 us kernel runs, so ungated samples of such kernels timed the CPU: their medians moved with
-host jitter between processes and exceeded the CUPTI kernel time. A few extra ungated samples per implementation
+the device (measurement.launch_gate). On the H200 host a launch costs the CPU about as long as a 20-40 us kernel
+runs, so ungated samples of such kernels timed the CPU: their medians moved with host jitter between processes and
+exceeded the CUPTI kernel time. A few extra ungated samples per implementation
 report the launch-inclusive latency alongside.
 
 Integrity (kernelproof_core/integrity/audit.py supplies the auditor): every sample is followed by a whole-device
@@ -116,7 +116,7 @@ class PairTiming:
     baseline_launch_inclusive: Distribution | None = None
     candidate_host_us: float | None = None  # median host time to queue one call (gated samples)
     baseline_host_us: float | None = None
-    exposed_samples: int = 0  # candidate samples whose queueing may have outrun the sleep (measurement.launch_gate)
+    exposed_samples: int = 0  # candidate samples the GPU may have started before they were queued (launch_gate)
     deferred_samples: int = 0  # candidate samples with a long tail after the end event (diagnostic)
     launch_gate: str | None = None  # how launches were hidden: "host_release" or "sleep" (measurement.launch_gate)
 
@@ -328,7 +328,7 @@ def measure_cuda(
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
     release = host_release() if hold_for_host else None
-    cycles = cycles_per_us()
+    cycles = cycles_per_us() if release is None else 0.0  # only the sleep gate needs its clock calibrated
     gates = tuple(
         gate_for(fn, input_sets[0], min(count, GATE_PROBE_CALLS), cycles, _median_or_none(host[is_candidate]) or 0.0,
                  release)
