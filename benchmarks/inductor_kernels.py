@@ -6,7 +6,8 @@ time, its generated kernel (block sizes, warps, eviction hints, loop structure) 
     python benchmarks/inductor_kernels.py --output-dir inductor/ [--shape rms_norm:16384x8192 ...]
 
 Writes one file per task and shape with every kernel inductor generated for it, and prints each kernel's launch
-configuration lines. Needs CUDA.
+configuration lines and the configuration its autotuner picked at run time (the candidates it chose among are only
+in the heuristics, not in the source). Needs CUDA.
 """
 
 from __future__ import annotations
@@ -25,6 +26,19 @@ from kernelproof_core.tasks import Case, CaseKind, get_task
 DEFAULT_SHAPES = ("rms_norm:16384x8192", "rms_norm:256x2048", "rms_norm:8192x4096", "softmax:4096x4096",
                   "softmax:4096x32768", "swiglu:256x2048")
 _CONFIG = re.compile(r"(num_warps|XBLOCK|R0_BLOCK|RBLOCK|YBLOCK|eviction_policy|triton_heuristics\.\w+)")
+
+
+def chosen_configs() -> list[str]:
+    """`kernel: config` of every inductor kernel loaded so far: the one launcher its autotuner kept after running."""
+    from torch._inductor.codecache import PyCodeCache
+
+    rows: list[str] = []
+    for module in list(PyCodeCache.modules):
+        for name, obj in vars(module).items():
+            launchers = getattr(obj, "launchers", None)
+            if isinstance(launchers, list) and launchers:
+                rows.extend(f"{name}: {getattr(launcher, 'config', launcher)}" for launcher in launchers)
+    return sorted(set(rows))
 
 
 def generated_source(task_name: str, m: int, n: int, dtype: torch.dtype) -> str:
@@ -49,6 +63,7 @@ def main() -> int:
         sys.stderr.write("inductor_kernels: needs CUDA\n")
         return 0
     args.output_dir.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()  # configs of earlier shapes' kernels (their modules stay loaded)
     for spec in args.shape or DEFAULT_SHAPES:
         task_name, _, dims = spec.partition(":")
         m, n = (int(v) for v in dims.split("x"))
@@ -56,6 +71,9 @@ def main() -> int:
         (args.output_dir / f"{task_name}_{m}x{n}_{args.dtype}.py").write_text(source)
         configs = sorted({line.strip() for line in source.splitlines() if _CONFIG.search(line)})
         sys.stdout.write(f"== {spec} ({args.dtype})\n" + "\n".join(f"   {c[:160]}" for c in configs) + "\n")
+        chosen = [c for c in chosen_configs() if c not in seen]
+        seen.update(chosen)
+        sys.stdout.write("   chosen at run time:\n" + "\n".join(f"   {c[:300]}" for c in chosen) + "\n")
     return 0
 
 

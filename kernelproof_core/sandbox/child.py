@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from kernelproof_core.report.models import CaseResult
 from kernelproof_core.sandbox.limits import apply_rlimits
 from kernelproof_core.sandbox.protocol import (
+    CHILD_DROPPED_ENV,
     CONTINUE,
     AbortMsg,
     Armed,
@@ -188,8 +189,7 @@ def _prepare_home(home: Path, seed_files: dict[str, bytes]) -> None:
     tmp, cache = home / "tmp", home / "triton-cache"
     for d in (tmp, cache, home / ".cache"):
         d.mkdir(mode=0o700, exist_ok=True)
-    dropped = ("KERNELPROOF_", "TRITON_CACHE", "TRITON_HOME")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CHILD_DROPPED_ENV)}
     env.update(HOME=str(home), TMPDIR=str(tmp), TRITON_CACHE_DIR=str(cache), TRITON_HOME=str(home),
                XDG_CACHE_HOME=str(home / ".cache"))
     os.environ.clear()

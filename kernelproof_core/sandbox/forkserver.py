@@ -26,12 +26,13 @@ import shutil
 import signal
 import socket
 import stat
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelproof_core.sandbox.protocol import ServerConfig, recv_ctl, send_ctl
+from kernelproof_core.sandbox.protocol import CHILD_DROPPED_ENV, ServerConfig, recv_ctl, send_ctl
 
 log = logging.getLogger("kernelproof.sandbox.forkserver")
 
@@ -66,11 +67,20 @@ def warm_imports() -> list[str]:
     return failed
 
 
-def prewarm_triton(config: ServerConfig) -> dict[str, bytes]:
-    """Build Triton's CUDA helper module (gcc, ~1 s) once, trusted, and keep its cache files in memory.
+# Run in a separate process: it compiles and launches the harness's own kernels, which needs CUDA, and the server
+# must not initialise CUDA before it forks.
+_HARNESS_KERNELS = "from kernelproof_core.integrity.run import warm_up_process; warm_up_process('cuda')"
+HARNESS_KERNELS_TIMEOUT_S = 300.0
 
-    Each child writes them into its own fresh cache, so no candidate pays for the build and none can poison it
-    for the others. Loading the module does not initialise CUDA.
+
+def prewarm_triton(config: ServerConfig) -> dict[str, bytes]:
+    """Build Triton's CUDA helper module (gcc, ~1 s) and the harness's own kernels (the warm-up kernel and the
+    launch gate's wait kernel: ~1.3 s of compile for sm_90) once, trusted, and keep their cache files in memory.
+
+    Each child writes them into its own fresh cache, so no candidate pays for the builds (a standby child's start-up
+    shrinks by their compile time) and none can poison them for the others. The helper is built in this process
+    (loading it does not initialise CUDA); the kernels in a short-lived subprocess with the environment a child
+    compiles in (no KERNELPROOF_ or Triton cache variables), so that the child's cache keys match.
     """
     if config.device != "cuda" or not config.prewarm_triton:
         return {}
@@ -80,6 +90,7 @@ def prewarm_triton(config: ServerConfig) -> dict[str, bytes]:
         from triton.backends.nvidia.driver import CudaUtils
 
         CudaUtils()
+        _build_harness_kernels(seed)
         return {str(p.relative_to(seed)): p.read_bytes() for p in seed.rglob("*") if p.is_file()}
     except Exception as exc:
         log.warning("triton prewarm failed (children will build it themselves): %s", exc)
@@ -87,6 +98,17 @@ def prewarm_triton(config: ServerConfig) -> dict[str, bytes]:
     finally:
         os.environ.pop("TRITON_CACHE_DIR", None)
         shutil.rmtree(seed, ignore_errors=True)
+
+
+def _build_harness_kernels(seed: Path) -> None:
+    """Compile the harness's kernels into `seed`; a failure only costs each child the compile."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CHILD_DROPPED_ENV)}
+    env["TRITON_CACHE_DIR"] = str(seed)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    proc = subprocess.run([sys.executable, "-c", _HARNESS_KERNELS], env=env, capture_output=True, text=True,
+                          timeout=HARNESS_KERNELS_TIMEOUT_S, check=False)
+    if proc.returncode != 0:
+        log.warning("harness kernels not prebuilt (children compile them): %s", proc.stderr[-2000:])
 
 
 def drop_privileges(config: ServerConfig) -> None:

@@ -123,6 +123,10 @@ class ChildRequest(_Msg):
 
 
 # --- Control channel (supervisor <-> fork server). --------------------------------------------------------
+# Environment variables a child does not inherit: our settings (its job brings them) and any Triton cache location.
+CHILD_DROPPED_ENV = ("KERNELPROOF_", "TRITON_CACHE", "TRITON_HOME")
+
+
 class ServerConfig(_Msg):
     """Passed to the fork server on its command line (JSON); nothing in it is secret."""
 

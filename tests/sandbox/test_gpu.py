@@ -1,17 +1,24 @@
 """GPU-only sandbox behaviour (run on the H200 by scripts/gpu-check): a kernel that spins forever on the GPU ends as
 execution_timeout and leaves the GPU usable; an illegal memory access affects only its own process; the child sees
-only its GPU; the warm path meets its latency target."""
+only its GPU; the warm path meets its latency target; the fork server's prebuilt harness kernels are cache hits in a
+child."""
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernelproof_core.campaign import Campaign
 from kernelproof_core.sandbox import SandboxExecutor
+from kernelproof_core.sandbox.forkserver import prewarm_triton
+from kernelproof_core.sandbox.protocol import CHILD_DROPPED_ENV, ServerConfig
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
 from tests.sandbox.conftest import run, sandbox_settings, verdicts
@@ -98,3 +105,23 @@ def test_overlapped_runs_on_the_gpu_pass_with_every_timed_phase_alone() -> None:
     assert len(windows) >= 2 * len(jobs)  # arming and the timed case of every job
     for run_id, start, end in windows:
         assert not [r for t, r, e in log if e == "released" and r != run_id and start < t < end]
+
+
+def test_fork_server_prebuilds_the_harness_kernels_for_its_children(tmp_path: Path) -> None:
+    """The seed holds the warm-up and wait kernels, under the cache keys a child computes: a process with a child's
+    environment, starting from the seed, compiles nothing (its cache gains no file)."""
+    seed = prewarm_triton(ServerConfig(device="cuda", scratch_root=str(tmp_path / "scratch")))
+    names = {Path(rel).name for rel in seed}
+    assert {"_warm.cubin", "_wait_for_host.cubin"} <= names, sorted(names)
+    cache = tmp_path / "child-cache"
+    for rel, data in seed.items():
+        (cache / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cache / rel).write_bytes(data)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CHILD_DROPPED_ENV)}
+    env |= {"TRITON_CACHE_DIR": str(cache), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    code = ("from kernelproof_core.measurement.launch_gate import host_release_error; "
+            "from kernelproof_core.integrity.run import warm_up_process; warm_up_process('cuda'); "
+            "assert host_release_error() is None, host_release_error()")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
+    after = {str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file()}
+    assert after == set(seed), sorted(after - set(seed))
