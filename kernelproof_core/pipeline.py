@@ -346,7 +346,7 @@ def measure_case(
                 max_sample_ms=settings.max_sample_ms, auditor=auditor, stopping=campaign.stopping, clocks=clocks,
                 throttle_fraction=settings.throttle_clock_fraction,
                 launch_inclusive_samples=settings.launch_inclusive_samples, audit_set=audit_set,
-                hold_for_host=settings.launch_gate_host_release,
+                hold_for_host=settings.launch_gate_host_release, cuda_graphs=settings.timing_cuda_graphs,
             )
         kind = "cuda_events"
         invocations = pair.invocations
@@ -405,6 +405,7 @@ def measure_case(
         baseline_host_us_per_call=pair.baseline_host_us,
         launch_exposed_samples=pair.exposed_samples if gpu else None,
         launch_gate=pair.launch_gate if gpu else None,
+        sample_launch=pair.sample_launch if gpu else None,
         deferred_samples=pair.deferred_samples if gpu else None,
         **speed_of_light(min_bytes, pair.candidate.median if gpu else None, pair.candidate_device_us,
                          integrity.copy_gbps if gpu else None,

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     launch_gate_host_release: bool = Field(
         True, description="hold the GPU until the host queued a whole sample (off: a GPU sleep sized from host cost)"
     )
+    timing_cuda_graphs: bool = Field(
+        True, description="replay each sample's calls from a CUDA graph (off, or not capturable: stream launches)"
+    )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
     nvml_sample_clocks: bool = Field(
         True, description="read the SM clock and slowdown reasons around every CUDA sample (NVML, when available)"

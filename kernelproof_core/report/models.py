@@ -89,6 +89,10 @@ class Timing(_Model):
     deferred_samples: int | None = Field(
         None, description="candidate samples with a long tail after the end event (host wake-up or deferred work)"
     )
+    sample_launch: str | None = Field(
+        None, description="how a sample's calls reached the GPU: cuda_graph (captured once, replayed per sample) or "
+        "stream (launched one by one; the note says why no graph)"
+    )
     candidate_device_us: float | None = Field(None, description="median kernel-only time per call (profiler)")
     baseline_device_us: float | None = None
     device_time_source: str | None = None

@@ -71,6 +71,12 @@ VARIANTS: dict[str, dict[str, str]] = {
     # Non-finite: divides the first column by zero.
     "non_finite": {"kernel_extra": "y = tl.where(cols == 0, y / 0.0, y)"},
     "runtime_error": {"host_pre": "raise RuntimeError('candidate gave up')"},
+    # Capture cheat: honest whenever it runs eagerly (every gate), zeros while a CUDA graph is captured (what
+    # timing replays).
+    "capture_cheat": {"host_pre": "if torch.cuda.is_current_stream_capturing():\n"
+                                  "        return torch.zeros((m, n), dtype=x.dtype, device=x.device)"},
+    # Honest, but waits for the device after every call: cannot be captured in a CUDA graph.
+    "synchronizing": {"host_post": "torch.cuda.synchronize()"},
 }
 
 

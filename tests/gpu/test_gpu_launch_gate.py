@@ -1,6 +1,7 @@
 """The launch gate on a real GPU (measurement/launch_gate.py): the host-release wait kernel holds a sample until the
 host queued it (and a host that never releases cannot deadlock it), sleep calibration, and that work left on another
-stream is counted, never free. Trusted functions call measure_cuda directly: the stream use that the static policy
+stream is counted, never free. These time stream launches (cuda_graphs=False): the gate is what they test.
+Trusted functions call measure_cuda directly: the stream use that the static policy
 forbids to candidates is what is being tested here. Skipped without CUDA."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 
 def _measure(candidate: Any, baseline: Any, x: torch.Tensor) -> Any:
     return measure_cuda(candidate, baseline, [[x]], warmups=3, samples=12, invocations=1, l2_flush_bytes=64 << 20,
-                        profiler_invocations=5, max_sample_ms=20.0, launch_inclusive_samples=3)
+                        profiler_invocations=5, max_sample_ms=20.0, launch_inclusive_samples=3, cuda_graphs=False)
 
 
 @requires_cuda
@@ -86,7 +87,7 @@ def test_a_slow_jittery_host_does_not_reach_the_device_time() -> None:
     x = torch.randn(1 << 16, device="cuda")  # 256 KB: a few microseconds of kernel
     pair = measure_cuda(_slow_host, lambda a: a * 2, [[x]], warmups=3, samples=10, invocations=20,
                         l2_flush_bytes=64 << 20, profiler_invocations=5, max_sample_ms=50.0,
-                        launch_inclusive_samples=3)
+                        launch_inclusive_samples=3, cuda_graphs=False)
     assert pair.launch_gate == "host_release" and pair.exposed_samples == 0
     assert pair.candidate_launch_inclusive is not None and pair.candidate_launch_inclusive.median > 150.0
     # Held until all 20 calls were queued, the GPU runs them back to back: microseconds, not the host's 200+ us.
@@ -104,6 +105,6 @@ def test_a_call_that_waits_for_the_device_ends_the_hold_by_its_deadline() -> Non
 
     began = time.perf_counter()
     pair = measure_cuda(synchronizing, lambda a: a * 2, [[x]], warmups=2, samples=4, invocations=3,
-                        l2_flush_bytes=64 << 20, profiler_invocations=3, max_sample_ms=20.0)
+                        l2_flush_bytes=64 << 20, profiler_invocations=3, max_sample_ms=20.0, cuda_graphs=False)
     assert pair.exposed_samples == 4  # every sample: the deadline, not the host, opened the gate
     assert time.perf_counter() - began < 30.0  # no deadlock: each hold gave up after its deadline

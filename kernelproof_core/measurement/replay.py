@@ -1,0 +1,90 @@
+"""CUDA-graph replay of a timing sample: the calls as one device program, without the per-launch device gap.
+
+Launched one by one, back to back on a stream (even with the host's cost hidden by the launch gate), consecutive
+kernels on the H200 sit 1.2-1.7 us apart: the front end's per-launch work. For a 26 us kernel that is 5% over its
+CUPTI duration (benchmarks/kernel_gaps.py, evidence/h200/2026-12-01_graph_replay). Captured in a CUDA graph the same
+calls sit 0.26 us apart, so the event time per call agrees with the kernel time within about 1%.
+
+So each implementation's sample (`calls` calls over the ring of input sets) is captured once, after the warm-ups,
+and every sample replays it between the events. What this changes for an untrusted candidate:
+  * its host code runs only while the graph is captured, never while it is timed: nothing it does on the host can
+    depend on sample boundaries, so the random call counts of stream sampling are not needed;
+  * it can tell a capture is running (torch.cuda.is_current_stream_capturing) and capture something else than what
+    the gates saw. The graph is a fixed device program, so the first replay is verified on fresh inputs before any
+    sample (`verify_first_replay`), and audited samples verify again; a capture-only shortcut is `cached_output`;
+  * a candidate that cannot be captured (it synchronizes, reads a result on the host, autotunes a new key) is timed
+    with stream launches instead, and the report says so (Timing.sample_launch, the note). The pair is always
+    timed alike: a failed capture of either implementation means both use streams.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+log = logging.getLogger(__name__)
+
+Fn = Callable[..., Any]
+_Graph = torch.cuda.CUDAGraph
+_graph_context = torch.cuda.graph
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedSample:
+    """One implementation's sample as a graph. `out` is the last call's output: graph-pool memory every replay
+    rewrites; `last_set` the index of the input set that call reads."""
+
+    graph: Any
+    calls: int
+    last_set: int
+    out: Any
+
+    def replay(self) -> None:
+        self.graph.replay()
+
+
+def capture(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> CapturedSample:
+    """Capture `calls` calls, call k reading input set k mod len(input_sets). Raises what the capture raised.
+
+    Outputs are not kept (except the last), so the graph's private pool hands a freed output's memory to a later
+    call: a sample of a 1 GB case costs one output, not `calls` of them."""
+    n = len(input_sets)
+    torch.cuda.synchronize()
+    graph = _Graph()
+    out = None
+    with _graph_context(graph):
+        for k in range(calls):
+            out = None  # free the previous output inside the capture, so the next call may reuse its memory
+            out = fn(*input_sets[k % n])
+    torch.cuda.synchronize()
+    return CapturedSample(graph, calls, (calls - 1) % n, out)
+
+
+def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]],
+                 counts: tuple[int, int]) -> tuple[CapturedSample | None, CapturedSample | None, str | None]:
+    """Both implementations captured, or neither: (candidate, baseline, None), or (None, None, why not)."""
+    captured: list[CapturedSample] = []
+    for name, fn, calls in (("candidate", candidate, counts[0]), ("baseline", baseline, counts[1])):
+        try:
+            captured.append(capture(fn, input_sets, calls))
+        except Exception as exc:  # not capturable: time both with stream launches
+            _recover()
+            why = f"the {name} could not be captured in a CUDA graph ({type(exc).__name__}: {str(exc)[:300]})"
+            log.info("stream timing: %s", why)
+            return None, None, why
+    return captured[0], captured[1], None
+
+
+def _recover() -> None:
+    """After a failed capture: the capture was ended by torch's context manager; drain what remains."""
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # a sticky error surfaces at the next real use and is judged there
+        log.warning("synchronize after a failed capture: %s", exc)
+
+
+__all__ = ["CapturedSample", "capture", "capture_pair"]

@@ -1,0 +1,66 @@
+"""CUDA-graph replay of timing samples on a real GPU (measurement/replay.py): an honest candidate is replayed and its
+event time meets its CUPTI kernel time; a candidate that captures something else than it runs eagerly is caught
+before any sample; one that cannot be captured is timed with stream launches, and the report says so. Skipped
+without CUDA; run on the H200 by scripts/gpu-check."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelproof_core.campaign import Campaign, CandidateJob
+from kernelproof_core.measurement.replay import capture
+from kernelproof_core.pipeline import verify_candidate
+from kernelproof_core.tasks import CaseSet
+from kernelproof_core.verdicts import Verdict
+from tests.candidates.rms_norm_variants import source
+
+pytestmark = pytest.mark.gpu
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def _campaign(**kw: object) -> Campaign:
+    base: dict[str, object] = dict(device="cuda", dtypes=["bfloat16"], case_set=CaseSet.FULL,
+                                   case_ids=["llama_4096"], warmups=3, samples=20, invocations_per_sample=20)
+    base.update(kw)
+    return Campaign(**base)
+
+
+@requires_cuda
+def test_a_captured_sample_reuses_freed_outputs_and_replays_the_calls() -> None:
+    sets = [[torch.randn(1 << 20, device="cuda")] for _ in range(3)]
+    graph = capture(lambda a: a * 2, sets, 7)
+    assert graph.calls == 7 and graph.last_set == 6 % 3
+    sets[graph.last_set][0].copy_(torch.randn(1 << 20, device="cuda"))  # new contents, same memory
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(graph.out, sets[graph.last_set][0] * 2)
+
+
+@requires_cuda
+def test_honest_candidate_is_replayed_and_its_event_time_meets_cupti() -> None:
+    (r,) = verify_candidate(CandidateJob(task="rms_norm", source=source("honest")), _campaign()).cases
+    assert r.verdict is Verdict.PASS, r.failure
+    t = r.timing
+    assert t is not None
+    assert t.sample_launch == "cuda_graph", t.note
+    assert t.candidate_device_us is not None
+    # A ~34 us kernel: launched one by one its events ran 5.5% over CUPTI; replayed, within about 1.5%.
+    assert abs(t.candidate.median / t.candidate_device_us - 1.0) < 0.05, (t.candidate.median, t.candidate_device_us)
+
+
+@requires_cuda
+def test_a_candidate_that_captures_a_shortcut_is_caught_before_any_sample() -> None:
+    (r,) = verify_candidate(CandidateJob(task="rms_norm", source=source("capture_cheat")), _campaign()).cases
+    assert r.verdict is Verdict.CACHED_OUTPUT, r.failure
+    assert r.timing is None or r.timing.samples == 0
+
+
+@requires_cuda
+def test_a_candidate_that_cannot_be_captured_is_timed_with_stream_launches() -> None:
+    (r,) = verify_candidate(CandidateJob(task="rms_norm", source=source("synchronizing")),
+                            _campaign(samples=6, invocations_per_sample=4)).cases
+    assert r.verdict is Verdict.PASS, r.failure
+    t = r.timing
+    assert t is not None and t.sample_launch == "stream"
+    assert t.note is not None and "could not be captured" in t.note
