@@ -2,8 +2,10 @@
 
 A candidate that behaves during the gates and cheats while it is timed (phase detection, caching by pointer, a
 no-op returning memory that still holds an earlier result, deferred or batched launches) is caught here:
-  * each sample makes a random number of calls (in [fraction x n, n]), so a batcher cannot align its flushes with
-    the end of a sample;
+  * each stream-launched sample makes a random number of calls (in [fraction x n, n]), so a batcher cannot align its
+    flushes with the end of a sample. A graph-replayed sample makes the calls it captured: no candidate host code
+    runs during a replay, and the graph's first replay is verified on fresh inputs before any sample
+    (measurement.replay);
   * on `audits` randomly chosen samples, the input set read by the sample's last call gets new contents in place
     (same pointer, never seen before) before the L2 flush, and that call's output is checked against the oracle
     after the sample: stale, deferred or wrong output is `cached_output`;

@@ -36,41 +36,48 @@ _graph_context = torch.cuda.graph
 @dataclass(frozen=True, slots=True)
 class CapturedSample:
     """One implementation's sample as a graph. `out` is the last call's output: graph-pool memory every replay
-    rewrites; `last_set` the index of the input set that call reads."""
+    rewrites; `last_inputs` the input set that call reads (audits refresh it in place)."""
 
     graph: Any
     calls: int
-    last_set: int
+    last_inputs: Sequence[Any]
     out: Any
 
     def replay(self) -> None:
         self.graph.replay()
 
 
-def capture(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> CapturedSample:
-    """Capture `calls` calls, call k reading input set k mod len(input_sets). Raises what the capture raised.
+def capture(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int,
+            last_inputs: Sequence[Any] | None = None) -> CapturedSample:
+    """Capture `calls` calls, call k reading input set k mod len(input_sets); with `last_inputs`, the last call
+    reads that set instead (the audit set: no other call computes it, so no earlier output of the replay can pass
+    for the audited one, as in stream sampling). Raises what the capture raised.
 
     Outputs are not kept (except the last), so the graph's private pool hands a freed output's memory to a later
     call: a sample of a 1 GB case costs one output, not `calls` of them."""
     n = len(input_sets)
+    last = last_inputs if last_inputs is not None else input_sets[(calls - 1) % n]
     torch.cuda.synchronize()
     graph = _Graph()
     out = None
     with _graph_context(graph):
         for k in range(calls):
             out = None  # free the previous output inside the capture, so the next call may reuse its memory
-            out = fn(*input_sets[k % n])
+            out = fn(*(last if k == calls - 1 else input_sets[k % n]))
     torch.cuda.synchronize()
-    return CapturedSample(graph, calls, (calls - 1) % n, out)
+    return CapturedSample(graph, calls, last, out)
 
 
-def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]],
-                 counts: tuple[int, int]) -> tuple[CapturedSample | None, CapturedSample | None, str | None]:
-    """Both implementations captured, or neither: (candidate, baseline, None), or (None, None, why not)."""
+def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], counts: tuple[int, int],
+                 audit_set: Sequence[Any] | None = None,
+                 ) -> tuple[CapturedSample | None, CapturedSample | None, str | None]:
+    """Both implementations captured, or neither: (candidate, baseline, None), or (None, None, why not). The
+    candidate's last call reads `audit_set` where given; the baseline's reads its ring set."""
     captured: list[CapturedSample] = []
-    for name, fn, calls in (("candidate", candidate, counts[0]), ("baseline", baseline, counts[1])):
+    for name, fn, calls, last in (("candidate", candidate, counts[0], audit_set),
+                                  ("baseline", baseline, counts[1], None)):
         try:
-            captured.append(capture(fn, input_sets, calls))
+            captured.append(capture(fn, input_sets, calls, last))
         except Exception as exc:  # not capturable: time both with stream launches
             _recover()
             why = f"the {name} could not be captured in a CUDA graph ({type(exc).__name__}: {str(exc)[:300]})"
@@ -80,11 +87,20 @@ def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]
 
 
 def _recover() -> None:
-    """After a failed capture: the capture was ended by torch's context manager; drain what remains."""
+    """After a failed capture: drain the device, and give the default CUDA generator a fresh state. The capture
+    registered it (capture mode on), and a capture that ends in an error never turns that off: every later CUDA
+    random draw in the process would fail ("Offset increment outside graph capture")."""
     try:
         torch.cuda.synchronize()
     except Exception as exc:  # a sticky error surfaces at the next real use and is judged there
         log.warning("synchronize after a failed capture: %s", exc)
+    try:
+        generator = torch.cuda.default_generators[torch.cuda.current_device()]
+        fresh = torch.Generator(device="cuda")
+        fresh.manual_seed(generator.initial_seed())
+        generator.graphsafe_set_state(fresh)
+    except Exception as exc:
+        log.warning("could not reset the CUDA generator after a failed capture: %s", exc)
 
 
 __all__ = ["CapturedSample", "capture", "capture_pair"]

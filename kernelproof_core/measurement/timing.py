@@ -242,8 +242,8 @@ class _CudaSampler:
             # A replayed graph makes the calls it captured; random counts foil host code, which does not run then.
             count = self.invocations if graph is not None or auditor is None else auditor.calls(s, self.invocations)
             check = auditor is not None and auditor.audit(s)
-            if graph is not None:  # the graph's last call reads a ring set: refreshed in place when audited
-                last_set = self.input_sets[graph.last_set]
+            if graph is not None:  # the graph's last call reads the audit set (or, without one, its ring set)
+                last_set = graph.last_inputs
                 audited = last_set if check else None
             else:
                 # The audited call's set: one no other call of the sample computes, so no earlier output of the
@@ -291,10 +291,10 @@ class _CudaSampler:
         return us / sample.calls
 
 
-def _verify_first_replay(graph: CapturedSample, input_sets: Sequence[Sequence[Any]], auditor: SampleAuditor) -> None:
+def _verify_first_replay(graph: CapturedSample, auditor: SampleAuditor) -> None:
     """The captured program computes the right output for fresh inputs, before any sample: the candidate's host
     code ran during the capture, which it can detect, so what the gates saw proves nothing about the graph."""
-    inputs = input_sets[graph.last_set]
+    inputs = graph.last_inputs
     auditor.refresh(inputs)
     graph.replay()
     _synchronize()
@@ -362,11 +362,11 @@ def measure_cuda(
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
     graphs, graph_note = None, None
     if cuda_graphs:  # each sample replays one captured device program (measurement.replay)
-        cand_graph, base_graph, graph_note = capture_pair(candidate, baseline, input_sets, counts)
+        cand_graph, base_graph, graph_note = capture_pair(candidate, baseline, input_sets, counts, audit_set)
         if cand_graph is not None and base_graph is not None:
             graphs = (cand_graph, base_graph)
             if auditor is not None:
-                _verify_first_replay(cand_graph, input_sets, auditor)
+                _verify_first_replay(cand_graph, auditor)
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
     release = host_release() if hold_for_host else None

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kernelproof_core.campaign import Campaign, CandidateJob
-from kernelproof_core.measurement.replay import capture
+from kernelproof_core.measurement.replay import capture, capture_pair
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
@@ -29,12 +29,27 @@ def _campaign(**kw: object) -> Campaign:
 @requires_cuda
 def test_a_captured_sample_reuses_freed_outputs_and_replays_the_calls() -> None:
     sets = [[torch.randn(1 << 20, device="cuda")] for _ in range(3)]
-    graph = capture(lambda a: a * 2, sets, 7)
-    assert graph.calls == 7 and graph.last_set == 6 % 3
-    sets[graph.last_set][0].copy_(torch.randn(1 << 20, device="cuda"))  # new contents, same memory
+    audit = [torch.randn(1 << 20, device="cuda")]
+    graph = capture(lambda a: a * 2, sets, 7, audit)
+    assert graph.calls == 7 and graph.last_inputs is audit
+    audit[0].copy_(torch.randn(1 << 20, device="cuda"))  # new contents, same memory
     graph.replay()
     torch.cuda.synchronize()
-    assert torch.equal(graph.out, sets[graph.last_set][0] * 2)
+    assert torch.equal(graph.out, audit[0] * 2)
+
+
+@requires_cuda
+def test_a_failed_capture_leaves_the_process_usable() -> None:
+    def synchronizing(a: torch.Tensor) -> torch.Tensor:
+        out = a * 2
+        torch.cuda.synchronize()
+        return out
+
+    x = torch.randn(1 << 10, device="cuda")
+    cand, base, why = capture_pair(synchronizing, lambda a: a * 2, [[x]], (3, 3))
+    assert cand is None and base is None and why is not None and "candidate" in why
+    assert torch.randn(4, device="cuda").isfinite().all()  # the CUDA generator left capture mode
+    assert capture(lambda a: a * 3, [[x]], 2).calls == 2  # and capturing works again
 
 
 @requires_cuda
