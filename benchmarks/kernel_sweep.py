@@ -190,7 +190,11 @@ def rms_norm_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator
         moved = 2 * x.numel() * x.element_size()
         yield _rms_norm_planned(x, w, moved)
         align = rms_norm._align(x.element_size(), n)
-        for (chunk, warps), evict in itertools.product(((1024, 4), (2048, 4), (2048, 8), (4096, 8)), (False, True)):
+        # (n, 16): inductor's run-time choice for 4096- and 8192-wide rows (inductor_kernels.py "chosen at run time")
+        configs = ((1024, 4), (2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16))
+        for (chunk, warps), evict in itertools.product(configs, (False, True)):
+            if chunk > 1 << (n - 1).bit_length():
+                continue
             launch = partial(rms_norm._rms_norm_wide[(m,)], x, w, y, m, n, n, 1e-6, CHUNK=chunk, ALIGN=align,
                              EVICT=evict, num_warps=warps)
             yield ("rms_norm.looped", (m, n), f"chunk={chunk} warps={warps}{' evict' if evict else ''}", launch,
