@@ -2,7 +2,7 @@
 
 Launched one by one, back to back on a stream (even with the host's cost hidden by the launch gate), consecutive
 kernels on the H200 sit 1.2-1.7 us apart: the front end's per-launch work. For a 26 us kernel that is 5% over its
-CUPTI duration (benchmarks/kernel_gaps.py, evidence/h200/2026-12-01_graph_replay). Captured in a CUDA graph the same
+CUPTI duration (benchmarks/kernel_gaps.py, evidence/h200/2026-11-30_graph_replay). Captured in a CUDA graph the same
 calls sit 0.26 us apart, so the event time per call agrees with the kernel time within about 1%.
 
 So each implementation's sample (`calls` calls over the ring of input sets) is captured once, after the warm-ups,

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 REWARD_INPUT_CUDA = (
     "kernelproof.reward.v2 from CUDA events only: log2(baseline median / candidate median) of the per-call device "
-    "time with launches hidden (the GPU is held until the host queued each sample's calls; clipped to +-2), "
+    "time with launches hidden (each sample's calls replayed from a CUDA graph where both implementations capture, "
+    "else launched one by one; the GPU is held until the host queued the sample; clipped to +-2), "
     "minus a penalty on the candidate's coefficient of variation above 0.05; medians and cv over the kept samples "
     "(throttled pairs discarded). Launch-inclusive latency, kernel-only time and bandwidth are reported, not used."
 )
