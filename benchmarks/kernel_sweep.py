@@ -33,6 +33,7 @@ import experimental_kernels
 
 from kernelproof_core.environment import copy_bandwidth_gbps
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
+from kernelproof_core.tasks import get_task
 
 Launcher = Callable[[], object]
 # (family, shape, config label, launcher, bytes moved, is the built-in's own choice)
@@ -293,7 +294,47 @@ def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
                    moved, plan[1] == meta)
 
 
-FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "softmax": softmax_trials, "rms_norm": rms_norm_trials,
+def small_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """1-3 MB cases, where torch.compile's kernels were ahead (bandwidth.py: rms_norm 256 x 2048 at 0.84-0.87 of it,
+    swiglu 0.94-0.96): each built-in's row or flat kernel over a grid of rows per program and warps, beside
+    torch.compile's kernel for the same eager reference, timed the same way."""
+    m, n = 256, 2048
+    x = torch.randn(m, n, dtype=dtype, device=device)
+    w = torch.randn(n, dtype=dtype, device=device)
+    y = torch.empty_like(x)
+    moved = 2 * x.numel() * x.element_size()
+    align = rms_norm._align(x.element_size(), n)
+    for block_m, warps in itertools.product((1, 2, 4, 8), (1, 2, 4, 8, 16)):
+        if block_m * n // (warps * 32) < 8:
+            continue
+        meta = {"BLOCK_M": block_m, "BLOCK_N": n, "ALIGN": align, "num_warps": warps}
+        yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps}",
+               partial(rms_norm._rms_norm_rows[(-(-m // block_m),)], x, w, y, m, n, n, 1e-6, **meta), moved,
+               rms_norm._plan(m, n, n, x.element_size(), device)[1] == meta)
+    yield ("rms_norm.inductor", (m, n), "torch.compile",
+           partial(torch.compile(get_task("rms_norm").baseline()), x, w, 1e-6), moved, False)
+    for block_m, warps in itertools.product((1, 2, 4, 8), (1, 2, 4, 8, 16)):
+        if block_m * n // (warps * 32) < 8:
+            continue
+        meta = {"BLOCK_M": block_m, "BLOCK_N": n, "ALIGN": softmax._align(x.element_size(), n), "num_warps": warps}
+        yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps}",
+               partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta), moved, False)
+    yield ("softmax.inductor", (m, n), "torch.compile", partial(torch.compile(get_task("softmax").baseline()), x),
+           moved, False)
+    u = torch.randn(m, n, dtype=dtype, device=device)
+    moved3 = 3 * x.numel() * x.element_size()
+    for block, warps in itertools.product((512, 1024, 2048, 4096), (1, 2, 4, 8)):
+        if block // (warps * 32) < 4:
+            continue
+        yield ("swiglu.flat", (m, n), f"block={block} warps={warps}",
+               partial(swiglu._swiglu_flat[(-(-m * n // block),)], x, u, y, m * n, BLOCK=block, num_warps=warps),
+               moved3, swiglu._plan(m, n, n, n, x.element_size(), device)[1] == {"BLOCK": block, "num_warps": warps})
+    yield ("swiglu.inductor", (m, n), "torch.compile",
+           partial(torch.compile(get_task("swiglu").baseline()), x, u), moved3, False)
+
+
+FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "softmax": softmax_trials,
+            "rms_norm": rms_norm_trials,
             "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_trials,
             "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials}
 
