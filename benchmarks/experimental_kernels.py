@@ -3,6 +3,15 @@
 `rms_norm_split`: the built-in rms_norm's split path (kernelproof_core/kernels/rms_norm.py) with explicit chunk
 and warps, for the sweep.
 
+`rms_norm_split_persistent`: the split path on a persistent grid, for rows too wide for one program (the split
+path reaches 63-67% of copy at 40000-65536 wide, where one program per 8192-wide row reaches 93-96%). In the split
+path every chunk's program waits for the row's last chunk to be dispatched and loaded, and it is dispatched only when
+an earlier program leaves: residency stretches and fewer bytes are in flight. Here groups of n_parts programs, all
+resident from the start, walk rows g, g + G, ...; each program keeps its chunk of the weight and, with PREFETCH,
+issues its next row's loads before publishing and waiting on the current one, so HBM reads stay in flight through
+the rendezvous. The grid never exceeds what the compiled kernel's registers let be resident at once (a program that
+is never scheduled would leave its group spinning forever).
+
 `softmax_pipelined`, `rms_norm_pipelined`: for rows of 4K-32K elements, where the built-ins hold one row per program
 and only one or two programs fit per SM, so each SM alternates loads, a reduction and stores with nothing overlapping
 (softmax 72-77% of copy bandwidth at 16K-32K wide, rms_norm 89% at 4096). A persistent grid (programs_per_sm x SMs
@@ -123,4 +132,82 @@ def rms_norm_pipelined(x: torch.Tensor, weight: torch.Tensor, eps: float, progra
         return y
     programs, meta = _pipelined_meta(x, programs_per_sm, warps, prefetch, packed)
     _rms_norm_pipelined[(programs,)](x, weight, y, m, n, x.stride(0), eps, **meta)
+    return y
+
+
+@triton.jit
+def _rms_norm_split_persistent(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
+                               count_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor,
+                               n_parts: tl.tensor, n_groups: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
+                               ALIGN: tl.constexpr, PREFETCH: tl.constexpr) -> None:
+    # The rendezvous of _rms_norm_split (publish the chunk's sum of squares, release; wait for the row's count,
+    # acquire), per row of a persistent walk. Compiled GPUs only: the interpreter runs programs one after another.
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    pid = tl.program_id(0)
+    part = pid % n_parts
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < N
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    slots = tl.arange(0, BLOCK_S)
+    row = pid // n_parts
+    x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask & (row < M), other=0.0)
+    while row < M:
+        ahead = row + n_groups
+        if PREFETCH:
+            x_next = tl.load(x_ptr + ahead.to(tl.int64) * stride_x + cols, mask=mask & (ahead < M), other=0.0)
+        xf = x.to(tl.float32)
+        at = part_ptr + row.to(tl.int64) * n_parts
+        tl.store(at + part, tl.sum(xf * xf, axis=0))
+        tl.debug_barrier()
+        tl.atomic_add(count_ptr + row, 1, sem="release")
+        while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+            pass
+        tl.debug_barrier()
+        sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
+        inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
+        tl.store(y_ptr + row.to(tl.int64) * N + cols, (xf * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
+        if PREFETCH:
+            x = x_next
+        else:
+            x = tl.load(x_ptr + ahead.to(tl.int64) * stride_x + cols, mask=mask & (ahead < M), other=0.0)
+        row = ahead
+
+
+def _resident_per_sm(compiled: object, warps: int) -> int:
+    """Programs of a compiled kernel that fit on one SM at once, from its registers (Hopper: 64K per SM, 2048
+    threads, 32 blocks) and shared memory (228 KB)."""
+    load = getattr(compiled, "_init_handles", None)
+    if callable(load):  # registers are known once the module is loaded (Triton loads it lazily)
+        load()
+    threads = 32 * warps
+    regs = max(1, int(getattr(compiled, "n_regs", 0) or 255))  # unknown: assume the most a thread can use
+    smem = int(getattr(getattr(compiled, "metadata", None), "shared", 0) or 0)
+    by_smem = (228 * 1024) // smem if smem else 32
+    return max(0, min(65536 // (regs * threads), 2048 // threads, 32, by_smem))
+
+
+def rms_norm_split_persistent(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int, warps: int,
+                              programs_per_sm: int = 1, prefetch: bool = True,
+                              y: torch.Tensor | None = None) -> torch.Tensor:
+    """RMSNorm over the last dim of a 2-D x with unit column stride on a persistent grid of groups of
+    cdiv(N, chunk) programs, at most `programs_per_sm` x SMs programs and never more than can be resident."""
+    m, n = x.shape
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device) if y is None else y
+    n_parts = triton.cdiv(n, chunk)
+    partials = torch.empty((m, n_parts), dtype=torch.float32, device=x.device)
+    done = torch.zeros((m,), dtype=torch.int32, device=x.device)
+    meta = {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_parts),
+            "ALIGN": _align(x.element_size(), n, x.stride(0)), "PREFETCH": prefetch, "num_warps": warps}
+    args = (x, weight, y, partials, done, m, n, x.stride(0), eps, n_parts)
+    sms = _num_sms(x.device)
+    if isinstance(_rms_norm_split_persistent, triton.JITFunction):  # compiled: cap at what can be resident
+        compiled = _rms_norm_split_persistent.warmup(*args, 1, grid=(1,), **meta)
+        resident = min(programs_per_sm, _resident_per_sm(compiled, warps)) * sms
+    else:  # the interpreter runs programs in turn: only one program per row can meet its row (tests)
+        resident = programs_per_sm * sms
+    n_groups = min(m, resident // n_parts)
+    if n_groups < 1:
+        raise ValueError(f"{n_parts} programs per row do not fit on the device at once ({resident} resident)")
+    _rms_norm_split_persistent[(n_groups * n_parts,)](*args, n_groups, **meta)
     return y

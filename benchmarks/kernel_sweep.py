@@ -159,7 +159,7 @@ def _rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
 
 def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Rows too wide for one program: the built-in as planned (split path on a GPU), the looped path it replaced,
-    and the split path's other parameters."""
+    the split path's other parameters, and the split path on a persistent grid (experimental_kernels)."""
     for m, n in ((345, 64803), (1024, 65536), (2048, 24577), (1024, 40000)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         w = torch.randn(n, dtype=dtype, device=device)
@@ -173,6 +173,18 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
         for chunk, warps in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16)):
             yield ("rms_norm.split", (m, n), f"chunk={chunk} warps={warps}",
                    partial(experimental_kernels.rms_norm_split, x, w, 1e-6, chunk, warps, y), moved, False)
+        ref = _rms_norm_ref(x, w)
+        for chunk, warps, per_sm, prefetch in ((8192, 4, 1, True), (8192, 4, 2, True), (8192, 4, 4, True),
+                                               (8192, 8, 1, True), (4096, 4, 4, True), (8192, 4, 2, False)):
+            persistent = partial(experimental_kernels.rms_norm_split_persistent, x, w, 1e-6, chunk, warps, per_sm,
+                                 prefetch, y)
+            persistent()  # checked against an fp32 reference before its timings mean anything
+            err = (y.float() - ref).abs().max().item()
+            print(f"rms_norm.split_persistent {m}x{n} chunk={chunk} warps={warps} per_sm={per_sm}: max |error| vs "
+                  f"fp32 {err:.3g}", flush=True)
+            yield ("rms_norm.split_persistent", (m, n),
+                   f"chunk={chunk} warps={warps} per_sm={per_sm}{'' if prefetch else ' no-prefetch'}", persistent,
+                   moved, False)
         # checked against an fp32 reference before its timings mean anything
         out = experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4)
         err = (out.float() - _rms_norm_ref(x, w)).abs().max().item()

@@ -4,7 +4,8 @@ Under the interpreter programs run one after another, so a row's programs can on
 these tests run the split rms_norm with one chunk per row (its arithmetic, masks, strides and the counter path);
 the many-chunk rendezvous runs on the GPU, checked by benchmarks/kernel_sweep.py before it is timed. The pipelined
 (persistent, prefetching) kernels have no cross-program dependence and run whole here, with the SM count cut to 4 so
-that each program walks several rows and prefetches past the last one.
+that each program walks several rows and prefetches past the last one; so does the persistent split rms_norm with
+one chunk per row.
 """
 
 from __future__ import annotations
@@ -106,3 +107,19 @@ def test_pipelined_kernels_write_into_y_and_refuse_what_they_cannot_hold() -> No
         experimental_kernels.rms_norm_pipelined(x.half()[:, :63], w.half()[:63], 1e-6, 1, 4, packed=True)  # odd N
     with pytest.raises(ValueError, match="N <= 32768"):
         experimental_kernels.softmax_pipelined(torch.empty(1, 32769, device=DEVICE), 1, 4)
+
+
+@pytest.mark.usefixtures("four_sms")
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_persistent_split_rms_norm_walks_rows_and_matches_the_reference(prefetch: bool, dtype: torch.dtype) -> None:
+    base = torch.randn(37, 1001 + 24, device=DEVICE).to(dtype)
+    x = base[:, :1001]  # unaligned rows, padded stride: 8 programs of one chunk each walk 4-5 rows
+    w = torch.randn(1001, device=DEVICE).to(dtype)
+    y = experimental_kernels.rms_norm_split_persistent(x, w, 1e-6, chunk=1024, warps=4, programs_per_sm=2,
+                                                       prefetch=prefetch)
+    wide = dtype != torch.float32
+    torch.testing.assert_close(y.float(), _rms_norm_ref(x, w), rtol=2e-2 if wide else 1e-5, atol=1e-5)
+    again = experimental_kernels.rms_norm_split_persistent(x, w, 1e-6, 1024, 4, 2, prefetch,
+                                                           y=torch.full_like(y, float("nan")))
+    assert torch.equal(again, y)  # every element written, to the same bits
