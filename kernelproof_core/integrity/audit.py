@@ -8,7 +8,8 @@ no-op returning memory that still holds an earlier result, deferred or batched l
     (measurement.replay);
   * on `audits` randomly chosen samples, the input set read by the sample's last call gets new contents in place
     (same pointer, never seen before) before the L2 flush, and that call's output is checked against the oracle
-    after the sample: stale, deferred or wrong output is `cached_output`;
+    after the sample: stale, deferred or wrong output is `cached_output`; inputs that no longer hold those contents
+    are `input_mutated` (the oracle of rewritten inputs could agree with a shortcut's output);
   * after every sample the harness, Triton's launch path and the thread set are checked (`tampering`) and, on a
     GPU, the persisting-L2 limit must still be zero.
 The choices come from an RNG seeded from os.urandom, so the candidate cannot predict which sample is audited.
@@ -32,6 +33,11 @@ from kernelproof_core.tasks.base import Case, OutputSpec, Task
 from kernelproof_core.verdicts import Verdict
 
 
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """Compared bit for bit: NaN payloads and signed zeros count."""
+    return t.contiguous().view(torch.uint8)
+
+
 class SampleAuditor:
     """Implements measurement.timing's SampleAuditor protocol for one case."""
 
@@ -44,6 +50,7 @@ class SampleAuditor:
         self.audited = frozenset(self.rng.sample(range(samples), min(audits, samples)))
         self.min_call_fraction = min_call_fraction
         self.checked = 0
+        self._refreshed: tuple[int, list[torch.Tensor]] | None = None  # (id of the set, its contents after refresh)
 
     def calls(self, sample: int, invocations: int) -> int:
         """How many calls this sample makes."""
@@ -53,8 +60,10 @@ class SampleAuditor:
         return sample in self.audited
 
     def refresh(self, inputs: Sequence[Any]) -> None:
-        """New contents for one input set, in place (outside the timed region)."""
+        """New contents for one input set, in place (outside the timed region); a copy is kept so that `verify`
+        can tell the set still holds them."""
         self.task.perturb_inputs(self.case, self.dtype, inputs, torch.Generator().manual_seed(self.rng.getrandbits(62)))
+        self._refreshed = (id(inputs), [x.clone() for x in inputs if isinstance(x, torch.Tensor)])
 
     def before_flush(self) -> None:
         if self.l2 is not None:
@@ -69,6 +78,15 @@ class SampleAuditor:
             self.verify(out, inputs)
 
     def verify(self, out: Any, inputs: Sequence[Any]) -> None:
+        """The output is right for the inputs, which hold what `refresh` put there: a timed call that rewrote them
+        (say, zeroed input and output alike while a graph was captured, so that the oracle of the rewritten input
+        agrees) is `input_mutated`, as in the gates."""
+        refreshed = self._refreshed
+        if refreshed is not None and refreshed[0] == id(inputs):
+            now = [x for x in inputs if isinstance(x, torch.Tensor)]
+            if any(not torch.equal(_bits(a), _bits(b)) for a, b in zip(now, refreshed[1], strict=True)):
+                raise CandidateFailure(Verdict.INPUT_MUTATED, "a timed call modified its inputs (the gates saw them "
+                                       "unchanged): the candidate behaves differently while timed")
         if type(out) is not torch.Tensor or vars(out) or tuple(out.shape) != self.spec.shape \
                 or out.dtype != self.spec.dtype:
             raise CandidateFailure(Verdict.CACHED_OUTPUT, "a timed call returned something other than the "

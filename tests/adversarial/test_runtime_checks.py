@@ -276,3 +276,27 @@ def test_auditor_rejects_stale_output() -> None:
     with pytest.raises(CandidateFailure) as failure:
         auditor.verify(stale, inputs)
     assert failure.value.verdict is Verdict.CACHED_OUTPUT
+
+
+def test_auditor_rejects_inputs_rewritten_to_agree_with_the_output() -> None:
+    """Zeroing the input and the output alike makes the oracle of the rewritten input agree with a memset: the
+    audit compares the inputs with what it refreshed them to first."""
+    task = TASKS["rms_norm"]
+    case = next(c for c in task.cases(CaseSet.INTERPRETER, 0) if c.case_id == "tail127")
+    spec = task.output_spec(case, torch.float32)
+
+    class Guard:
+        def check(self) -> None:
+            return None
+
+    auditor = SampleAuditor(task, case, torch.float32, spec, Guard(), samples=10, audits=4,  # type: ignore[arg-type]
+                            min_call_fraction=0.75)
+    inputs = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(1))
+    auditor.refresh(inputs)
+    auditor.verify(task.oracle(inputs).float(), inputs)  # honest: unchanged inputs, right output
+    inputs[0].zero_()
+    zeros = torch.zeros(spec.shape, dtype=spec.dtype)
+    assert torch.equal(task.oracle(inputs).float(), zeros)  # the shortcut the oracle alone would accept
+    with pytest.raises(CandidateFailure) as failure:
+        auditor.verify(zeros, inputs)
+    assert failure.value.verdict is Verdict.INPUT_MUTATED

@@ -75,6 +75,10 @@ VARIANTS: dict[str, dict[str, str]] = {
     # timing replays).
     "capture_cheat": {"host_pre": "if torch.cuda.is_current_stream_capturing():\n"
                                   "        return torch.zeros((m, n), dtype=x.dtype, device=x.device)"},
+    # Capture cheat that rewrites its input: zeros in, zeros out, which the oracle of the zeroed input agrees with.
+    "capture_zeroing": {"host_pre": "if torch.cuda.is_current_stream_capturing():\n"
+                                    "        x.zero_()\n"
+                                    "        return torch.zeros((m, n), dtype=x.dtype, device=x.device)"},
     # Honest, but waits for the device after every call: cannot be captured in a CUDA graph.
     "synchronizing": {"host_post": "torch.cuda.synchronize()"},
 }

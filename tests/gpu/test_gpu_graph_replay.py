@@ -72,6 +72,12 @@ def test_a_candidate_that_captures_a_shortcut_is_caught_before_any_sample() -> N
 
 
 @requires_cuda
+def test_a_captured_shortcut_that_rewrites_its_inputs_is_input_mutated() -> None:
+    (r,) = verify_candidate(CandidateJob(task="rms_norm", source=source("capture_zeroing")), _campaign()).cases
+    assert r.verdict is Verdict.INPUT_MUTATED, r.failure
+
+
+@requires_cuda
 def test_a_candidate_that_cannot_be_captured_is_timed_with_stream_launches() -> None:
     (r,) = verify_candidate(CandidateJob(task="rms_norm", source=source("synchronizing")),
                             _campaign(samples=6, invocations_per_sample=4)).cases
