@@ -168,14 +168,16 @@ def _sampling_table(report: Report) -> list[str]:
              "(default) of its value after the warm-ups or NVML reported a thermal or power slowdown. Exposed: "
              "candidate samples the host may not have fully queued before the GPU ran them (launch gate); long tail: "
              "candidate samples whose device synchronize came late after the end event (host wake-up or deferred "
-             "work).", ""]
-    lines += _header(["task", "dtype", "case", "stopped by", "samples kept/taken", "RSE cand %", "RSE base %",
+             "work). Launched: how a sample's calls reached the GPU, replayed from a CUDA graph or one by one on the "
+             "stream (the timing note says why).", ""]
+    lines += _header(["task", "dtype", "case", "launched", "stopped by", "samples kept/taken", "RSE cand %",
+                      "RSE base %",
                       "throttled pairs", "exposed", "long tail", "host µs/call", "SM MHz start", "SM MHz min–max",
                       "mem MHz", "°C"])
     for c, t in rows:
         clocks = f"{t.sm_clock_mhz_min}–{t.sm_clock_mhz_max}" if t.sm_clock_mhz_min is not None else "–"
         lines.append(_row([
-            c.task, c.dtype, c.case_id, f"`{t.stopped_by}`", f"{t.candidate.count}/{t.samples}",
+            c.task, c.dtype, c.case_id, t.sample_launch or "–", f"`{t.stopped_by}`", f"{t.candidate.count}/{t.samples}",
             _f(_pct(t.candidate_rse), ".2f"), _f(_pct(t.baseline_rse), ".2f"),
             _i(t.throttled_samples), _i(t.launch_exposed_samples), _i(t.deferred_samples),
             _f(t.candidate_host_us_per_call, ".1f"), _i(t.sm_clock_mhz_start), clocks, _i(t.mem_clock_mhz_start),

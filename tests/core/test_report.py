@@ -93,7 +93,8 @@ def test_markdown_has_the_achieved_bandwidth_and_sampling_tables(mixed_report: R
     bandwidth = md.split("## Achieved bandwidth")[1].split("## Sampling and clocks")[0]
     assert all(f"| {c.task} | {c.dtype} | {c.case_id} |" in bandwidth for c in timed)
     sampling = md.split("## Sampling and clocks")[1]
-    assert all(f"| {c.case_id} | `{c.timing.stopped_by}` |" in sampling for c in timed)  # type: ignore[union-attr]
+    assert all(f"| {c.case_id} | {t.sample_launch or '–'} | `{t.stopped_by}` |" in sampling
+               for c in timed if (t := c.timing) is not None)
 
 
 def test_bandwidth_row_of_a_gpu_case() -> None:
@@ -113,7 +114,7 @@ def test_bandwidth_row_of_a_gpu_case() -> None:
         target_rse=0.005, candidate_rse=0.004, baseline_rse=0.001, throttled_samples=3, sm_clock_mhz_min=1700,
         sm_clock_mhz_max=1980, sm_clock_mhz_start=1980,
         mem_clock_mhz_start=3201, temperature_c_start=45, candidate_launch_inclusive=summarize([520.0] * 5),
-        launch_exposed_samples=1, deferred_samples=2, candidate_host_us_per_call=27.25,
+        launch_exposed_samples=1, deferred_samples=2, candidate_host_us_per_call=27.25, sample_launch="cuda_graph",
         **speed_of_light(10**9, 500.0, 400.0, 4000.0, 520.0),
     )
     md = render_markdown(report)
@@ -139,4 +140,5 @@ def test_bandwidth_row_of_a_gpu_case() -> None:
     kept = build_report(command="verify", campaign=campaign, candidates=report.candidates, cases=[case],
                         environment=slower, isolation=report.isolation, created=report.created_at, duration_s=1.0)
     assert kept.cases[0].timing.copy_bandwidth_gbps == 4000.0  # type: ignore[union-attr]
-    assert "| n1 | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1 | 2 | 27.2 | 1980 | 1700–1980 | 3201 | 45 |" in md
+    assert ("| n1 | cuda_graph | `noise_target` | 40/40 | 0.40 | 0.10 | 3 | 1 | 2 | 27.2 | 1980 | 1700–1980 | 3201 "
+            "| 45 |") in md
