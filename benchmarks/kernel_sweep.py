@@ -107,6 +107,17 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
                           and plan.meta["num_warps"] == warps)
                 yield ("softmax.split", (m, n), f"chunk={chunk_bytes // elsize} warps={warps}",
                        _Split(x, y, chunk_bytes, warps), moved, chosen)
+            ref = torch.softmax(x.float(), -1)
+            for chunk_bytes, warps, per_sm, prefetch in ((16384, 8, 1, True), (16384, 4, 2, True), (8192, 4, 4, True),
+                                                         (16384, 8, 2, True), (16384, 8, 1, False)):
+                persistent = partial(experimental_kernels.softmax_split_persistent, x, chunk_bytes // elsize, warps,
+                                     per_sm, prefetch, y)
+                persistent()  # checked against eager before its timings mean anything
+                print(f"softmax.split_persistent {m}x{n} chunk={chunk_bytes // elsize} warps={warps} "
+                      f"per_sm={per_sm}: max |error| vs fp32 eager {(y.float() - ref).abs().max().item():.3g}",
+                      flush=True)
+                yield ("softmax.split_persistent", (m, n), f"chunk={chunk_bytes // elsize} warps={warps} "
+                       f"per_sm={per_sm}{'' if prefetch else ' no-prefetch'}", persistent, moved, False)
             # the split path is checked against eager here, before its timings mean anything
             _Split(x, y, softmax._SPLIT_CHUNK_BYTES, softmax._SPLIT_WARPS)()
             err = (y.float() - torch.softmax(x.float(), -1)).abs().max().item()

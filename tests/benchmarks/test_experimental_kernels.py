@@ -123,3 +123,19 @@ def test_persistent_split_rms_norm_walks_rows_and_matches_the_reference(prefetch
     again = experimental_kernels.rms_norm_split_persistent(x, w, 1e-6, 1024, 4, 2, prefetch,
                                                            y=torch.full_like(y, float("nan")))
     assert torch.equal(again, y)  # every element written, to the same bits
+
+
+@pytest.mark.usefixtures("four_sms")
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_persistent_split_softmax_walks_rows_and_matches_the_reference(prefetch: bool, dtype: torch.dtype) -> None:
+    base = torch.randn(37, 1001 + 24, device=DEVICE).to(dtype)
+    x = base[:, :1001]
+    x[3, :] = float("-inf")  # an all -inf row: (max=-inf, sum=0) must not poison the merge ...
+    x[3, 7] = 0.0  # ... except for the one finite entry, which takes all the mass
+    y = experimental_kernels.softmax_split_persistent(x, chunk=1024, warps=4, programs_per_sm=2, prefetch=prefetch)
+    wide = dtype != torch.float32
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=1e-2 if wide else 1e-5,
+                               atol=1e-5 if wide else 1e-7)
+    again = experimental_kernels.softmax_split_persistent(x, 1024, 4, 2, prefetch, y=torch.full_like(y, float("nan")))
+    assert torch.equal(again, y)
