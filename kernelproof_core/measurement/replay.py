@@ -11,7 +11,8 @@ and every sample replays it between the events. What this changes for an untrust
     depend on sample boundaries, so the random call counts of stream sampling are not needed;
   * it can tell a capture is running (torch.cuda.is_current_stream_capturing) and capture something else than what
     the gates saw. The graph is a fixed device program, so the first replay is verified on fresh inputs before any
-    sample (`verify_first_replay`), and audited samples verify again; a capture-only shortcut is `cached_output`;
+    sample (measurement.timing), and audited samples verify again; a capture-only shortcut is `cached_output`, or
+    `input_mutated` where it rewrote its inputs to match;
   * a candidate that cannot be captured (it synchronizes, reads a result on the host, autotunes a new key) is timed
     with stream launches instead, and the report says so (Timing.sample_launch, the note). The pair is always
     timed alike: a failed capture of either implementation means both use streams.

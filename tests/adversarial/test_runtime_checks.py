@@ -294,6 +294,7 @@ def test_auditor_rejects_inputs_rewritten_to_agree_with_the_output() -> None:
     inputs = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(1))
     auditor.refresh(inputs)
     auditor.verify(task.oracle(inputs).float(), inputs)  # honest: unchanged inputs, right output
+    auditor.refresh(inputs)
     inputs[0].zero_()
     zeros = torch.zeros(spec.shape, dtype=spec.dtype)
     assert torch.equal(task.oracle(inputs).float(), zeros)  # the shortcut the oracle alone would accept
