@@ -13,6 +13,14 @@ the rendezvous. The grid never exceeds what the compiled kernel's registers let 
 is never scheduled would leave its group spinning forever). `softmax_split_persistent` is the same walk for the
 softmax split path (65-72% of copy at 65536-131072 wide): each chunk publishes (max, sum of exp) per row.
 
+`rms_norm_split_realigned`: the split path for contiguous rows whose length is not a multiple of a 16-byte vector
+(40-43% of copy at 64803 and 24577 wide: every access scalar, since neither row starts nor masks line up). Chunks are
+cut at 16-byte boundaries of the whole tensor rather than of the row, so a chunk wholly inside its row loads and
+stores x and y with full-width unmasked vectors; only the two chunks a row boundary crosses use masked scalar
+accesses. The weight, indexed by column, is read with scalar loads; with `shifted_weight`, a small kernel first
+writes VEC copies of it, copy s starting s elements late, so that the chunks of a row of shift s read copy s with
+vectors too (one more launch and VEC x N elements written per call).
+
 `softmax_pipelined`, `rms_norm_pipelined`: for rows of 4K-32K elements, where the built-ins hold one row per program
 and only one or two programs fit per SM, so each SM alternates loads, a reduction and stores with nothing overlapping
 (softmax 72-77% of copy bandwidth at 16K-32K wide, rms_norm 89% at 4096). A persistent grid (programs_per_sm x SMs
@@ -285,4 +293,79 @@ def softmax_split_persistent(x: torch.Tensor, chunk: int, warps: int, programs_p
     n_groups = _persistent_groups(_softmax_split_persistent, args, meta, m, n_parts, warps, programs_per_sm,
                                   x.device)
     _softmax_split_persistent[(n_groups * n_parts,)](*args, n_groups, **meta)
+    return y
+
+
+@triton.jit
+def _rms_norm_split_realigned(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
+                              count_ptr: tl.tensor, N: tl.tensor, eps: tl.tensor, n_parts: tl.tensor,
+                              w_pitch: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr, VEC: tl.constexpr,
+                              SHIFTED_W: tl.constexpr) -> None:
+    # Contiguous rows (x and y share offsets). Program `part` of a row covers the tensor's elements
+    # [aligned row start + part * CHUNK, + CHUNK), the aligned row start being the row's first element rounded down
+    # to a multiple of VEC; columns outside the row are masked off (only where a chunk crosses a row boundary).
+    pid = tl.program_id(0)
+    row = pid // n_parts
+    part = pid % n_parts
+    base = row.to(tl.int64) * N
+    shift = (base % VEC).to(tl.int32)
+    start = tl.multiple_of(base - shift + part * CHUNK, VEC)
+    lanes = tl.arange(0, CHUNK)
+    col0 = part * CHUNK - shift  # the row column of lane 0
+    if SHIFTED_W:  # copy `shift` holds w[c] at c + shift: this chunk's weights start on a vector boundary
+        w_at = w_ptr + tl.multiple_of(shift * w_pitch + part * CHUNK, VEC)
+    else:
+        w_at = w_ptr + col0
+    interior = (col0 >= 0) & (col0 + CHUNK <= N)
+    if interior:
+        x = tl.load(x_ptr + start + lanes).to(tl.float32)
+        w = tl.load(w_at + lanes).to(tl.float32)
+    else:
+        edge = (col0 + lanes >= 0) & (col0 + lanes < N)
+        x = tl.load(x_ptr + start + lanes, mask=edge, other=0.0).to(tl.float32)
+        w = tl.load(w_at + lanes, mask=edge, other=0.0).to(tl.float32)
+    at = part_ptr + row.to(tl.int64) * n_parts
+    tl.store(at + part, tl.sum(x * x, axis=0))
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + row, 1, sem="release")
+    while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+        pass
+    tl.debug_barrier()
+    slots = tl.arange(0, BLOCK_S)
+    sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
+    y = (x * tl.rsqrt(tl.sum(sq, axis=0) / N + eps) * w).to(y_ptr.dtype.element_ty)
+    if interior:
+        tl.store(y_ptr + start + lanes, y)
+    else:
+        tl.store(y_ptr + start + lanes, y, mask=(col0 + lanes >= 0) & (col0 + lanes < N))
+
+
+@triton.jit
+def _shift_weight(w_ptr: tl.tensor, out_ptr: tl.tensor, N: tl.tensor, w_pitch: tl.tensor, BLOCK: tl.constexpr) -> None:
+    # Program (s, b): copy s of the weight, elements b * BLOCK ..., written s elements late (out[s, c + s] = w[c]).
+    s = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < N
+    tl.store(out_ptr + s * w_pitch + s + cols, tl.load(w_ptr + cols, mask=mask, other=0.0), mask=mask)
+
+
+def rms_norm_split_realigned(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int, warps: int,
+                             y: torch.Tensor | None = None, shifted_weight: bool = False) -> torch.Tensor:
+    """RMSNorm over the last dim of a contiguous 2-D x, chunks cut at 16-byte boundaries of the whole tensor."""
+    if not x.is_contiguous() or not weight.is_contiguous():
+        raise ValueError("the realigned split path needs contiguous rows (x and y share element offsets)")
+    m, n = x.shape
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device) if y is None else y
+    vec = 16 // x.element_size()
+    n_parts = triton.cdiv(n + vec - 1, chunk)  # a row starting up to vec - 1 past a boundary spans one more chunk
+    partials = torch.empty((m, n_parts), dtype=torch.float32, device=x.device)
+    done = torch.zeros((m,), dtype=torch.int32, device=x.device)
+    pitch = triton.cdiv(n + vec, vec) * vec  # a copy's length, a whole number of vectors
+    w = weight
+    if shifted_weight:
+        w = torch.empty((vec, pitch), dtype=weight.dtype, device=x.device)
+        _shift_weight[(vec, triton.cdiv(n, 1024))](weight, w, n, pitch, BLOCK=1024)
+    _rms_norm_split_realigned[(m * n_parts,)](x, w, y, partials, done, n, eps, n_parts, pitch, CHUNK=chunk,
+                                              BLOCK_S=triton.next_power_of_2(n_parts), VEC=vec,
+                                              SHIFTED_W=shifted_weight, num_warps=warps)
     return y

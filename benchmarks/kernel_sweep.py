@@ -170,7 +170,8 @@ def _rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
 
 def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Rows too wide for one program: the built-in as planned (split path on a GPU), the looped path it replaced,
-    the split path's other parameters, and the split path on a persistent grid (experimental_kernels)."""
+    the split path's other parameters, and the split path on a persistent grid and realigned to vector boundaries
+    (experimental_kernels)."""
     for m, n in ((345, 64803), (1024, 65536), (2048, 24577), (1024, 40000)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         w = torch.randn(n, dtype=dtype, device=device)
@@ -185,6 +186,13 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
             yield ("rms_norm.split", (m, n), f"chunk={chunk} warps={warps}",
                    partial(experimental_kernels.rms_norm_split, x, w, 1e-6, chunk, warps, y), moved, False)
         ref = _rms_norm_ref(x, w)
+        for chunk, warps, shifted in ((8192, 4, False), (8192, 4, True), (4096, 4, True), (8192, 8, True)):
+            realigned = partial(experimental_kernels.rms_norm_split_realigned, x, w, 1e-6, chunk, warps, y, shifted)
+            realigned()  # checked against an fp32 reference before its timings mean anything
+            print(f"rms_norm.split_realigned {m}x{n} chunk={chunk} warps={warps} shifted_weight={shifted}: max "
+                  f"|error| vs fp32 {(y.float() - ref).abs().max().item():.3g}", flush=True)
+            yield ("rms_norm.split_realigned", (m, n),
+                   f"chunk={chunk} warps={warps}{' shifted-w' if shifted else ''}", realigned, moved, False)
         for chunk, warps, per_sm, prefetch in ((8192, 4, 1, True), (8192, 4, 2, True), (8192, 4, 4, True),
                                                (8192, 8, 1, True), (4096, 4, 4, True), (8192, 4, 2, False)):
             persistent = partial(experimental_kernels.rms_norm_split_persistent, x, w, 1e-6, chunk, warps, per_sm,

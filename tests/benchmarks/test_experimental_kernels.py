@@ -139,3 +139,36 @@ def test_persistent_split_softmax_walks_rows_and_matches_the_reference(prefetch:
                                atol=1e-5 if wide else 1e-7)
     again = experimental_kernels.softmax_split_persistent(x, 1024, 4, 2, prefetch, y=torch.full_like(y, float("nan")))
     assert torch.equal(again, y)
+
+
+@pytest.mark.parametrize("shifted_weight", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_realigned_split_rms_norm_loads_the_right_columns(shifted_weight: bool, dtype: torch.dtype) -> None:
+    """Rows of 1001 elements start at every offset within a vector, so chunks cut at the tensor's vector boundaries
+    are interior on some rows and cross row ends on others. Programs run one after another here, so each row's
+    counter starts one short of complete and the other chunks' partial sums are filled in from the host: every
+    program proceeds at once, and what is tested is which columns each chunk loads, scales and stores."""
+    m, n, chunk = 9, 1001, 256
+    x = torch.randn(m, n, device=DEVICE).to(dtype)
+    w = torch.randn(n, device=DEVICE).to(dtype)
+    vec = 16 // x.element_size()
+    n_parts = -(-(n + vec - 1) // chunk)
+    flat = torch.cat([torch.zeros(vec, device=DEVICE), x.float().reshape(-1), torch.zeros(chunk * n_parts)])
+    partials = torch.empty((m, n_parts), dtype=torch.float32, device=DEVICE)
+    for r in range(m):
+        start = r * n - (r * n) % vec  # the row's first element rounded down to a vector boundary
+        for p in range(n_parts):
+            lo, hi = max(start + p * chunk, r * n), min(start + (p + 1) * chunk, (r + 1) * n)
+            partials[r, p] = flat[vec + lo: vec + hi].pow(2).sum() if hi > lo else 0.0
+    done = torch.full((m,), n_parts - 1, dtype=torch.int32, device=DEVICE)
+    pitch = -(-(n + vec) // vec) * vec
+    weights = w
+    if shifted_weight:
+        weights = torch.empty((vec, pitch), dtype=dtype, device=DEVICE)
+        experimental_kernels._shift_weight[(vec, -(-n // 1024))](w, weights, n, pitch, BLOCK=1024)
+    y = torch.full_like(x, float("nan"))
+    experimental_kernels._rms_norm_split_realigned[(m * n_parts,)](
+        x, weights, y, partials, done, n, 1e-6, n_parts, pitch, CHUNK=chunk, BLOCK_S=4, VEC=vec,
+        SHIFTED_W=shifted_weight)
+    wide = dtype != torch.float32
+    torch.testing.assert_close(y.float(), _rms_norm_ref(x, w), rtol=2e-2 if wide else 1e-5, atol=1e-5)
