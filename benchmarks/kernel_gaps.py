@@ -8,7 +8,8 @@ percent (evidence/h200/2026-11-30_host_release/3_repro_five_processes). This scr
   kernel_gated_us     CUPTI duration per call inside a gated sample (the same calls as the events time)
   gap_us              median device idle time between consecutive calls of the gated sample (end k -> start k+1)
   events_us           gated event time per call (what measurement.timing reports)
-  graph_us            the same calls captured in a CUDA graph and replayed, event time per call
+  graph_us            the same calls captured in a CUDA graph (measurement.replay.capture) and replayed, event
+                      time per call
   graph_gap_us        median gap between consecutive kernels of the graph replay
 
     python benchmarks/kernel_gaps.py --output kernel_gaps.json [--task rms_norm] [--case ID ...] [--calls 20]
@@ -33,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelproof_core.candidate import load_candidate
 from kernelproof_core.measurement.launch_gate import host_release
+from kernelproof_core.measurement.replay import capture
 from kernelproof_core.measurement.timing import ring_size
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet, get_task
@@ -93,15 +95,7 @@ def one_case(fn: Fn, sets: Sequence[Sequence[Any]], calls: int, prefix: str, rep
     kernel_ungated, _ = durations_and_gaps(traced(ungated, prefix))
     kernel_gated, gap = durations_and_gaps(traced(lambda: gated(None), prefix))
 
-    stream = torch.cuda.Stream()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(stream):
-        for k in range(calls):  # warm the side stream's allocator pool
-            fn(*sets[k % n])
-        torch.cuda.synchronize()
-        with torch.cuda.graph(graph, stream=stream):
-            for k in range(calls):
-                fn(*sets[k % n])
+    graph = capture(fn, sets, calls)  # as measurement.timing captures a sample
     graph_us: list[float] = []
     for _ in range(repeats):
         flush.zero_()

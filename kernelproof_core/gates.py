@@ -20,7 +20,7 @@ import torch
 
 from kernelproof_core.candidate import LoadedCandidate, short_traceback
 from kernelproof_core.errors import CandidateFailure
-from kernelproof_core.integrity.guard import CallGuard, Watch
+from kernelproof_core.integrity.guard import CallGuard, Watch, bitwise_equal
 from kernelproof_core.integrity.precision import check_precision
 from kernelproof_core.integrity.proof import check_gpu_share, check_launched, check_proof_of_work, foreign_share
 from kernelproof_core.metrics import describe_failure, error_metrics, within_tolerance
@@ -110,14 +110,6 @@ def _copy_like(t: torch.Tensor) -> torch.Tensor:
     out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
     out.copy_(t)
     return out
-
-
-def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-for-bit equality (NaN payloads included), independent of strides."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    int_dtype = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-    return bool(torch.equal(a.contiguous().view(int_dtype), b.contiguous().view(int_dtype)))
 
 
 def check_inputs_unchanged(inputs: Sequence[Any], originals: Sequence[Any]) -> None:

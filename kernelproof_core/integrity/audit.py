@@ -26,16 +26,11 @@ from typing import Any
 import torch
 
 from kernelproof_core.errors import CandidateFailure
-from kernelproof_core.integrity.guard import CallGuard
+from kernelproof_core.integrity.guard import CallGuard, bitwise_equal
 from kernelproof_core.integrity.plausibility import PersistingL2
 from kernelproof_core.metrics import describe_failure, error_metrics, within_tolerance
 from kernelproof_core.tasks.base import Case, OutputSpec, Task
 from kernelproof_core.verdicts import Verdict
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    """Compared bit for bit: NaN payloads and signed zeros count."""
-    return t.contiguous().view(torch.uint8)
 
 
 class SampleAuditor:
@@ -84,7 +79,7 @@ class SampleAuditor:
         refreshed, self._refreshed = self._refreshed, None  # one check per refresh; the copy is not kept around
         if refreshed is not None and refreshed[0] == id(inputs):
             now = [x for x in inputs if isinstance(x, torch.Tensor)]
-            if any(not torch.equal(_bits(a), _bits(b)) for a, b in zip(now, refreshed[1], strict=True)):
+            if not all(map(bitwise_equal, now, refreshed[1])):
                 raise CandidateFailure(Verdict.INPUT_MUTATED, "a timed call modified its inputs (the gates saw them "
                                        "unchanged): the candidate behaves differently while timed")
         if type(out) is not torch.Tensor or vars(out) or tuple(out.shape) != self.spec.shape \

@@ -44,9 +44,12 @@ def _plain_tensor(out: Any, device: torch.device) -> bool:
     return type(out) is torch.Tensor and not vars(out) and out.device.type == device.type
 
 
-def _bit_view(t: torch.Tensor) -> torch.Tensor:
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    return t.contiguous().view(ints)
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN payloads and signed zeros included), independent of strides."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return bool(torch.equal(a.contiguous().view(ints), b.contiguous().view(ints)))
 
 
 class CallGuard:
@@ -108,7 +111,7 @@ class CallGuard:
         if foreign:
             raise CandidateFailure(Verdict.TAMPERING, f"kernels launched on a stream other than the caller's: "
                                    f"{', '.join(sorted(set(foreign))[:5])} (their time escapes the caller's events)")
-        if copy is not None and not torch.equal(_bit_view(copy), _bit_view(holder.out)):
+        if copy is not None and not bitwise_equal(copy, holder.out):
             raise CandidateFailure(Verdict.TAMPERING, "the output changed after the call returned: work was "
                                    "deferred past the end of the call (side stream, thread or later launch)")
 

@@ -22,7 +22,7 @@ from kernelproof_core.integrity.plausibility import PersistingL2, check_plausibl
 from kernelproof_core.integrity.precision import check_precision, fraction_beyond_1ulp
 from kernelproof_core.integrity.proof import check_gpu_share, check_proof_of_work, element_bytes, foreign_share
 from kernelproof_core.integrity.run import launch_observer
-from kernelproof_core.tasks import TASKS, CaseSet
+from kernelproof_core.tasks import TASKS, Case, CaseSet, Task
 from kernelproof_core.tolerances import policy_for
 from kernelproof_core.verdicts import Verdict
 
@@ -257,7 +257,8 @@ def test_refresh_keeps_storage_and_changes_contents(task_name: str) -> None:
         assert torch.isfinite(task.oracle(inputs)).all(), case
 
 
-def test_auditor_rejects_stale_output() -> None:
+def _tail127_auditor() -> tuple[Task, Case, SampleAuditor]:
+    """An auditor of rms_norm's tail127 case (fp32), with a guard that finds the harness intact."""
     task = TASKS["rms_norm"]
     case = next(c for c in task.cases(CaseSet.INTERPRETER, 0) if c.case_id == "tail127")
     spec = task.output_spec(case, torch.float32)
@@ -268,6 +269,11 @@ def test_auditor_rejects_stale_output() -> None:
 
     auditor = SampleAuditor(task, case, torch.float32, spec, Guard(), samples=10, audits=4,  # type: ignore[arg-type]
                             min_call_fraction=0.75)
+    return task, case, auditor
+
+
+def test_auditor_rejects_stale_output() -> None:
+    task, case, auditor = _tail127_auditor()
     assert len(auditor.audited) == 4 and all(8 <= auditor.calls(0, 10) <= 10 for _ in range(50))
     inputs = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(1))
     stale = task.oracle(inputs).float()
@@ -281,22 +287,13 @@ def test_auditor_rejects_stale_output() -> None:
 def test_auditor_rejects_inputs_rewritten_to_agree_with_the_output() -> None:
     """Zeroing the input and the output alike makes the oracle of the rewritten input agree with a memset: the
     audit compares the inputs with what it refreshed them to first."""
-    task = TASKS["rms_norm"]
-    case = next(c for c in task.cases(CaseSet.INTERPRETER, 0) if c.case_id == "tail127")
-    spec = task.output_spec(case, torch.float32)
-
-    class Guard:
-        def check(self) -> None:
-            return None
-
-    auditor = SampleAuditor(task, case, torch.float32, spec, Guard(), samples=10, audits=4,  # type: ignore[arg-type]
-                            min_call_fraction=0.75)
+    task, case, auditor = _tail127_auditor()
     inputs = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(1))
     auditor.refresh(inputs)
     auditor.verify(task.oracle(inputs).float(), inputs)  # honest: unchanged inputs, right output
     auditor.refresh(inputs)
     inputs[0].zero_()
-    zeros = torch.zeros(spec.shape, dtype=spec.dtype)
+    zeros = torch.zeros(auditor.spec.shape, dtype=auditor.spec.dtype)
     assert torch.equal(task.oracle(inputs).float(), zeros)  # the shortcut the oracle alone would accept
     with pytest.raises(CandidateFailure) as failure:
         auditor.verify(zeros, inputs)
