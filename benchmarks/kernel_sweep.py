@@ -364,10 +364,102 @@ def small_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
            partial(torch.compile(get_task("swiglu").baseline()), x, u), moved3, False)
 
 
+def _others(task_name: str, args: tuple[Any, ...]) -> Iterator[tuple[str, Launcher]]:
+    """torch.compile (compiled afresh for this shape, static) and Liger-Kernel (when importable) on the same inputs:
+    the public kernels the built-ins are measured against (benchmarks/bandwidth.py)."""
+    import bandwidth
+
+    torch._dynamo.reset()
+    compiled = torch.compile(get_task(task_name).baseline(), dynamic=False)
+    yield "torch.compile", partial(compiled, *args)
+    liger = bandwidth.liger_impl(task_name)
+    if liger is not None:
+        yield "liger", partial(liger, *args)
+
+
+def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The row kernel as shipped, without masks (EVEN) and re-reading its tile instead of holding it (REREAD, as
+    torch.compile's rms_norm does), over rows per program and warps, beside torch.compile and Liger; run with
+    --cupti to compare kernel time as bandwidth.py's kernel-only columns do."""
+    for m, n in ((256, 2048), (8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        w = torch.randn(n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        yield _rms_norm_planned(x, w, moved)
+        align = rms_norm._align(x.element_size(), n)
+        block_n = 1 << (n - 1).bit_length()
+        ref = _rms_norm_ref(x, w)
+        for block_m, warps, even, reread in itertools.product((1, 2, 4), (4, 8, 16), (False, True), (False, True)):
+            per_thread = block_m * block_n // (warps * 32)
+            if per_thread < 4 or per_thread > 32 or (even and (block_n != n or m % block_m)):
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "EVEN": even, "REREAD": reread,
+                    "num_warps": warps}
+            launch = partial(rms_norm._rms_norm_rows[(-(-m // block_m),)], x, w, y, m, n, n, 1e-6, **meta)
+            launch()  # checked against an fp32 reference before its timings mean anything
+            err = (y.float() - ref).abs().max().item()
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "")
+            if err > 0.1:
+                print(f"rms_norm.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
+                continue
+            yield ("rms_norm.rows", (m, n), label, launch, moved, False)
+        for name, other in _others("rms_norm", (x, w, 1e-6)):
+            yield (f"rms_norm.{name}", (m, n), name, other, moved, False)
+
+
+def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The flat kernel over block sizes and warps beside torch.compile and Liger (contiguous inputs); --cupti to
+    compare kernel time."""
+    for m, n in ((256, 2048), (4096, 4096), (4096, 11008), (32768, 8192)):
+        g = torch.randn(m, n, dtype=dtype, device=device)
+        u = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(g)
+        moved = 3 * g.numel() * g.element_size()
+        yield ("swiglu.planned", (m, n), "planned", partial(swiglu.candidate, g, u), moved, True)
+        for block, warps in itertools.product((1024, 2048, 4096, 8192), (2, 4, 8, 16)):
+            if not 4 <= block // (warps * 32) <= 32:
+                continue
+            yield ("swiglu.flat", (m, n), f"block={block} warps={warps}",
+                   partial(swiglu._swiglu_flat[(-(-m * n // block),)], g, u, y, m * n, BLOCK=block, num_warps=warps),
+                   moved, False)
+        for name, other in _others("swiglu", (g, u)):
+            yield (f"swiglu.{name}", (m, n), name, other, moved, False)
+
+
+def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The row kernel with and without masks (EVEN) over rows per program and warps, beside torch.compile and
+    Liger; --cupti to compare kernel time."""
+    for m, n in ((256, 2048), (4096, 4096), (8192, 8192), (32768, 8192)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        ref = torch.softmax(x.float(), -1)
+        for block_m, warps, even in itertools.product((1, 2, 4), (4, 8, 16), (False, True)):
+            per_thread = block_m * n // (warps * 32)
+            if per_thread < 4 or per_thread > 32 or (even and m % block_m):
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": n, "ALIGN": softmax._align(x.element_size(), n), "EVEN": even,
+                    "num_warps": warps}
+            launch = partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta)
+            launch()  # checked against an fp32 reference before its timings mean anything
+            err = (y.float() - ref).abs().max().item()
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "")
+            if err > 0.01:
+                print(f"softmax.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
+                continue
+            yield ("softmax.rows", (m, n), label, launch, moved, False)
+        for name, other in _others("softmax", (x,)):
+            yield (f"softmax.{name}", (m, n), name, other, moved, False)
+
+
 FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "softmax": softmax_trials,
             "rms_norm": rms_norm_trials,
             "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_trials,
-            "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials}
+            "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials,
+            "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
+            "softmax_parity": softmax_parity_trials}
 
 
 def main() -> int:
@@ -375,6 +467,8 @@ def main() -> int:
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--only", action="append", choices=sorted(FAMILIES))
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--cupti", action="store_true",
+                        help="time kernels by CUPTI kernel time (L2 flushed, no launch gaps) instead of do_bench")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("kernel_sweep: needs CUDA")
@@ -390,7 +484,13 @@ def main() -> int:
         best: dict[tuple[int, int], dict[str, Any]] = {}
         for kind, shape, label, launch, moved, chosen in FAMILIES[family](device, dtype):
             try:
-                ms = do_bench(launch, warmup=10, rep=40, return_mode="median")
+                if args.cupti:
+                    import bandwidth
+
+                    launch()  # compiled and warm before the profiler starts
+                    ms = bandwidth.kernel_only_us(launch, ()) * 1e-3
+                else:
+                    ms = do_bench(launch, warmup=10, rep=40, return_mode="median")
             except Exception as exc:  # a config that does not compile or launch is reported, not fatal
                 print(f"{kind:<16}{'x'.join(map(str, shape)):>12}  {label:<40} ERROR {type(exc).__name__}: "
                       f"{str(exc)[:120]}", flush=True)
@@ -406,7 +506,8 @@ def main() -> int:
         for shape, row in best.items():
             print(f"BEST {family} {'x'.join(map(str, shape))}: {row['kind']} {row['config']} {row['sol']:.1%}")
     if args.output:
-        args.output.write_text(json.dumps({"copy_gbps": copy, "dtype": args.dtype, "rows": rows}, indent=1))
+        args.output.write_text(json.dumps({"copy_gbps": copy, "dtype": args.dtype,
+                                           "timing": "cupti" if args.cupti else "do_bench", "rows": rows}, indent=1))
     return 0
 
 

@@ -68,24 +68,43 @@ def _warps(tile: int) -> int:
 @triton.jit
 def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                    stride_x: tl.tensor, eps: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   ALIGN: tl.constexpr) -> None:
+                   ALIGN: tl.constexpr, EVEN: tl.constexpr = False, REREAD: tl.constexpr = False) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16.
+    # EVEN (the host guarantees N == BLOCK_N and BLOCK_M divides M): no masks and no row clamping at all.
+    # REREAD: the tile is loaded twice, once for the sum of squares (kept in L2) and again to scale it (the second
+    # read served by L1/L2, then evicted first), instead of being held in registers across the reduction: fewer
+    # registers per thread, more programs per SM in flight (torch.compile's rms_norm does the same).
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
-    # Rows past the end re-read the last row (harmless, cached) so loads need only the column mask.
-    rows = tl.minimum(tl.arange(0, BLOCK_M), (M - 1 - row0).to(tl.int32))
     cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    x = tl.load(x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :], mask=col_mask[None, :],
-                other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    if EVEN:
+        rows = tl.arange(0, BLOCK_M)
+        x_ptrs = x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :]
+        x = tl.load(x_ptrs, eviction_policy="evict_last" if REREAD else "").to(tl.float32)
+        w = tl.load(w_ptr + cols).to(tl.float32)
+    else:
+        # Rows past the end re-read the last row (harmless, cached) so loads need only the column mask.
+        rows = tl.minimum(tl.arange(0, BLOCK_M), (M - 1 - row0).to(tl.int32))
+        col_mask = cols < N
+        x_ptrs = x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :]
+        x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0,
+                    eviction_policy="evict_last" if REREAD else "").to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     inv = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+    if REREAD:
+        if EVEN:
+            x = tl.load(x_ptrs, eviction_policy="evict_first").to(tl.float32)
+        else:
+            x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_first").to(tl.float32)
     y = x * inv[:, None] * w[None, :]
-    store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
     y_ptrs = y_ptr + row0 * N + rows[:, None] * N + cols[None, :]
-    tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask)
+    if EVEN:
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+    else:
+        store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask)
 
 
 @triton.jit

@@ -1,6 +1,10 @@
 """Exploit (GPU): super-batching: once past the verification calls, requests are queued and launched together every
 eighth call, so most calls return at once with unwritten outputs and launch overhead is amortised across calls.
-Expected: cached_output (an audited call's output is unwritten when its sample ends)."""
+Expected: input_mutated. Sampled in a CUDA graph, the capture records launches queued before it, whose output
+buffers the harness has since freed; replaying them writes into that memory, which the allocator has handed to the
+audit set's refreshed inputs, and the audit's input check sees them changed (H200, harness 0.6.0). Sampled on the
+stream instead (timing_cuda_graphs off), the audited call's output is still unwritten when its sample ends:
+cached_output."""
 
 import torch
 import triton
