@@ -378,10 +378,13 @@ def _others(task_name: str, args: tuple[Any, ...]) -> Iterator[tuple[str, Launch
 
 
 def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The row kernel as shipped, without masks (EVEN) and re-reading its tile instead of holding it (REREAD, as
-    torch.compile's rms_norm does), over rows per program and warps, beside torch.compile and Liger; run with
-    --cupti to compare kernel time as bandwidth.py's kernel-only columns do."""
-    for m, n in ((256, 2048), (8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096)):
+    """The row kernel as shipped, without masks (EVEN), re-reading its tile instead of holding it (REREAD, as
+    torch.compile's rms_norm does) and with streaming stores (STREAM), over rows per program and warps, beside
+    torch.compile and Liger; run with --cupti to compare kernel time as bandwidth.py's kernel-only columns do."""
+    variants = ((False, False, False), (False, True, False), (False, True, True), (True, True, False),
+                (True, True, True))  # (EVEN, REREAD, STREAM)
+    for m, n in ((256, 2048), (8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096),
+                 (65536, 1024), (32768, 6000)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         w = torch.randn(n, dtype=dtype, device=device)
         y = torch.empty_like(x)
@@ -390,16 +393,18 @@ def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator
         align = rms_norm._align(x.element_size(), n)
         block_n = 1 << (n - 1).bit_length()
         ref = _rms_norm_ref(x, w)
-        for block_m, warps, even, reread in itertools.product((1, 2, 4), (4, 8, 16), (False, True), (False, True)):
+        for block_m, warps, (even, reread, stream) in itertools.product((1, 2, 4, 8), (4, 8, 16), variants):
             per_thread = block_m * block_n // (warps * 32)
-            if per_thread < 4 or per_thread > 32 or (even and (block_n != n or m % block_m)):
+            if per_thread < 8 or per_thread > 32 or block_m * block_n > 8192 or \
+                    (even and (block_n != n or m % block_m)):
                 continue
             meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "EVEN": even, "REREAD": reread,
-                    "num_warps": warps}
+                    "STREAM": stream, "num_warps": warps}
             launch = partial(rms_norm._rms_norm_rows[(-(-m // block_m),)], x, w, y, m, n, n, 1e-6, **meta)
             launch()  # checked against an fp32 reference before its timings mean anything
             err = (y.float() - ref).abs().max().item()
-            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "")
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "") \
+                + (" stream" if stream else "")
             if err > 0.1:
                 print(f"rms_norm.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
                 continue
@@ -428,24 +433,27 @@ def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
 
 
 def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The row kernel with and without masks (EVEN) over rows per program and warps, beside torch.compile and
-    Liger; --cupti to compare kernel time."""
-    for m, n in ((256, 2048), (4096, 4096), (8192, 8192), (32768, 8192)):
+    """The row kernel with and without masks (EVEN), evict-first loads (EVICT) and streaming stores (STREAM), over
+    rows per program and warps, beside torch.compile and Liger; --cupti to compare kernel time."""
+    variants = ((False, False, False), (True, False, False), (True, True, False), (True, False, True),
+                (True, True, True), (False, True, True))  # (EVEN, EVICT, STREAM)
+    for m, n in ((256, 2048), (4096, 4096), (8192, 8192), (32768, 8192), (65536, 1024)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(x)
         moved = 2 * x.numel() * x.element_size()
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         ref = torch.softmax(x.float(), -1)
-        for block_m, warps, even in itertools.product((1, 2, 4), (4, 8, 16), (False, True)):
+        for block_m, warps, (even, evict, stream) in itertools.product((1, 2, 4, 8), (4, 8, 16), variants):
             per_thread = block_m * n // (warps * 32)
-            if per_thread < 4 or per_thread > 32 or (even and m % block_m):
+            if per_thread < 8 or per_thread > 32 or block_m * n > 8192 or (even and m % block_m):
                 continue
             meta = {"BLOCK_M": block_m, "BLOCK_N": n, "ALIGN": softmax._align(x.element_size(), n), "EVEN": even,
-                    "num_warps": warps}
+                    "EVICT": evict, "STREAM": stream, "num_warps": warps}
             launch = partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta)
             launch()  # checked against an fp32 reference before its timings mean anything
             err = (y.float() - ref).abs().max().item()
-            label = f"block_m={block_m} warps={warps}" + (" even" if even else "")
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" evict" if evict else "") \
+                + (" stream" if stream else "")
             if err > 0.01:
                 print(f"softmax.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
                 continue

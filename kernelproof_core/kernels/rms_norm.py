@@ -68,13 +68,15 @@ def _warps(tile: int) -> int:
 @triton.jit
 def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                    stride_x: tl.tensor, eps: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   ALIGN: tl.constexpr, EVEN: tl.constexpr = False, REREAD: tl.constexpr = False) -> None:
+                   ALIGN: tl.constexpr, EVEN: tl.constexpr = False, REREAD: tl.constexpr = False,
+                   STREAM: tl.constexpr = False) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16.
     # EVEN (the host guarantees N == BLOCK_N and BLOCK_M divides M): no masks and no row clamping at all.
     # REREAD: the tile is loaded twice, once for the sum of squares (kept in L2) and again to scale it (the second
     # read served by L1/L2, then evicted first), instead of being held in registers across the reduction: fewer
     # registers per thread, more programs per SM in flight (torch.compile's rms_norm does the same).
+    # STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
@@ -101,10 +103,10 @@ def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
     y = x * inv[:, None] * w[None, :]
     y_ptrs = y_ptr + row0 * N + rows[:, None] * N + cols[None, :]
     if EVEN:
-        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), cache_modifier=".cs" if STREAM else "")
     else:
         store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
-        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask)
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask, cache_modifier=".cs" if STREAM else "")
 
 
 @triton.jit

@@ -17,8 +17,10 @@ import torch
 import triton
 import triton.language as tl
 
-_FLAT_BYTES = 8192  # bytes of each input one flat program moves (bf16: 4096 elements)
-_MIN_FLAT_BLOCK = 1024
+# Flat path: elements per program and warps (8 per thread: one 16-byte vector of bf16). On the H200 (bf16, CUPTI
+# kernel time) 1024 on 4 warps matched or beat 2048-8192 on 2-16 warps and torch.compile's kernel at 4096 x 4096,
+# 4096 x 11008 and 32768 x 8192 (benchmarks/kernel_sweep.py --cupti --only swiglu_parity).
+_FLAT_BLOCK, _FLAT_WARPS = 1024, 4
 _TILE_BYTES = 8192  # same budget for a 2-D tile
 _WAVES = 4  # shrink blocks until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
@@ -106,10 +108,7 @@ def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: tor
     target_programs = _WAVES * _num_sms(device)
     total = m * n
     if stride_g == n and stride_u == n:  # both contiguous: one flat stream
-        block = _FLAT_BYTES // elsize
-        while block > _MIN_FLAT_BLOCK and _cdiv(total, block) < target_programs:
-            block //= 2
-        return _swiglu_flat[(_cdiv(total, block),)], {"BLOCK": block, "num_warps": _warps(block * elsize)}, True
+        return _swiglu_flat[(_cdiv(total, _FLAT_BLOCK),)], {"BLOCK": _FLAT_BLOCK, "num_warps": _FLAT_WARPS}, True
     tile = _TILE_BYTES // elsize
     block_n = min(triton.next_power_of_2(n), tile)
     block_m = min(tile // block_n, triton.next_power_of_2(m))
