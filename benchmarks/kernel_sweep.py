@@ -433,27 +433,33 @@ def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
 
 
 def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The row kernel with and without masks (EVEN), evict-first loads (EVICT) and streaming stores (STREAM), over
-    rows per program and warps, beside torch.compile and Liger; --cupti to compare kernel time."""
-    variants = ((False, False, False), (True, False, False), (True, True, False), (True, False, True),
-                (True, True, True), (False, True, True))  # (EVEN, EVICT, STREAM)
-    for m, n in ((256, 2048), (4096, 4096), (8192, 8192), (32768, 8192), (65536, 1024)):
+    """The row kernel without masks (EVEN), re-reading its tile for the output (REREAD), with evict-first loads
+    (EVICT) and streaming stores (STREAM), over rows per program and warps, beside torch.compile and Liger; --cupti
+    to compare kernel time."""
+    variants = ((False, False, False, False), (True, False, False, False), (False, True, False, False),
+                (True, True, False, False), (True, True, True, False), (True, True, False, True),
+                (False, True, True, True))  # (EVEN, REREAD, EVICT, STREAM)
+    for m, n in ((256, 2048), (4096, 3000), (4096, 4096), (8192, 8192), (32768, 8192), (65536, 1024),
+                 (131072, 512), (16384, 2048)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(x)
         moved = 2 * x.numel() * x.element_size()
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         ref = torch.softmax(x.float(), -1)
-        for block_m, warps, (even, evict, stream) in itertools.product((1, 2, 4, 8), (4, 8, 16), variants):
-            per_thread = block_m * n // (warps * 32)
-            if per_thread < 8 or per_thread > 32 or block_m * n > 8192 or (even and m % block_m):
+        block_n = 1 << (n - 1).bit_length()
+        for block_m, warps, (even, reread, evict, stream) in itertools.product((1, 2, 4, 8, 16), (4, 8, 16),
+                                                                              variants):
+            per_thread = block_m * block_n // (warps * 32)
+            if per_thread < 8 or per_thread > 32 or block_m * block_n > 8192 or \
+                    (even and (m % block_m or block_n != n)):
                 continue
-            meta = {"BLOCK_M": block_m, "BLOCK_N": n, "ALIGN": softmax._align(x.element_size(), n), "EVEN": even,
-                    "EVICT": evict, "STREAM": stream, "num_warps": warps}
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": softmax._align(x.element_size(), n),
+                    "EVEN": even, "REREAD": reread, "EVICT": evict, "STREAM": stream, "num_warps": warps}
             launch = partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta)
             launch()  # checked against an fp32 reference before its timings mean anything
             err = (y.float() - ref).abs().max().item()
-            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" evict" if evict else "") \
-                + (" stream" if stream else "")
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "") \
+                + (" evict" if evict else "") + (" stream" if stream else "")
             if err > 0.01:
                 print(f"softmax.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
                 continue
