@@ -38,6 +38,10 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
+# 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
+# On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
+# on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
+_NARROW_MIN_N, _NARROW_TILE, _NARROW_WARPS = 512, 2048, 4
 # Staged path (rows wider than _MAX_FUSED_N): bytes per program chunk, and rows per batch so that a batch (read by
 # its partials programs, then re-read by its normalise programs) stays in L2 (H200: 50 MB) next to the batch after.
 _STAGED_CHUNK_BYTES = 16384
@@ -355,9 +359,14 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
             "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,
             "num_warps": _PIPELINED_WARPS}
     block_n = triton.next_power_of_2(n)
-    block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
+    narrow = elsize == 2 and _NARROW_MIN_N <= block_n <= _NARROW_TILE
+    block_m = min(max(1, (_NARROW_TILE if narrow else _TILE) // block_n), triton.next_power_of_2(m))
     while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
         block_m //= 2
+    if narrow:
+        even = block_n == n and m % block_m == 0
+        return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                                     "EVEN": even, "num_warps": _NARROW_WARPS}
     # One 8192-wide row per program runs best on 16 warps (H200, bf16: 98.3% of copy bandwidth at 32768 x 8192 and
     # 91.4% at 8192 x 8192, against 96.8% and 90.7% on 8: benchmarks/kernel_sweep.py,
     # evidence/h200/2026-11-30_verification_kernels/4_eviction_hints_sweep/).
