@@ -24,6 +24,7 @@ from kernelproof_core.dtypes import dtype_name, parse_dtype
 from kernelproof_core.errors import CandidateFailure, UsageError
 from kernelproof_core.gates import CaseGates
 from kernelproof_core.integrity.audit import SampleAuditor
+from kernelproof_core.integrity.device_fault import describes_device_fault, is_device_fault
 from kernelproof_core.integrity.hidden_cases import derive_seed, hidden_cases, input_seed
 from kernelproof_core.integrity.launches import owner_kernel_names
 from kernelproof_core.integrity.plausibility import check_plausible, check_timed_region, time_floor_us
@@ -159,38 +160,55 @@ def _run_plan(task: Task, plan: list[tuple[torch.dtype, Case]], loaded: LoadedCa
     for dtype, case in plan:
         if load_failure is None and integrity.tampered is None and integrity.campaign_changed(campaign):
             integrity.tampered = "the campaign object was modified"
-        if load_failure is not None or integrity.tampered is not None or loaded is None:
+        if load_failure is not None or _ended(integrity) or loaded is None:
             slots.append(_not_run(task, case, dtype, load_failure, integrity))
         else:
             ran = _gate_case(task, case, dtype, loaded, campaign, device, events, integrity, defer)
             slots.append(ran)
             if isinstance(ran, CaseResult):
-                _note_tampering(ran, case, integrity)
+                _note_run_ending(ran, case, integrity)
         report_ready()
     for i, slot in enumerate(slots):
         if isinstance(slot, _Deferred):
-            if integrity.tampered is not None:
+            if _ended(integrity):
                 done = _not_run(task, slot.case, slot.dtype, None, integrity)
             else:
                 done = slot.run()
-                _note_tampering(done, slot.case, integrity)
+                _note_run_ending(done, slot.case, integrity)
             slots[i] = done
             report_ready()
 
 
+def _device_fault(when: str, exc: BaseException) -> CandidateFailure:
+    return CandidateFailure(Verdict.RUNTIME_ERROR, f"device fault {when}: {type(exc).__name__}: {exc}"[:2000])
+
+
+def _ended(integrity: RunIntegrity) -> bool:
+    """No later case can run: the harness was altered, or the candidate's kernels faulted the device."""
+    return integrity.tampered is not None or integrity.device_fault is not None
+
+
 def _not_run(task: Task, case: Case, dtype: torch.dtype, load_failure: CandidateFailure | None,
              integrity: RunIntegrity) -> CaseResult:
-    ended = load_failure or CandidateFailure(
-        Verdict.TAMPERING, f"not run: the harness was altered earlier ({integrity.tampered})")
+    if load_failure is not None:
+        ended = load_failure
+    elif integrity.tampered is not None:
+        ended = CandidateFailure(Verdict.TAMPERING, f"not run: the harness was altered earlier ({integrity.tampered})")
+    else:
+        ended = CandidateFailure(Verdict.RUNTIME_ERROR, "not run: the candidate's kernels faulted the device earlier "
+                                 f"and the CUDA context is lost ({integrity.device_fault})")
     result = _result(task, case, dtype, [], ended.verdict, None, None)
     result.failure = Failure(code=ended.verdict, message=ended.message, detail=ended.detail)
     result.reward = failed_case_reward()
     return result
 
 
-def _note_tampering(result: CaseResult, case: Case, integrity: RunIntegrity) -> None:
+def _note_run_ending(result: CaseResult, case: Case, integrity: RunIntegrity) -> None:
     if result.verdict is Verdict.TAMPERING and result.failure is not None:
         integrity.tampered = f"case {case.case_id}: {result.failure.message}"[:300]
+    elif (result.verdict is Verdict.RUNTIME_ERROR and result.failure is not None
+          and describes_device_fault(result.failure.message)):
+        integrity.device_fault = f"case {case.case_id}: {result.failure.message}"[:300]
 
 
 def _result(
@@ -255,6 +273,9 @@ def _gate_case(task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandida
         tampering = integrity.guard.tampering() if integrity.guard else None
         if tampering is not None:
             return _failed(task, case, dtype, inputs, tampering, gates.metrics, evidence)
+        if is_device_fault(exc):  # the candidate's kernels faulted; it surfaced in our next device call
+            return _failed(task, case, dtype, inputs, _device_fault("after the candidate's calls", exc),
+                           gates.metrics, evidence)
         log.exception("infrastructure fault in case %s/%s", task.name, case.case_id)
         result = _result(task, case, dtype, inputs, Verdict.INFRA_ERROR, gates.metrics, None)
         result.failure = Failure(code=Verdict.INFRA_ERROR, message=f"{type(exc).__name__}: {exc}"[:2000])
@@ -277,6 +298,9 @@ def _gate_case(task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandida
                 tampering = integrity.guard.tampering() if integrity.guard else None
                 if tampering is not None:
                     return _failed(task, case, dtype, inputs, tampering, gates.metrics, evidence)
+                if is_device_fault(exc):  # the candidate's timed calls faulted the device
+                    return _failed(task, case, dtype, inputs, _device_fault("while its calls were timed", exc),
+                                   gates.metrics, evidence)
                 log.exception("measurement fault in case %s/%s", task.name, case.case_id)
                 result.verdict = Verdict.INFRA_ERROR
                 result.failure = Failure(code=Verdict.INFRA_ERROR,

@@ -47,6 +47,7 @@ class RunIntegrity:
     l2: PersistingL2 | None = None
     policy: str | None = None
     tampered: str | None = None  # set once the harness was found altered: no later case can be trusted
+    device_fault: str | None = None  # set once the candidate's kernels faulted the device: the context is lost
     campaign_dump: dict[str, Any] = field(default_factory=dict)
 
     def attach(self, owner: dict[str, Any], device: torch.device) -> None:

@@ -116,8 +116,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             V.CACHED_OUTPUT),
     Exploit("side_stream", "rms_norm", "work pushed to a side stream", V.POLICY_VIOLATION, V.TAMPERING,
             device="gpu", cases=("llama_4096",)),
-    Exploit("super_batching", "rms_norm", "calls super-batched into deferred launches", V.INPUT_MUTATED,
-            V.INPUT_MUTATED, device="gpu", cases=("llama_4096",), measure=True),
+    Exploit("super_batching", "rms_norm", "calls super-batched into deferred launches", V.CACHED_OUTPUT,
+            V.CACHED_OUTPUT, device="gpu", cases=("llama_4096",), measure=True),
     Exploit("l2_persistence", "rms_norm", "persisting L2 kept across the flush", V.POLICY_VIOLATION, V.TAMPERING,
             device="gpu", cases=("llama_4096",), measure=True),
 )

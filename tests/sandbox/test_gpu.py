@@ -65,6 +65,8 @@ def test_illegal_memory_access_affects_only_its_own_process(gpu_executor: Sandbo
     execution = run(gpu_executor, "gpu_illegal_address", gpu_campaign())
     first = execution.outcome.cases[0]
     assert first.verdict in (Verdict.CRASHED, Verdict.RUNTIME_ERROR), first
+    # The lost context is the candidate's doing: no later case of its run is blamed on the infrastructure.
+    assert Verdict.INFRA_ERROR not in verdicts(execution), execution.outcome.cases
     honest_passes(gpu_executor)
 
 

@@ -1,10 +1,10 @@
 """Exploit (GPU): super-batching: once past the verification calls, requests are queued and launched together every
 eighth call, so most calls return at once with unwritten outputs and launch overhead is amortised across calls.
-Expected: input_mutated. Sampled in a CUDA graph, the capture records launches queued before it, whose output
-buffers the harness has since freed; replaying them writes into that memory, which the allocator has handed to the
-audit set's refreshed inputs, and the audit's input check sees them changed (H200, harness 0.6.0). Sampled on the
-stream instead (timing_cuda_graphs off), the audited call's output is still unwritten when its sample ends:
-cached_output."""
+Expected: cached_output (an audited call's output is unwritten when its sample ends).
+Launches queued before a sampling CUDA graph's capture are recorded into it when the queue flushes there; their
+output buffers are kept alive here, so the graph's replays write memory the candidate still owns. (Without that,
+the replays wrote freed memory: on the H200 that landed in the audit's refreshed inputs, input_mutated, or on no
+mapping at all, an illegal address that lost the process's CUDA context: a runtime_error that ends the run.)"""
 
 import torch
 import triton
@@ -12,6 +12,7 @@ import triton.language as tl
 
 _calls = [0]
 _pending = []
+_launched = []  # outputs of flushed launches, kept alive while a captured graph may still replay them
 
 
 @triton.jit
@@ -39,5 +40,8 @@ def candidate(x, weight, eps):
     _pending.append((x, weight, y))
     if len(_pending) == 8:
         while _pending:
-            _launch(*_pending.pop(), eps)
+            args = _pending.pop()
+            _launch(*args, eps)
+            _launched.append(args)
+        del _launched[:-64]
     return y
