@@ -6,7 +6,9 @@ directly with a grid of candidate parameters on the shapes of interest and print
 minimum bytes moved over the kernel time, `triton.testing.do_bench` median with L2 flushed between calls) as a
 fraction of the measured device copy bandwidth, the current heuristic's choice marked with `*`. Families named
 `rms_norm_wide`, `softmax_pipelined` and `rms_norm_pipelined` time the kernels of experimental_kernels.py against
-the built-in's own launch, after checking their output against an fp32 reference.
+the built-in's own launch, after checking their output against an fp32 reference; `wide_looped` does the same for
+experimental_looped.py. The `*_parity` families (sweep_parity.py) put the row kernels' options beside torch.compile
+and Liger; `--cupti` times by CUPTI kernel time instead of do_bench.
 
     python benchmarks/kernel_sweep.py --output sweep.json [--only softmax]
 
@@ -30,14 +32,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
+from sweep_common import Trial, rms_norm_planned, rms_norm_ref
+from sweep_parity import rms_norm_parity_trials, softmax_parity_trials, swiglu_parity_trials, wide_looped_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
 from kernelproof_core.tasks import get_task
-
-Launcher = Callable[[], object]
-# (family, shape, config label, launcher, bytes moved, is the built-in's own choice)
-Trial = tuple[str, tuple[int, int], str, Launcher, int, bool]
 
 
 @dataclass
@@ -153,21 +153,6 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
                    moved, plan[1] == meta)
 
 
-def _rms_norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    xf = x.float()
-    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-
-
-def _rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
-    """The built-in rms_norm as a verification calls it (plan lookup, workspace and all), labelled with its plan."""
-    m, n = x.shape
-    plan = rms_norm._plan(m, n, n, x.element_size(), x.device)
-    meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
-    kind = "split" if isinstance(plan, rms_norm._Split) else "rows"
-    return ("rms_norm.planned", (m, n), f"{kind} " + " ".join(f"{k}={v}" for k, v in meta.items()),
-            partial(rms_norm.candidate, x, w, 1e-6), moved, True)
-
-
 def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Rows too wide for one program: the built-in as planned (split path on a GPU), the looped path it replaced,
     the split path's other parameters, and the split path on a persistent grid and realigned to vector boundaries
@@ -178,14 +163,14 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
         y = torch.empty_like(x)
         elsize = x.element_size()
         moved = 2 * x.numel() * elsize
-        yield _rms_norm_planned(x, w, moved)
+        yield rms_norm_planned(x, w, moved)
         launch, meta = rms_norm._looped_plan(m, n, elsize, rms_norm._align(elsize, n), rms_norm._num_sms(device))
         yield ("rms_norm.looped", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
                partial(launch, x, w, y, m, n, n, 1e-6, **meta), moved, False)
         for chunk, warps in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16)):
             yield ("rms_norm.split", (m, n), f"chunk={chunk} warps={warps}",
                    partial(experimental_kernels.rms_norm_split, x, w, 1e-6, chunk, warps, y), moved, False)
-        ref = _rms_norm_ref(x, w)
+        ref = rms_norm_ref(x, w)
         for chunk, warps, shifted in ((8192, 4, False), (8192, 4, True), (4096, 4, True), (8192, 8, True)):
             realigned = partial(experimental_kernels.rms_norm_split_realigned, x, w, 1e-6, chunk, warps, y, shifted)
             realigned()  # checked against an fp32 reference before its timings mean anything
@@ -206,7 +191,7 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
                    moved, False)
         # checked against an fp32 reference before its timings mean anything
         out = experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4)
-        err = (out.float() - _rms_norm_ref(x, w)).abs().max().item()
+        err = (out.float() - rms_norm_ref(x, w)).abs().max().item()
         print(f"rms_norm.split {m}x{n}: max |error| vs fp32 {err:.3g}; replay bit-exact "
               f"{torch.equal(out, experimental_kernels.rms_norm_split(x, w, 1e-6, 8192, 4))}", flush=True)
 
@@ -220,7 +205,7 @@ def rms_norm_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator
         w = torch.randn(n, dtype=dtype, device=device)
         y = torch.empty_like(x)
         moved = 2 * x.numel() * x.element_size()
-        yield _rms_norm_planned(x, w, moved)
+        yield rms_norm_planned(x, w, moved)
         align = rms_norm._align(x.element_size(), n)
         # (n, 16): inductor's run-time choice for 4096- and 8192-wide rows (inductor_kernels.py "chosen at run time")
         configs = ((1024, 4), (2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16))
@@ -232,7 +217,7 @@ def rms_norm_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator
             yield ("rms_norm.looped", (m, n), f"chunk={chunk} warps={warps}{' evict' if evict else ''}", launch,
                    moved, False)
         launch()  # the last config, checked against an fp32 reference before its timings mean anything
-        err = (y.float() - _rms_norm_ref(x, w)).abs().max().item()
+        err = (y.float() - rms_norm_ref(x, w)).abs().max().item()
         print(f"rms_norm.looped {m}x{n}: max |error| vs fp32 {err:.3g}", flush=True)
 
 
@@ -299,9 +284,9 @@ def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Itera
         y = torch.empty_like(x)
         elsize = x.element_size()
         moved = 2 * x.numel() * elsize
-        _check_pipelined("rms_norm.pipelined", x, _rms_norm_ref(x, w),
+        _check_pipelined("rms_norm.pipelined", x, rms_norm_ref(x, w),
                          partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6))
-        yield _rms_norm_planned(x, w, moved)
+        yield rms_norm_planned(x, w, moved)
         for per_sm, warps, prefetch, packed in _pipelined_configs(1 << (n - 1).bit_length(), elsize):
             yield ("rms_norm.pipelined", (m, n), _pipelined_label(per_sm, warps, prefetch, packed),
                    partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6, per_sm, warps, prefetch, y, packed),
@@ -364,116 +349,12 @@ def small_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
            partial(torch.compile(get_task("swiglu").baseline()), x, u), moved3, False)
 
 
-def _others(task_name: str, args: tuple[Any, ...]) -> Iterator[tuple[str, Launcher]]:
-    """torch.compile (compiled afresh for this shape, static) and Liger-Kernel (when importable) on the same inputs:
-    the public kernels the built-ins are measured against (benchmarks/bandwidth.py)."""
-    import bandwidth
-
-    torch._dynamo.reset()
-    compiled = torch.compile(get_task(task_name).baseline(), dynamic=False)
-    yield "torch.compile", partial(compiled, *args)
-    liger = bandwidth.liger_impl(task_name)
-    if liger is not None:
-        yield "liger", partial(liger, *args)
-
-
-def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The row kernel as shipped, without masks (EVEN), re-reading its tile instead of holding it (REREAD, as
-    torch.compile's rms_norm does) and with streaming stores (STREAM), over rows per program and warps, beside
-    torch.compile and Liger; run with --cupti to compare kernel time as bandwidth.py's kernel-only columns do."""
-    variants = ((False, False, False), (False, True, False), (False, True, True), (True, True, False),
-                (True, True, True))  # (EVEN, REREAD, STREAM)
-    for m, n in ((256, 2048), (8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096),
-                 (65536, 1024), (32768, 6000)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        w = torch.randn(n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        yield _rms_norm_planned(x, w, moved)
-        align = rms_norm._align(x.element_size(), n)
-        block_n = 1 << (n - 1).bit_length()
-        ref = _rms_norm_ref(x, w)
-        for block_m, warps, (even, reread, stream) in itertools.product((1, 2, 4, 8), (4, 8, 16), variants):
-            per_thread = block_m * block_n // (warps * 32)
-            if per_thread < 8 or per_thread > 32 or block_m * block_n > 8192 or \
-                    (even and (block_n != n or m % block_m)):
-                continue
-            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "EVEN": even, "REREAD": reread,
-                    "STREAM": stream, "num_warps": warps}
-            launch = partial(rms_norm._rms_norm_rows[(-(-m // block_m),)], x, w, y, m, n, n, 1e-6, **meta)
-            launch()  # checked against an fp32 reference before its timings mean anything
-            err = (y.float() - ref).abs().max().item()
-            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "") \
-                + (" stream" if stream else "")
-            if err > 0.1:
-                print(f"rms_norm.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
-                continue
-            yield ("rms_norm.rows", (m, n), label, launch, moved, False)
-        for name, other in _others("rms_norm", (x, w, 1e-6)):
-            yield (f"rms_norm.{name}", (m, n), name, other, moved, False)
-
-
-def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The flat kernel over block sizes and warps beside torch.compile and Liger (contiguous inputs); --cupti to
-    compare kernel time."""
-    for m, n in ((256, 2048), (4096, 4096), (4096, 11008), (32768, 8192)):
-        g = torch.randn(m, n, dtype=dtype, device=device)
-        u = torch.randn(m, n, dtype=dtype, device=device)
-        y = torch.empty_like(g)
-        moved = 3 * g.numel() * g.element_size()
-        yield ("swiglu.planned", (m, n), "planned", partial(swiglu.candidate, g, u), moved, True)
-        for block, warps in itertools.product((1024, 2048, 4096, 8192), (2, 4, 8, 16)):
-            if not 4 <= block // (warps * 32) <= 32:
-                continue
-            yield ("swiglu.flat", (m, n), f"block={block} warps={warps}",
-                   partial(swiglu._swiglu_flat[(-(-m * n // block),)], g, u, y, m * n, BLOCK=block, num_warps=warps),
-                   moved, False)
-        for name, other in _others("swiglu", (g, u)):
-            yield (f"swiglu.{name}", (m, n), name, other, moved, False)
-
-
-def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The row kernel without masks (EVEN), re-reading its tile for the output (REREAD), with evict-first loads
-    (EVICT) and streaming stores (STREAM), over rows per program and warps, beside torch.compile and Liger; --cupti
-    to compare kernel time."""
-    variants = ((False, False, False, False), (True, False, False, False), (False, True, False, False),
-                (True, True, False, False), (True, True, True, False), (True, True, False, True),
-                (False, True, True, True))  # (EVEN, REREAD, EVICT, STREAM)
-    for m, n in ((256, 2048), (4096, 3000), (4096, 4096), (8192, 8192), (32768, 8192), (65536, 1024),
-                 (131072, 512), (16384, 2048)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        ref = torch.softmax(x.float(), -1)
-        block_n = 1 << (n - 1).bit_length()
-        for block_m, warps, (even, reread, evict, stream) in itertools.product((1, 2, 4, 8, 16), (4, 8, 16),
-                                                                              variants):
-            per_thread = block_m * block_n // (warps * 32)
-            if per_thread < 8 or per_thread > 32 or block_m * block_n > 8192 or \
-                    (even and (m % block_m or block_n != n)):
-                continue
-            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": softmax._align(x.element_size(), n),
-                    "EVEN": even, "REREAD": reread, "EVICT": evict, "STREAM": stream, "num_warps": warps}
-            launch = partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta)
-            launch()  # checked against an fp32 reference before its timings mean anything
-            err = (y.float() - ref).abs().max().item()
-            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "") \
-                + (" evict" if evict else "") + (" stream" if stream else "")
-            if err > 0.01:
-                print(f"softmax.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
-                continue
-            yield ("softmax.rows", (m, n), label, launch, moved, False)
-        for name, other in _others("softmax", (x,)):
-            yield (f"softmax.{name}", (m, n), name, other, moved, False)
-
-
 FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "softmax": softmax_trials,
             "rms_norm": rms_norm_trials,
             "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_trials,
             "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials,
             "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
-            "softmax_parity": softmax_parity_trials}
+            "softmax_parity": softmax_parity_trials, "wide_looped": wide_looped_trials}
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import experimental_kernels
+import experimental_looped
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -172,3 +173,20 @@ def test_realigned_split_rms_norm_loads_the_right_columns(shifted_weight: bool, 
         SHIFTED_W=shifted_weight)
     wide = dtype != torch.float32
     torch.testing.assert_close(y.float(), _rms_norm_ref(x, w), rtol=2e-2 if wide else 1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.parametrize(("m", "n"), [(5, 1000), (3, 4097)])  # ragged last chunk; padded rows below
+def test_looped_kernels_match_the_reference(m: int, n: int, stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(experimental_looped, "_num_sms", lambda device: 2)  # each program walks several rows
+    base = (torch.randn(m, n + 24, device=DEVICE) * 4).to(torch.bfloat16)
+    x = base[:, :n]
+    x[0, ::3] = float("-inf")  # masked logits: lanes that see only -inf for a while
+    w = torch.randn(n, device=DEVICE).to(torch.bfloat16)
+    y = experimental_looped.softmax_looped(x, chunk=256, warps=4, stages=stages, programs_per_sm=1)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2, atol=1e-5)
+    x = (torch.randn(m, n + 24, device=DEVICE) * 4).to(torch.bfloat16)[:, :n]
+    y = experimental_looped.rms_norm_looped(x, w, 1e-6, chunk=256, warps=4, stages=stages, programs_per_sm=1)
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=1e-5)

@@ -1,0 +1,33 @@
+"""What kernel_sweep.py's families share: the trial record and the rms_norm reference and planned launch."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelproof_core.kernels import rms_norm
+
+Launcher = Callable[[], object]
+# (family, shape, config label, launcher, bytes moved, is the built-in's own choice)
+Trial = tuple[str, tuple[int, int], str, Launcher, int, bool]
+
+
+def rms_norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+
+
+def rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
+    """The built-in rms_norm as a verification calls it (plan lookup, workspace and all), labelled with its plan."""
+    m, n = x.shape
+    plan = rms_norm._plan(m, n, n, x.element_size(), x.device)
+    meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
+    kind = "split" if isinstance(plan, rms_norm._Split) else "rows"
+    return ("rms_norm.planned", (m, n), f"{kind} " + " ".join(f"{k}={v}" for k, v in meta.items()),
+            partial(rms_norm.candidate, x, w, 1e-6), moved, True)

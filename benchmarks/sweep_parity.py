@@ -1,0 +1,150 @@
+"""kernel_sweep.py families that time the built-ins' row kernels beside torch.compile and Liger (`*_parity`, run
+with --cupti) and the looped wide-row design of experimental_looped.py against the shipped wide-row paths."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
+
+import experimental_looped
+import torch
+from sweep_common import Launcher, Trial, rms_norm_planned, rms_norm_ref
+
+from kernelproof_core.kernels import rms_norm, softmax, swiglu
+from kernelproof_core.tasks import get_task
+
+
+def _others(task_name: str, args: tuple[Any, ...]) -> Iterator[tuple[str, Launcher]]:
+    """torch.compile (compiled afresh for this shape, static) and Liger-Kernel (when importable) on the same inputs:
+    the public kernels the built-ins are measured against (benchmarks/bandwidth.py)."""
+    import bandwidth
+
+    torch._dynamo.reset()
+    compiled = torch.compile(get_task(task_name).baseline(), dynamic=False)
+    yield "torch.compile", partial(compiled, *args)
+    liger = bandwidth.liger_impl(task_name)
+    if liger is not None:
+        yield "liger", partial(liger, *args)
+
+
+def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The row kernel as shipped, without masks (EVEN), re-reading its tile instead of holding it (REREAD, as
+    torch.compile's rms_norm does) and with streaming stores (STREAM), over rows per program and warps, beside
+    torch.compile and Liger; run with --cupti to compare kernel time as bandwidth.py's kernel-only columns do."""
+    variants = ((False, False, False), (False, True, False), (False, True, True), (True, True, False),
+                (True, True, True))  # (EVEN, REREAD, STREAM)
+    for m, n in ((256, 2048), (8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096),
+                 (65536, 1024), (32768, 6000)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        w = torch.randn(n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        yield rms_norm_planned(x, w, moved)
+        align = rms_norm._align(x.element_size(), n)
+        block_n = 1 << (n - 1).bit_length()
+        ref = rms_norm_ref(x, w)
+        for block_m, warps, (even, reread, stream) in itertools.product((1, 2, 4, 8), (4, 8, 16), variants):
+            per_thread = block_m * block_n // (warps * 32)
+            if per_thread < 8 or per_thread > 32 or block_m * block_n > 8192 or \
+                    (even and (block_n != n or m % block_m)):
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "EVEN": even, "REREAD": reread,
+                    "STREAM": stream, "num_warps": warps}
+            launch = partial(rms_norm._rms_norm_rows[(-(-m // block_m),)], x, w, y, m, n, n, 1e-6, **meta)
+            launch()  # checked against an fp32 reference before its timings mean anything
+            err = (y.float() - ref).abs().max().item()
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "") \
+                + (" stream" if stream else "")
+            if err > 0.1:
+                print(f"rms_norm.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
+                continue
+            yield ("rms_norm.rows", (m, n), label, launch, moved, False)
+        for name, other in _others("rms_norm", (x, w, 1e-6)):
+            yield (f"rms_norm.{name}", (m, n), name, other, moved, False)
+
+
+def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The flat kernel over block sizes and warps beside torch.compile and Liger (contiguous inputs); --cupti to
+    compare kernel time."""
+    for m, n in ((256, 2048), (4096, 4096), (4096, 11008), (32768, 8192)):
+        g = torch.randn(m, n, dtype=dtype, device=device)
+        u = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(g)
+        moved = 3 * g.numel() * g.element_size()
+        yield ("swiglu.planned", (m, n), "planned", partial(swiglu.candidate, g, u), moved, True)
+        for block, warps in itertools.product((1024, 2048, 4096, 8192), (2, 4, 8, 16)):
+            if not 4 <= block // (warps * 32) <= 32:
+                continue
+            yield ("swiglu.flat", (m, n), f"block={block} warps={warps}",
+                   partial(swiglu._swiglu_flat[(-(-m * n // block),)], g, u, y, m * n, BLOCK=block, num_warps=warps),
+                   moved, False)
+        for name, other in _others("swiglu", (g, u)):
+            yield (f"swiglu.{name}", (m, n), name, other, moved, False)
+
+
+def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The row kernel without masks (EVEN), re-reading its tile for the output (REREAD), with evict-first loads
+    (EVICT) and streaming stores (STREAM), over rows per program and warps, beside torch.compile and Liger; --cupti
+    to compare kernel time."""
+    variants = ((False, False, False, False), (True, False, False, False), (False, True, False, False),
+                (True, True, False, False), (True, True, True, False), (True, True, False, True),
+                (False, True, True, True))  # (EVEN, REREAD, EVICT, STREAM)
+    for m, n in ((256, 2048), (4096, 3000), (4096, 4096), (8192, 8192), (32768, 8192), (65536, 1024),
+                 (131072, 512), (16384, 2048)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        ref = torch.softmax(x.float(), -1)
+        block_n = 1 << (n - 1).bit_length()
+        for block_m, warps, (even, reread, evict, stream) in itertools.product((1, 2, 4, 8, 16), (4, 8, 16),
+                                                                              variants):
+            per_thread = block_m * block_n // (warps * 32)
+            if per_thread < 8 or per_thread > 32 or block_m * block_n > 8192 or \
+                    (even and (m % block_m or block_n != n)):
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": softmax._align(x.element_size(), n),
+                    "EVEN": even, "REREAD": reread, "EVICT": evict, "STREAM": stream, "num_warps": warps}
+            launch = partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta)
+            launch()  # checked against an fp32 reference before its timings mean anything
+            err = (y.float() - ref).abs().max().item()
+            label = f"block_m={block_m} warps={warps}" + (" even" if even else "") + (" reread" if reread else "") \
+                + (" evict" if evict else "") + (" stream" if stream else "")
+            if err > 0.01:
+                print(f"softmax.rows {m}x{n} {label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
+                continue
+            yield ("softmax.rows", (m, n), label, launch, moved, False)
+        for name, other in _others("softmax", (x,)):
+            yield (f"softmax.{name}", (m, n), name, other, moved, False)
+
+
+def wide_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Rows too wide for one program: the built-ins as planned (split or staged paths) against the looped design with
+    software-pipelined loads (experimental_looped.py), over chunk, warps, pipeline stages (1: unpipelined) and
+    programs per SM, after an fp32 check of each design."""
+    for task, m, n in (("rms_norm", 345, 64803), ("rms_norm", 1024, 65536), ("rms_norm", 2048, 24577),
+                       ("rms_norm", 1024, 40000), ("softmax", 2048, 32768), ("softmax", 1024, 65536),
+                       ("softmax", 512, 128256), ("softmax", 1024, 131072)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        if task == "rms_norm":
+            w = torch.randn(n, dtype=dtype, device=device)
+            yield rms_norm_planned(x, w, moved)
+            ref = rms_norm_ref(x, w)
+            run: Callable[..., torch.Tensor] = partial(experimental_looped.rms_norm_looped, x, w, 1e-6)
+        else:
+            yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+            ref = torch.softmax(x.float(), -1)
+            run = partial(experimental_looped.softmax_looped, x)
+        err = (run(4096, 8, 3, 2).float() - ref).abs().max().item()
+        print(f"{task}.looped {m}x{n}: max |error| vs fp32 {err:.3g}", flush=True)
+        if err > 0.1:
+            continue
+        for chunk, warps, stages, per_sm in itertools.product((2048, 4096), (4, 8), (1, 3, 5), (1, 2)):
+            if chunk // (warps * 32) < 8:
+                continue
+            yield (f"{task}.looped", (m, n), f"chunk={chunk} warps={warps} stages={stages} per_sm={per_sm}",
+                   partial(run, chunk, warps, stages, per_sm, y=y), moved, False)
