@@ -32,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
-from sweep_common import Trial, rms_norm_planned, rms_norm_ref
+from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import rms_norm_parity_trials, softmax_parity_trials, swiglu_parity_trials, wide_looped_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -135,10 +135,7 @@ def softmax_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
 
 def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     for m, n in ((8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        w = torch.randn(n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         plan = rms_norm._plan(m, n, n, x.element_size(), device)
         align = rms_norm._align(x.element_size(), n)
         block_n = 1 << (n - 1).bit_length()
@@ -158,11 +155,8 @@ def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
     the split path's other parameters, and the split path on a persistent grid and realigned to vector boundaries
     (experimental_kernels)."""
     for m, n in ((345, 64803), (1024, 65536), (2048, 24577), (1024, 40000)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        w = torch.randn(n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         elsize = x.element_size()
-        moved = 2 * x.numel() * elsize
         yield rms_norm_planned(x, w, moved)
         launch, meta = rms_norm._looped_plan(m, n, elsize, rms_norm._align(elsize, n), rms_norm._num_sms(device))
         yield ("rms_norm.looped", (m, n), " ".join(f"{k}={v}" for k, v in meta.items()),
@@ -201,10 +195,7 @@ def rms_norm_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator
     read from L2), as torch.compile's generated rms_norm does (benchmarks/inductor_kernels.py), with and without its
     eviction hints. Small chunks mean few registers and many programs per SM."""
     for m, n in ((256, 2048), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        w = torch.randn(n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         align = rms_norm._align(x.element_size(), n)
         # (n, 16): inductor's run-time choice for 4096- and 8192-wide rows (inductor_kernels.py "chosen at run time")
@@ -279,11 +270,8 @@ def softmax_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Iterat
 def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The built-in's launch against the experimental persistent kernel that prefetches each program's next row."""
     for m, n in ((8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (4096, 4940)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        w = torch.randn(n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         elsize = x.element_size()
-        moved = 2 * x.numel() * elsize
         _check_pipelined("rms_norm.pipelined", x, rms_norm_ref(x, w),
                          partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6))
         yield rms_norm_planned(x, w, moved)

@@ -18,6 +18,13 @@ Launcher = Callable[[], object]
 Trial = tuple[str, tuple[int, int], str, Launcher, int, bool]
 
 
+def rms_norm_inputs(m: int, n: int, dtype: torch.dtype, device: torch.device,
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """x, weight, an output buffer and the bytes a pass moves (x read, y written) for an m x n rms_norm trial."""
+    x = torch.randn(m, n, dtype=dtype, device=device)
+    return x, torch.randn(n, dtype=dtype, device=device), torch.empty_like(x), 2 * x.numel() * x.element_size()
+
+
 def rms_norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     xf = x.float()
     return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()

@@ -10,7 +10,7 @@ from typing import Any
 
 import experimental_looped
 import torch
-from sweep_common import Launcher, Trial, rms_norm_planned, rms_norm_ref
+from sweep_common import Launcher, Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
 from kernelproof_core.tasks import get_task
@@ -37,10 +37,7 @@ def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator
                 (True, True, True))  # (EVEN, REREAD, STREAM)
     for m, n in ((256, 2048), (8192, 2880), (8192, 4096), (16384, 8192), (32768, 8192), (65536, 4096),
                  (65536, 1024), (32768, 6000)):
-        x = torch.randn(m, n, dtype=dtype, device=device)
-        w = torch.randn(n, dtype=dtype, device=device)
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         align = rms_norm._align(x.element_size(), n)
         block_n = 1 << (n - 1).bit_length()
