@@ -2,7 +2,8 @@
 
 Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
-    program (a 2-D tile of about 8192 elements) so short rows still give each program real work.
+    program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
+    give each program real work.
   * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
     then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
     persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
