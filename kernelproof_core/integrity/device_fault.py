@@ -11,8 +11,6 @@ infra_error.
 
 from __future__ import annotations
 
-import torch
-
 # Lower-cased fragments of the CUDA error strings of faults a kernel's own code causes.
 CANDIDATE_DEVICE_FAULTS = (
     "illegal memory access",
@@ -26,11 +24,9 @@ CANDIDATE_DEVICE_FAULTS = (
 
 
 def is_device_fault(exc: BaseException) -> bool:
-    """True for a sticky CUDA error that a kernel's own code causes (see CANDIDATE_DEVICE_FAULTS)."""
-    accelerator_error = getattr(torch, "AcceleratorError", RuntimeError)
-    if not isinstance(exc, (accelerator_error, RuntimeError)):
-        return False
-    return describes_device_fault(str(exc))
+    """True for a sticky CUDA error that a kernel's own code causes (see CANDIDATE_DEVICE_FAULTS). torch raises
+    them as RuntimeError (torch.AcceleratorError, a subclass, from torch 2.8)."""
+    return isinstance(exc, RuntimeError) and describes_device_fault(str(exc))
 
 
 def describes_device_fault(message: str) -> bool:
