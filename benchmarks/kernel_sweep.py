@@ -33,7 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
-from sweep_parity import rms_norm_parity_trials, softmax_parity_trials, swiglu_parity_trials, wide_looped_trials
+from sweep_parity import (
+    rms_norm_parity_trials,
+    softmax_parity_trials,
+    swiglu_parity_trials,
+    swiglu_strided_trials,
+    wide_looped_trials,
+)
 
 from kernelproof_core.environment import copy_bandwidth_gbps
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
@@ -280,24 +286,6 @@ def rms_norm_pipelined_trials(device: torch.device, dtype: torch.dtype) -> Itera
                    partial(experimental_kernels.rms_norm_pipelined, x, w, 1e-6, per_sm, warps, prefetch, y, packed),
                    moved, False)
 
-def swiglu_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    for m, n in ((256, 2048), (4096, 4096), (8192, 2880), (4096, 11008), (32768, 8192)):
-        fused = torch.randn(m, 2 * n, dtype=dtype, device=device)
-        g, u = fused[:, :n], fused[:, n:]
-        y = torch.empty((m, n), dtype=dtype, device=device)
-        moved = 3 * m * n * fused.element_size()
-        plan = swiglu._plan(m, n, 2 * n, 2 * n, fused.element_size(), device)
-        align = swiglu._align(fused.element_size(), n, 2 * n)
-        for (block_m, block_n), warps in itertools.product(((1, 4096), (2, 2048), (4, 1024), (1, 8192)), (4, 8, 16)):
-            if block_m * block_n // (warps * 32) < 8:
-                continue
-            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
-            grid = (-(-m // block_m), -(-n // block_n))
-            yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps}",
-                   partial(swiglu._swiglu_rows[grid], g, u, y, m, n, 2 * n, 2 * n, **meta),
-                   moved, plan[1] == meta)
-
-
 def small_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """1-3 MB cases, where torch.compile's kernels were ahead (bandwidth.py: rms_norm 256 x 2048 at 0.84-0.87 of it,
     swiglu 0.94-0.96): each built-in's row or flat kernel over a grid of rows per program and warps, beside
@@ -339,7 +327,7 @@ def small_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
 
 FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "softmax": softmax_trials,
             "rms_norm": rms_norm_trials,
-            "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_trials,
+            "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_strided_trials,
             "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials,
             "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
             "softmax_parity": softmax_parity_trials, "wide_looped": wide_looped_trials}

@@ -81,6 +81,54 @@ def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
             yield (f"swiglu.{name}", (m, n), name, other, moved, False)
 
 
+def swiglu_strided_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Strided rows (the task's padded `strided` case, and the two halves of fused [M, 2N] projections): the gather
+    kernel over block sizes and warps against the 2-D tile kernel it replaced, beside torch.compile and Liger on the
+    same views, after an fp32 check of each kernel."""
+    import experimental_swiglu
+
+    for m, n, stride in ((4096, 5000, 5024), (8192, 2880, 5760), (4096, 11008, 22016), (32768, 8192, 16384),
+                         (16384, 14336, 28672)):
+        base = torch.randn(m, stride + n, dtype=dtype, device=device)
+        g, u = base[:, :n], base[:, stride:stride + n]  # row stride stride + n for both
+        y = torch.empty((m, n), dtype=dtype, device=device)
+        moved = 3 * m * n * base.element_size()
+        ref = (torch.nn.functional.silu(g.float()) * u.float())
+        yield ("swiglu.planned", (m, n), "planned", partial(swiglu.candidate, g, u), moved, True)
+        row_stride = g.stride(0)
+        vec = swiglu._align(base.element_size(), n, row_stride)
+        wide = m * row_stride >= 2**31
+        for block, warps in itertools.product((512, 1024, 2048, 4096), (2, 4, 8)):
+            if not 4 <= block // (warps * 32) <= 16:
+                continue
+            launch = partial(swiglu._swiglu_gather[(-(-m * n // block),)], g, u, y, m * n, n, row_stride, row_stride,
+                             BLOCK=block, VEC=vec, WIDE=wide, num_warps=warps)
+            if _checked(launch, y, ref, f"swiglu.gather {m}x{n} block={block} warps={warps}"):
+                yield ("swiglu.gather", (m, n), f"block={block} warps={warps}", launch, moved, False)
+        for (block_m, block_n), warps in itertools.product(((1, 4096), (2, 2048), (4, 1024), (8, 512), (1, 8192)),
+                                                           (4, 8, 16)):
+            if block_m * block_n // (warps * 32) < 8:
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": vec, "num_warps": warps}
+            launch = partial(experimental_swiglu._swiglu_rows[(-(-m // block_m), -(-n // block_n))], g, u, y, m, n,
+                             row_stride, row_stride, **meta)
+            if _checked(launch, y, ref, f"swiglu.rows {m}x{n} block={block_m}x{block_n} warps={warps}"):
+                yield ("swiglu.rows", (m, n), f"block={block_m}x{block_n} warps={warps}", launch, moved, False)
+        for name, other in _others("swiglu", (g, u)):
+            yield (f"swiglu.{name}", (m, n), name, other, moved, False)
+
+
+def _checked(launch: Launcher, y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
+    """Run launch once (it writes y) and compare with an fp32 reference: a wrong config's timings mean nothing."""
+    y.fill_(float("nan"))
+    launch()
+    err = (y.float() - ref).abs().max().item()
+    if not err <= 0.05:  # NaN (an element not written) fails too
+        print(f"{label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
+        return False
+    return True
+
+
 def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The row kernel without masks (EVEN), re-reading its tile for the output (REREAD), with evict-first loads
     (EVICT) and streaming stores (STREAM), over rows per program and warps, beside torch.compile and Liger; --cupti

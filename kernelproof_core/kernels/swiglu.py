@@ -2,15 +2,15 @@
 
 SwiGLU is pure streaming (two reads, one write per element), so the only goals are full-width vector
 accesses and enough bytes in flight. Contiguous inputs use a flat 1-D kernel: no index math, and only the
-last program pays for a mask. Strided rows (e.g. the two halves of a fused [M, 2N] projection) use a 2-D
-tile kernel that takes the row strides as arguments, so views are read in place instead of being copied.
+last program pays for a mask. Strided rows (e.g. the two halves of a fused [M, 2N] projection) use a gather
+kernel over the same flat stream of logical elements, splitting each aligned group of elements into row and column,
+so views are read in place instead of being copied and ragged rows waste no lanes.
 Configs come from a fixed heuristic, not autotuning: the first call is cheap and every run picks the same
 kernel.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import torch
@@ -21,20 +21,8 @@ import triton.language as tl
 # kernel time) 1024 on 4 warps matched or beat 2048-8192 on 2-16 warps and torch.compile's kernel at 4096 x 4096,
 # 4096 x 11008 and 32768 x 8192 (benchmarks/kernel_sweep.py --cupti --only swiglu_parity).
 _FLAT_BLOCK, _FLAT_WARPS = 1024, 4
-_TILE_BYTES = 8192  # same budget for a 2-D tile
-_WAVES = 4  # shrink blocks until the grid covers this many programs per SM
-_CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
-
-
-@functools.cache
-def _cuda_sms(index: int) -> int:
-    return int(torch.cuda.get_device_properties(index).multi_processor_count)
-
-
-def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
-    return _CPU_SMS
+# Strided rows: logical elements per program and warps for the gather kernel (benchmarks/kernel_sweep.py --only swiglu).
+_GATHER_BLOCK, _GATHER_WARPS = 1024, 4
 
 
 def _align(elsize: int, *values: int) -> int:
@@ -71,26 +59,34 @@ def _swiglu_flat(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_element
 
 
 @triton.jit
-def _swiglu_rows(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
-                 stride_g: tl.tensor, stride_u: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 ALIGN: tl.constexpr) -> None:
-    # The host guarantees ALIGN divides N and both strides; rewriting them as multiples of ALIGN lets the
-    # compiler prove that masks and row starts are vector-aligned even when N is not a multiple of 16.
-    N = (N // ALIGN) * ALIGN
-    stride_g = (stride_g // ALIGN) * ALIGN
-    stride_u = (stride_u // ALIGN) * ALIGN
-    row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
-    rows = tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rows < M - row0)[:, None] & (cols < N)[None, :]
-    g = tl.load(g_ptr + row0 * stride_g + rows[:, None] * stride_g + cols[None, :], mask=mask, other=0.0)
-    u = tl.load(u_ptr + row0 * stride_u + rows[:, None] * stride_u + cols[None, :], mask=mask, other=0.0)
-    y = _silu_mul(g.to(tl.float32), u.to(tl.float32))
-    tl.store(y_ptr + row0 * N + rows[:, None] * N + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _warps(block_bytes: int) -> int:
-    return 8 if block_bytes >= 8192 else 4
+def _swiglu_gather(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
+                   stride_g: tl.tensor, stride_u: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr,
+                   WIDE: tl.constexpr) -> None:
+    # Strided rows walked as the flat stream of logical elements the output is, so no lane is wasted on a ragged
+    # last column tile (a 2-D tile of 4096 columns over 5000-wide rows leaves 39% of its lanes masked). The host
+    # guarantees VEC divides N and both strides: each group of VEC consecutive logical elements then lies in one row
+    # and is one aligned vector in memory, and the row/column split costs one division per group. WIDE: offsets
+    # need 64 bits.
+    N = (N // VEC) * VEC
+    stride_g = (stride_g // VEC) * VEC
+    stride_u = (stride_u // VEC) * VEC
+    start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
+    first = start + tl.arange(0, BLOCK // VEC) * VEC  # logical index of each group's first element
+    row = first // N
+    col = first - row * N
+    lane = tl.arange(0, VEC)[None, :]
+    g_ptrs = g_ptr + tl.multiple_of(row * stride_g + col, VEC)[:, None] + lane
+    u_ptrs = u_ptr + tl.multiple_of(row * stride_u + col, VEC)[:, None] + lane
+    y_ptrs = y_ptr + first[:, None] + lane
+    if start + BLOCK <= n_elements:  # full block: unmasked
+        g = tl.load(g_ptrs).to(tl.float32)
+        u = tl.load(u_ptrs).to(tl.float32)
+        tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty))
+    else:  # n_elements is a multiple of VEC: whole groups are in or out
+        mask = (first < n_elements)[:, None]
+        g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(u_ptrs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -105,20 +101,13 @@ _MAX_PLANS = 4096
 
 
 def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: torch.device) -> Launch:
-    target_programs = _WAVES * _num_sms(device)
     total = m * n
     if stride_g == n and stride_u == n:  # both contiguous: one flat stream
         return _swiglu_flat[(_cdiv(total, _FLAT_BLOCK),)], {"BLOCK": _FLAT_BLOCK, "num_warps": _FLAT_WARPS}, True
-    tile = _TILE_BYTES // elsize
-    block_n = min(triton.next_power_of_2(n), tile)
-    block_m = min(tile // block_n, triton.next_power_of_2(m))
-    col_blocks = _cdiv(n, block_n)
-    while block_m > 1 and _cdiv(m, block_m) * col_blocks < target_programs:
-        block_m //= 2
-    align = _align(elsize, n, stride_g, stride_u)
-    grid = (_cdiv(m, block_m), col_blocks)
-    return _swiglu_rows[grid], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
-                                "num_warps": _warps(block_m * block_n * elsize)}, False
+    vec = _align(elsize, n, stride_g, stride_u)
+    wide = (m - 1) * max(stride_g, stride_u) + n >= 2**31 - _GATHER_BLOCK or total >= 2**31 - _GATHER_BLOCK
+    return _swiglu_gather[(_cdiv(total, _GATHER_BLOCK),)], {"BLOCK": _GATHER_BLOCK, "VEC": vec, "WIDE": wide,
+                                                            "num_warps": _GATHER_WARPS}, False
 
 
 def candidate(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
@@ -145,5 +134,5 @@ def candidate(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     if flat:
         launch(gate, up, y, m * n, **meta)
     else:
-        launch(gate, up, y, m, n, stride_g, stride_u, **meta)
+        launch(gate, up, y, m * n, n, stride_g, stride_u, **meta)
     return y

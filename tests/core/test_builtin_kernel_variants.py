@@ -1,7 +1,7 @@
 """Launch variants of the built-in row kernels (what benchmarks/kernel_sweep.py sweeps and a plan may pick) compute
 the same bits: dropping the masks (EVEN), re-reading the tile instead of holding it (REREAD) or cache hints (EVICT,
 STREAM) change how memory is touched, never the result. Runs the kernels themselves (interpreted on the CPU, compiled
-on a GPU)."""
+on a GPU). The swiglu gather kernel for strided rows matches the flat kernel the same way."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import itertools
 import pytest
 import torch
 
-from kernelproof_core.kernels import rms_norm, softmax
+from kernelproof_core.kernels import rms_norm, softmax, swiglu
 from tests.conftest import HAS_CUDA
 
 DEVICE = torch.device("cuda" if HAS_CUDA else "cpu")
@@ -54,3 +54,26 @@ def test_softmax_row_kernel_with_and_without_masks_agree_bit_for_bit(m: int, n: 
         outs.append(y)
     assert (outs[0].float() - torch.softmax(x.float(), -1)).abs().max().item() < 0.01
     assert all(torch.equal(y, outs[0]) for y in outs)
+
+
+# (M, N, row stride, block): the gather kernel for strided swiglu rows against the flat kernel on contiguous copies.
+# Strides that allow 8-, 4-, 2- and 1-element vectors; a ragged last block; a block wider than a row.
+@pytest.mark.parametrize(("m", "n", "stride", "block"), [(9, 40, 64, 64), (7, 100, 124, 128), (5, 30, 32, 64),
+                                                          (6, 33, 57, 64), (3, 5000, 5024, 1024), (4, 16, 17, 256)])
+@pytest.mark.parametrize("wide", [False, True])
+def test_swiglu_gather_matches_flat_kernel_bit_for_bit(m: int, n: int, stride: int, block: int, wide: bool) -> None:
+    gen = torch.Generator().manual_seed(5)
+    base = torch.randn(m, 2 * stride, generator=gen).to(torch.bfloat16).to(DEVICE)
+    g, u = base[:, :n], base[:, stride:stride + n]
+    vec = swiglu._align(2, n, g.stride(0))
+    y = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=DEVICE)
+    swiglu._swiglu_gather[(-(-m * n // block),)](g, u, y, m * n, n, g.stride(0), u.stride(0), BLOCK=block, VEC=vec,
+                                                 WIDE=wide)
+    flat = torch.full_like(y, float("nan"))
+    swiglu._swiglu_flat[(-(-m * n // 64),)](g.contiguous(), u.contiguous(), flat, m * n, BLOCK=64)
+    ref = torch.nn.functional.silu(g.float()) * u.float()
+    assert (flat.float() - ref).abs().max().item() < 0.05
+    assert torch.equal(y, flat)
+    if n % 8 == 0 and stride % 8 == 0:
+        assert vec == 8  # aligned rows take full 16-byte vectors
+    assert swiglu.candidate(g, u).equal(flat)  # the planned launch for these views agrees too
