@@ -33,10 +33,13 @@ from kernelproof_core.environment import collect_environment, copy_bandwidth_gbp
 from kernelproof_core.metrics import error_metrics, within_tolerance
 from kernelproof_core.tasks import Case, CaseKind, get_task
 
-SHAPES: dict[str, list[tuple[int, int]]] = {
+# (M, N) or (M, N, row padding): a padded shape's inputs are views with row stride N + padding (swiglu: the halves of
+# a fused [M, 2N] projection read in place have row stride 2N).
+SHAPES: dict[str, list[tuple[int, ...]]] = {
     "rms_norm": [(256, 2048), (4096, 2880), (8192, 4096), (16384, 8192), (65536, 1024), (65536, 4096),
                  (32768, 8192)],
-    "swiglu": [(256, 2048), (4096, 4096), (4096, 11008), (16384, 14336), (32768, 8192)],
+    "swiglu": [(256, 2048), (4096, 4096), (4096, 11008), (16384, 14336), (32768, 8192), (4096, 5000, 24),
+               (16384, 14336, 14336)],
     "softmax": [(256, 2048), (65536, 1024), (4096, 4096), (8192, 8192), (2048, 32000), (4096, 32768),
                 (32768, 8192), (1024, 65536), (512, 128256), (64, 131072)],
 }
@@ -100,6 +103,12 @@ def same_size_copy_gbps(nbytes: int) -> float:
     return 2 * src.numel() / (bench(dst.copy_, (src,)) * 1e-3) / 1e9
 
 
+def _shape(row: dict[str, Any]) -> str:
+    """M x N, with the row stride when the inputs are padded views."""
+    stride = row.get("row_stride", row["N"])
+    return f"{row['M']}x{row['N']}" + (f" s{stride}" if stride != row["N"] else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path)
@@ -115,17 +124,20 @@ def main() -> None:
         task = get_task(task_name)
         impls = implementations(task_name)
         for dtype in dtypes:
-            for m, n in shapes:
+            for m, n, *padding in shapes:
+                pad = padding[0] if padding else 0
                 # A fresh compile per shape and dtype: one compiled function reused across 12 of them hit dynamo's
                 # recompile limit and silently ran eager (the fp16 torch.compile column of the 2026-11-30 evidence).
                 torch._dynamo.reset()
                 impls["torch.compile"] = torch.compile(task.baseline(), dynamic=False)
-                case = Case(f"bench_{m}x{n}", CaseKind.THROUGHPUT, {"M": m, "N": n}, "benchmark shape")
+                case = Case(f"bench_{m}x{n}", CaseKind.THROUGHPUT, {"M": m, "N": n}, "benchmark shape",
+                            row_stride_pad=pad)
                 inputs = task.make_inputs(case, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))
                 ref = task.oracle(inputs)
                 nbytes = task.min_bytes(case, dtype)
                 row: dict[str, Any] = {"task": task_name, "dtype": str(dtype).removeprefix("torch."),
-                                       "M": m, "N": n, "MB": nbytes / 1e6, "gbps": {}, "ms": {}, "errors": {}}
+                                       "M": m, "N": n, "row_stride": n + pad, "MB": nbytes / 1e6, "gbps": {}, "ms": {},
+                                       "errors": {}}
                 for name, fn in impls.items():
                     try:
                         out = fn(*inputs)
@@ -154,13 +166,13 @@ def main() -> None:
                 rows.append(row)
                 # Progress as it goes, and the JSON so far: a run cut short by a time box still reports.
                 done = "  ".join(f"{k} {v:.0f}" for k, v in row["gbps"].items())
-                print(f"{task_name} {row['dtype']} {m}x{n}: {done} GB/s", flush=True)
+                print(f"{task_name} {row['dtype']} {_shape(row)}: {done} GB/s", flush=True)
                 if args.output:
                     args.output.write_text(json.dumps({"copy_gbps": sol, "partial": True, "rows": rows}, indent=1))
                 del inputs, ref
                 torch.cuda.empty_cache()
     names = ["kernelproof", "eager", "torch.compile", "liger"]
-    header = f"{'task':<9}{'dtype':<10}{'shape':>14}{'MB':>9}" + "".join(f"{n:>15}" for n in names)
+    header = f"{'task':<9}{'dtype':<10}{'shape':>20}{'MB':>9}" + "".join(f"{n:>15}" for n in names)
     lines = [f"copy bandwidth (read+write): {sol:.0f} GB/s",
              header + f"{'ours/best':>11}{'ours/copy':>11}{'/copy@size':>11}{'kernel/copy':>12}{'kernel/best':>12}"]
 
@@ -169,8 +181,7 @@ def main() -> None:
 
     for r in rows:
         cells = "".join(f"{r['gbps'][n]:>15.0f}" if n in r["gbps"] else f"{'–':>15}" for n in names)
-        shape = f"{r['M']}x{r['N']}"
-        lines.append(f"{r['task']:<9}{r['dtype']:<10}{shape:>14}{r['MB']:>9.1f}{cells}{ratio(r['vs_best_other'])}"
+        lines.append(f"{r['task']:<9}{r['dtype']:<10}{_shape(r):>20}{r['MB']:>9.1f}{cells}{ratio(r['vs_best_other'])}"
                      f"{ratio(r['fraction_of_copy'])}{ratio(r.get('fraction_of_same_size_copy'))}"
                      f"{ratio(r.get('kernel_only_fraction_of_copy'), 12)}"
                      f"{ratio(r.get('kernel_only_vs_best_other'), 12)}")

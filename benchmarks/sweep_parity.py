@@ -122,9 +122,9 @@ def _checked(launch: Launcher, y: torch.Tensor, ref: torch.Tensor, label: str) -
     """Run launch once (it writes y) and compare with an fp32 reference: a wrong config's timings mean nothing."""
     y.fill_(float("nan"))
     launch()
-    err = (y.float() - ref).abs().max().item()
-    if not err <= 0.05:  # NaN (an element not written) fails too
-        print(f"{label}: WRONG, max |error| vs fp32 {err:.3g}", flush=True)
+    bad = ~((y.float() - ref).abs() <= 1e-2 * ref.abs() + 1e-2)  # a 16-bit rounding is < 0.2%; NaN: never written
+    if bad.any():
+        print(f"{label}: WRONG at {int(bad.sum())} elements", flush=True)
         return False
     return True
 
