@@ -36,6 +36,7 @@ from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
     rms_norm_parity_trials,
     softmax_parity_trials,
+    softmax_realigned_trials,
     swiglu_parity_trials,
     swiglu_strided_trials,
     wide_looped_trials,
@@ -330,7 +331,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_strided_trials,
             "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials,
             "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
-            "softmax_parity": softmax_parity_trials, "wide_looped": wide_looped_trials}
+            "softmax_parity": softmax_parity_trials, "softmax_realigned": softmax_realigned_trials,
+            "wide_looped": wide_looped_trials}
 
 
 def main() -> int:

@@ -3,7 +3,8 @@
 Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
-    give each program real work.
+    give each program real work. Contiguous rows wider than 4096 whose length is not a multiple of a 16-byte
+    vector are read and written through vector-aligned windows instead (realigned path).
   * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
     then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
     persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
@@ -39,6 +40,8 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
+# Contiguous rows wider than this whose length is not a multiple of a 16-byte vector take the realigned path.
+_REALIGNED_MIN_N = 4096
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -194,6 +197,46 @@ def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             e = tl.exp(x - tl.max(x, axis=0))
             out = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
         tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
+        row += step
+
+
+@triton.jit
+def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                       WINDOW: tl.constexpr, VEC: tl.constexpr) -> None:
+    # Contiguous rows whose length is not a multiple of a 16-byte vector (odd vocabularies, random widths): row r
+    # starts at element r * N, seldom on a vector boundary, so addressing by row forces scalar accesses (40% of copy
+    # bandwidth at 25249 wide on the H200). Here a row is read through the window of whole VEC-element vectors that
+    # covers it: loads are masked per vector (so they vectorise) and the elements of the neighbouring rows in the two
+    # edge vectors are set to -inf. y is laid out like x, so the same window is written back: whole vectors inside
+    # the row with vector stores, the two edge vectors element by element. Persistent and prefetching like
+    # _softmax_pipelined: program p takes rows p, p + P, ..., issuing the next row's loads before this row's work.
+    # stride_x is N (the host picks this kernel for contiguous rows only); it keeps the launch signature uniform.
+    vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
+    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    step = tl.num_programs(0)
+    row = tl.program_id(0)
+    start = row.to(tl.int64) * N
+    shift = (start % VEC).to(tl.int32)  # where the row begins inside its first vector
+    nxt = tl.load(x_ptr + (start // VEC) * VEC + offs, other=float("-inf"),
+                  mask=((vecs + VEC > shift) & (vecs < shift + N) & (row < M))[:, None])
+    nxt_shift = shift
+    while row < M:
+        v = nxt
+        shift = nxt_shift
+        ahead = row + step
+        a_start = ahead.to(tl.int64) * N
+        nxt_shift = (a_start % VEC).to(tl.int32)
+        # past the last row: fully masked, so no memory traffic; the values are never used
+        nxt = tl.load(x_ptr + (a_start // VEC) * VEC + offs, other=float("-inf"),
+                      mask=((vecs + VEC > nxt_shift) & (vecs < nxt_shift + N) & (ahead < M))[:, None])
+        in_row = (offs >= shift) & (offs < shift + N)
+        x = tl.where(in_row, v.to(tl.float32), float("-inf"))
+        e = tl.exp(x - tl.max(tl.max(x, axis=1), axis=0))
+        out = (e * (1.0 / tl.sum(tl.sum(e, axis=1), axis=0))).to(y_ptr.dtype.element_ty)
+        y_ptrs = y_ptr + (row.to(tl.int64) * N // VEC) * VEC + offs
+        whole = (vecs >= shift) & (vecs + VEC <= shift + N)
+        tl.store(y_ptrs, out, mask=whole[:, None])
+        tl.store(y_ptrs, out, mask=in_row & ~whole[:, None])
         row += step
 
 
@@ -355,6 +398,11 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
     if n > _MAX_FUSED_N:
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
+    vec = 16 // elsize
+    window = triton.next_power_of_2(n + vec - 1)
+    if stride == n and align < vec and n > _REALIGNED_MIN_N and window <= _MAX_FUSED_N:
+        return _softmax_realigned[(min(m, _PIPELINED_PER_SM * n_sm),)], {"WINDOW": window, "VEC": vec,
+                                                                           "num_warps": _PIPELINED_WARPS}
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,

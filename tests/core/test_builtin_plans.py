@@ -32,13 +32,21 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
     assert plan.meta["BLOCK_S"] >= plan.n_parts and plan.meta["BLOCK_S"] & (plan.meta["BLOCK_S"] - 1) == 0
 
 
-@pytest.mark.parametrize(("n", "pipelined"), [(8192, False), (16384, False), (16385, True), (25249, True),
-                                               (32768, True)])
-def test_softmax_rows_past_16k_take_the_persistent_pipelined_path(n: int, pipelined: bool) -> None:
-    _launch, meta = softmax._plan(4096, n, n, 2, torch.device("cpu"))  # type: ignore[misc]
-    assert ("PREFETCH" in meta) is pipelined
-    if pipelined:
+@pytest.mark.parametrize(("n", "stride", "path"), [
+    (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "pipelined"),
+    (25249, 25249, "realigned"), (25249, 25256, "pipelined"), (4097, 4097, "realigned"), (4096, 4096, "rows"),
+    (4095, 4095, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"), (16392, 16392, "pipelined")])
+def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
+    """Rows past 16384 take the persistent pipelined path; contiguous rows past 4096 whose length is not a multiple of
+    a 16-byte vector take the realigned path when their vector window fits a register tile (32767: it does not),
+    and padded rows never do (their output rows align differently from their input rows)."""
+    _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
+    taken = "realigned" if "WINDOW" in meta else "pipelined" if "PREFETCH" in meta else "rows"
+    assert taken == path
+    if path == "pipelined":
         assert meta["PREFETCH"] and not meta["PACKED"] and meta["BLOCK_N"] >= n
+    if path == "realigned":
+        assert meta["VEC"] == 8 and meta["WINDOW"] >= n + 7
 
 
 def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
