@@ -3,8 +3,10 @@
 Softmax is memory-bound, so each path is chosen to touch HBM as few times as possible:
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
-    give each program real work. Contiguous rows wider than 4096 whose length is not a multiple of a 16-byte
-    vector are read and written through vector-aligned windows instead (realigned path).
+    give each program real work.
+  * 16384 < N <= 32768, contiguous rows whose length is not a multiple of a 16-byte vector (realigned path): read
+    and written through vector-aligned windows instead of row by row, so accesses stay vectorised (60-74% of copy
+    bandwidth on the H200 against 40% with scalar accesses).
   * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
     then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
     persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
@@ -40,8 +42,13 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
-# Contiguous rows wider than this whose length is not a multiple of a 16-byte vector take the realigned path.
-_REALIGNED_MIN_N = 4096
+# Realigned path: contiguous rows wider than _REALIGNED_MIN_N whose length is not a multiple of a 16-byte vector,
+# when the vector window is no wider than the row's own power-of-two tile. One persistent program per SM on 32 warps.
+# H200, bf16, CUPTI kernel time (benchmarks/kernel_sweep.py --cupti --only softmax_realigned): 60% of copy at
+# 1723 x 25249 and 74% at 2048 x 32001, against 40-41% row-addressed (scalar accesses); narrower rows lost or tied
+# (8191: 42% against 68%; 12901: 60% against 62%; 16382, whose window doubles: 45% against 84%).
+_REALIGNED_MIN_N = 16384
+_REALIGNED_PER_SM, _REALIGNED_WARPS = 1, 32
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -400,9 +407,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
     n_sm = _num_sms(device)
     vec = 16 // elsize
     window = triton.next_power_of_2(n + vec - 1)
-    if stride == n and align < vec and n > _REALIGNED_MIN_N and window <= _MAX_FUSED_N:
-        return _softmax_realigned[(min(m, _PIPELINED_PER_SM * n_sm),)], {"WINDOW": window, "VEC": vec,
-                                                                           "num_warps": _PIPELINED_WARPS}
+    if stride == n and align < vec and n > _REALIGNED_MIN_N and window == triton.next_power_of_2(n):
+        return _softmax_realigned[(min(m, _REALIGNED_PER_SM * n_sm),)], {"WINDOW": window, "VEC": vec,
+                                                                           "num_warps": _REALIGNED_WARPS}
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,

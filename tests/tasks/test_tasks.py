@@ -185,10 +185,10 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "pipelined_unaligned": (5, 20001, 8, 2, {}),
     "pipelined_aligned": (3, 32768, 0, 1, {}),
     # contiguous rows whose length is not a multiple of a vector: the realigned path, walking and prefetching rows
-    # (5 rows on 2 "SMs" x 2 programs) at odd, even and 4-aligned widths; the last row's window ends past the tensor
+    # (5 rows on 2 "SMs", 3 on 1) at odd, even and 4-aligned widths; the last row's window ends past the tensor
     "realigned_odd": (5, 20001, 0, 2, {}),
-    "realigned_even": (4, 4098, 0, 1, {}),
-    "realigned_by4": (3, 8196, 0, 132, {}),
+    "realigned_even": (3, 16418, 0, 1, {}),
+    "realigned_by4": (3, 16396, 0, 132, {}),
 }
 _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "looped": (2, 40000, 8, 132, {}),  # aligned bf16/fp16 rows wider than 32768
