@@ -209,20 +209,21 @@ def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       WINDOW: tl.constexpr, VEC: tl.constexpr) -> None:
-    # Contiguous rows whose length is not a multiple of a 16-byte vector (odd vocabularies, random widths): row r
-    # starts at element r * N, seldom on a vector boundary, so addressing by row forces scalar accesses (40% of copy
+                       WINDOW: tl.constexpr, VEC: tl.constexpr, PADDED: tl.constexpr = False) -> None:
+    # Rows whose length is not a multiple of a 16-byte vector (odd vocabularies, random widths): row r starts at
+    # element r * stride_x, seldom on a vector boundary, so addressing by row forces scalar accesses (40% of copy
     # bandwidth at 25249 wide on the H200). Here a row is read through the window of whole VEC-element vectors that
     # covers it: loads are masked per vector (so they vectorise) and the elements of the neighbouring rows in the two
-    # edge vectors are set to -inf. y is laid out like x, so the same window is written back: whole vectors inside
-    # the row with vector stores, the two edge vectors element by element. Persistent and prefetching like
+    # edge vectors are set to -inf. Contiguous x: y is laid out like x, so the same window is written back, whole
+    # vectors inside the row with vector stores, the two edge vectors element by element. PADDED (row stride != N):
+    # y's rows start at other offsets within their vectors than x's, so the output pass re-reads x (from L1/L2, not
+    # HBM) element by element in y's window and stores that window the same way. Persistent and prefetching like
     # _softmax_pipelined: program p takes rows p, p + P, ..., issuing the next row's loads before this row's work.
-    # stride_x is N (the host picks this kernel for contiguous rows only); it keeps the launch signature uniform.
     vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
     step = tl.num_programs(0)
     row = tl.program_id(0)
-    start = row.to(tl.int64) * N
+    start = row.to(tl.int64) * stride_x
     shift = (start % VEC).to(tl.int32)  # where the row begins inside its first vector
     nxt = tl.load(x_ptr + (start // VEC) * VEC + offs, other=float("-inf"),
                   mask=((vecs + VEC > shift) & (vecs < shift + N) & (row < M))[:, None])
@@ -231,16 +232,25 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         v = nxt
         shift = nxt_shift
         ahead = row + step
-        a_start = ahead.to(tl.int64) * N
+        a_start = ahead.to(tl.int64) * stride_x
         nxt_shift = (a_start % VEC).to(tl.int32)
         # past the last row: fully masked, so no memory traffic; the values are never used
         nxt = tl.load(x_ptr + (a_start // VEC) * VEC + offs, other=float("-inf"),
                       mask=((vecs + VEC > nxt_shift) & (vecs < nxt_shift + N) & (ahead < M))[:, None])
         in_row = (offs >= shift) & (offs < shift + N)
         x = tl.where(in_row, v.to(tl.float32), float("-inf"))
-        e = tl.exp(x - tl.max(tl.max(x, axis=1), axis=0))
-        out = (e * (1.0 / tl.sum(tl.sum(e, axis=1), axis=0))).to(y_ptr.dtype.element_ty)
-        y_ptrs = y_ptr + (row.to(tl.int64) * N // VEC) * VEC + offs
+        m = tl.max(tl.max(x, axis=1), axis=0)
+        e = tl.exp(x - m)
+        inv = 1.0 / tl.sum(tl.sum(e, axis=1), axis=0)
+        y_start = row.to(tl.int64) * N
+        if PADDED:
+            shift = (y_start % VEC).to(tl.int32)
+            in_row = (offs >= shift) & (offs < shift + N)
+            x = tl.load(x_ptr + row.to(tl.int64) * stride_x + (offs - shift), mask=in_row,
+                        other=float("-inf")).to(tl.float32)
+            e = tl.exp(x - m)
+        out = (e * inv).to(y_ptr.dtype.element_ty)
+        y_ptrs = y_ptr + (y_start // VEC) * VEC + offs
         whole = (vecs >= shift) & (vecs + VEC <= shift + N)
         tl.store(y_ptrs, out, mask=whole[:, None])
         tl.store(y_ptrs, out, mask=in_row & ~whole[:, None])
@@ -407,8 +417,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
     n_sm = _num_sms(device)
     vec = 16 // elsize
     window = triton.next_power_of_2(n + vec - 1)
-    if stride == n and align < vec and n > _REALIGNED_MIN_N and window == triton.next_power_of_2(n):
+    if align < vec and n > _REALIGNED_MIN_N and window == triton.next_power_of_2(n):
         return _softmax_realigned[(min(m, _REALIGNED_PER_SM * n_sm),)], {"WINDOW": window, "VEC": vec,
+                                                                           "PADDED": stride != n,
                                                                            "num_warps": _REALIGNED_WARPS}
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
