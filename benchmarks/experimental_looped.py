@@ -14,7 +14,11 @@ read and one write. Softmax keeps a per-lane running max and sum of exponentials
 per chunk: one per row), in base 2 (`exp2` is one instruction). N is a constexpr: one compile per row width, which a
 sweep can afford and the interpreter needs (it cannot iterate a runtime-bound range).
 
-Not shipped until kernel_sweep.py --only wide_looped shows a win on the H200.
+Result on the H200 (bf16, CUPTI kernel time, evidence/h200/2026-11-30_gather_campaign/1_*): not shipped. Pipelining
+helped the looped design itself (rms_norm 1024 x 65536, 2048-element chunks on 4 warps: 30.7-44.5% of copy at
+STAGES=1, 53.5-61.1% at STAGES=5) but it beat the shipped paths only at rms_norm 1024 x 40000 (74.2% against 66.9%);
+softmax 43-63% against 65-88% shipped, rms_norm 65536 wide 67.8% against 69.9%, unaligned rows 29-33% against 44%.
+Kept so the sweep can be rerun on other GPUs.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
     give each program real work.
-  * 16384 < N <= 32768, contiguous rows whose length is not a multiple of a 16-byte vector (realigned path): read
-    and written through vector-aligned windows instead of row by row, so accesses stay vectorised (60-74% of copy
-    bandwidth on the H200 against 40% with scalar accesses).
+  * 16384 < N <= 32768, rows whose length or row stride is not a multiple of a 16-byte vector (realigned path):
+    read (and, contiguous, written) through vector-aligned windows instead of row by row, so accesses stay
+    vectorised (60-74% of copy bandwidth on the H200 against 40% with scalar accesses; padded rows, whose output
+    pass stays element by element, 33-51% against 31-47%).
   * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
     then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
     persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
@@ -46,7 +47,8 @@ _TILE = 8192  # elements per program for the fused path
 # when the vector window is no wider than the row's own power-of-two tile. One persistent program per SM on 32 warps.
 # H200, bf16, CUPTI kernel time (benchmarks/kernel_sweep.py --cupti --only softmax_realigned): 60% of copy at
 # 1723 x 25249 and 74% at 2048 x 32001, against 40-41% row-addressed (scalar accesses); narrower rows lost or tied
-# (8191: 42% against 68%; 12901: 60% against 62%; 16382, whose window doubles: 45% against 84%).
+# (8191: 42% against 68%; 12901: 60% against 62%; 16382, whose window doubles: 45% against 84%). Padded rows: 32.8%
+# against 30.7% at 1003 x 19382, 40.7% against 39.2% at 1724 x 25249, 50.8% against 46.9% at 2048 x 32000.
 _REALIGNED_MIN_N = 16384
 _REALIGNED_PER_SM, _REALIGNED_WARPS = 1, 32
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
