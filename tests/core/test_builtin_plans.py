@@ -34,16 +34,15 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
 
 @pytest.mark.parametrize(("n", "stride", "path"), [
     (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "pipelined"),
-    (25249, 25249, "realigned"), (25249, 25256, "padded"), (25248, 25256, "pipelined"), (4097, 4097, "rows"),
+    (25249, 25249, "realigned"), (25249, 25256, "pipelined"), (25248, 25256, "pipelined"), (4097, 4097, "rows"),
     (12901, 12901, "rows"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
     (16392, 16392, "pipelined")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384 take the persistent pipelined path; contiguous rows past 16384 whose length is not a multiple
     of a 16-byte vector take the realigned path when their vector window is no wider than their tile (32767: it
-    would double); padded unaligned rows take its padded form (output rows align differently from input rows)."""
+    would double), and padded rows never do (their output rows align differently from their input rows)."""
     _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
-    taken = ("padded" if meta["PADDED"] else "realigned") if "WINDOW" in meta else \
-        "pipelined" if "PREFETCH" in meta else "rows"
+    taken = "realigned" if "WINDOW" in meta else "pipelined" if "PREFETCH" in meta else "rows"
     assert taken == path
     if path == "pipelined":
         assert meta["PREFETCH"] and not meta["PACKED"] and meta["BLOCK_N"] >= n

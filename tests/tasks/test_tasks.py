@@ -182,10 +182,8 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "multi_chunk_programs": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_CHUNKS": 3}),
     # 16384 < N <= 32768: the persistent pipelined path; 2 "SMs" x 2 programs for 5 rows, so programs walk two rows
     # and prefetch past the last one; unaligned (stride 20009) and aligned rows
+    "pipelined_unaligned": (5, 20001, 8, 2, {}),  # padded unaligned rows stay on the pipelined path
     "pipelined_padded": (5, 20000, 8, 2, {}),
-    # unaligned padded rows: the realigned path's padded form (x and y rows start at other offsets in a vector)
-    "realigned_padded": (5, 20001, 8, 2, {}),
-    "realigned_padded_even": (3, 16390, 3, 1, {}),
     "pipelined_aligned": (3, 32768, 0, 1, {}),
     # contiguous rows whose length is not a multiple of a vector: the realigned path, walking and prefetching rows
     # (5 rows on 2 "SMs", 3 on 1) at odd, even and 4-aligned widths; the last row's window ends past the tensor
