@@ -5,8 +5,8 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
     give each program real work.
   * 16384 < N <= 32768, contiguous rows whose length is not a multiple of a 16-byte vector (realigned path): read
-    and written through vector-aligned windows instead of row by row, so accesses stay vectorised (60-74% of copy
-    bandwidth on the H200 against 40% with scalar accesses).
+    and written through vector-aligned windows instead of row by row, so accesses stay vectorised (47-61% of copy
+    bandwidth on the H200 against 40-41% with scalar accesses).
   * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
     then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
     persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
@@ -44,11 +44,13 @@ _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps
 _TILE = 8192  # elements per program for the fused path
 # Realigned path: contiguous rows wider than _REALIGNED_MIN_N whose length is not a multiple of a 16-byte vector,
 # when the vector window is no wider than the row's own power-of-two tile. One persistent program per SM on 32 warps.
-# H200, bf16, CUPTI kernel time (benchmarks/kernel_sweep.py --cupti --only softmax_realigned): 60% of copy at
-# 1723 x 25249 and 74% at 2048 x 32001, against 40-41% row-addressed (scalar accesses); narrower rows lost or tied
-# (8191: 42% against 68%; 12901: 60% against 62%; 16382, whose window doubles: 45% against 84%). A padded form
-# (the output pass re-reading x element by element in y's window) gained only 1.5-4 points on padded rows and read
-# the padding between rows, memory the interpreter's proof-of-work check rightly refuses to let a kernel read.
+# H200, bf16, CUPTI kernel time (benchmarks/kernel_sweep.py --cupti --only softmax_realigned): 47% of copy at
+# 1723 x 25249 and 61% at 2048 x 32001, against 40-41% row-addressed (scalar accesses), Liger 47%, torch.compile
+# 29-32%. A first version that loaded the tensor's last vector whole, reading up to 7 elements past the input,
+# reached 60% and 74%; the bounds mask and the last row's reload cost that (not measured apart). Narrower rows lost
+# or tied (8191: 42% against 68%; 12901: 60% against 62%; 16382, whose window doubles: 45% against 84%). A padded
+# form (the output pass re-reading x element by element in y's window) gained 1.5-4 points on padded rows but read
+# the padding between rows, memory the interpreter's proof-of-work check refuses to let a kernel read.
 _REALIGNED_MIN_N = 16384
 _REALIGNED_PER_SM, _REALIGNED_WARPS = 1, 32
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
@@ -223,7 +225,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # this row's work. stride_x is N (the host picks this kernel for contiguous rows only).
     vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
-    end = M.to(tl.int64) * N  # no vector reaching past this is loaded
+    end = N.to(tl.int64) * M  # no vector reaching past this is loaded (M may be the constant 1, N is > 16384)
     step = tl.num_programs(0)
     row = tl.program_id(0)
     base = (row.to(tl.int64) * N // VEC) * VEC

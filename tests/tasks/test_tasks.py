@@ -190,6 +190,7 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "realigned_odd": (5, 20001, 0, 2, {}),
     "realigned_even": (3, 16418, 0, 1, {}),
     "realigned_by4": (3, 16396, 0, 132, {}),
+    "realigned_one_row": (1, 16965, 0, 132, {}),  # M = 1: compiled, Triton makes M the constant 1
 }
 _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "looped": (2, 40000, 8, 132, {}),  # aligned bf16/fp16 rows wider than 32768
