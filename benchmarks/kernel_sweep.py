@@ -35,7 +35,9 @@ import experimental_kernels
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
     rms_norm_parity_trials,
+    softmax_packed_trials,
     softmax_parity_trials,
+    softmax_realigned_bounds_trials,
     softmax_realigned_trials,
     swiglu_parity_trials,
     swiglu_strided_trials,
@@ -332,6 +334,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials,
             "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
             "softmax_parity": softmax_parity_trials, "softmax_realigned": softmax_realigned_trials,
+            "softmax_realigned_bounds": softmax_realigned_bounds_trials, "softmax_packed": softmax_packed_trials,
             "wide_looped": wide_looped_trials}
 
 
@@ -357,10 +360,10 @@ def main() -> int:
         best: dict[tuple[int, int], dict[str, Any]] = {}
         for kind, shape, label, launch, moved, chosen in FAMILIES[family](device, dtype):
             try:
+                compiled = launch()  # compiled and warm before timing starts
                 if args.cupti:
                     import bandwidth
 
-                    launch()  # compiled and warm before the profiler starts
                     ms = bandwidth.kernel_only_us(launch, ()) * 1e-3
                 else:
                     ms = do_bench(launch, warmup=10, rep=40, return_mode="median")
@@ -369,13 +372,17 @@ def main() -> int:
                       f"{str(exc)[:120]}", flush=True)
                 continue
             gbps = moved / (ms * 1e-3) / 1e9
+            # A direct kernel launch returns its compiled kernel: registers per thread and spills explain a config
+            # that runs short of its bytes in flight.
+            regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
             row = {"kind": kind, "shape": list(shape), "config": label, "us": ms * 1e3, "gbps": gbps,
-                   "sol": gbps / copy, "chosen": chosen}
+                   "sol": gbps / copy, "chosen": chosen, "regs": regs, "spills": spills}
             rows.append(row)
             if shape not in best or gbps > best[shape]["gbps"]:
                 best[shape] = row
             print(f"{kind:<16}{'x'.join(map(str, shape)):>12}  {label:<40}{'*' if chosen else ' '}"
-                  f"{ms * 1e3:>9.1f} us{gbps:>8.0f} GB/s{gbps / copy:>7.1%}", flush=True)
+                  f"{ms * 1e3:>9.1f} us{gbps:>8.0f} GB/s{gbps / copy:>7.1%}"
+                  + (f"  regs={regs} spills={spills}" if regs is not None else ""), flush=True)
         for shape, row in best.items():
             print(f"BEST {family} {'x'.join(map(str, shape))}: {row['kind']} {row['config']} {row['sol']:.1%}")
     if args.output:

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 import experimental_looped
+import experimental_realigned
 import torch
 from sweep_common import Launcher, Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 
@@ -193,6 +194,51 @@ def softmax_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterat
             yield ("softmax.row_addressed", (m, n), f"align={align}", launch, moved, False)
         for name, other in _others("softmax", (x,)):
             yield (f"softmax.{name}", (m, n), name, other, moved, False)
+
+
+def softmax_realigned_bounds_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The realigned kernel's ways of staying inside the input (experimental_realigned.py: over-reading, the
+    shipped bounds mask and reload, a branch-free tail select, the last row in a second launch, edge vectors read
+    element by element) and without its
+    element-wise edge stores (timing only), over programs per SM and warps, beside the shipped launch."""
+    for m, n in ((1723, 25249), (2048, 32001)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        ref = torch.softmax(x.float(), -1)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for bound, edge, (per_sm, warps) in itertools.product((0, 1, 2, 3, 4), (True, False), ((1, 32), (1, 16),
+                                                                                            (2, 16))):
+            if not edge and bound != 0:
+                continue
+            launch = partial(experimental_realigned.softmax_realigned_x, x, y, bound, edge, per_sm, warps)
+            label = f"bound={bound}{'' if edge else ' no-edge-stores(wrong)'} per_sm={per_sm} warps={warps}"
+            if not edge or _checked(launch, y, ref, f"softmax.realigned_x {m}x{n} {label}"):
+                yield ("softmax.realigned_x", (m, n), label, launch, moved, False)
+
+
+def softmax_packed_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Rows of 32000-32768 (the pipelined path, 82-88% of copy bandwidth in the campaigns; fp16 behind bf16): the
+    shipped persistent kernel launched directly over programs per SM, warps and PACKED (rows carried as int32 words
+    of two elements, which halves the prefetched row's registers), with each config's registers and spills."""
+    for m, n in ((2048, 32000), (4096, 32768)):
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        ref = torch.softmax(x.float(), -1)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        sms = softmax._num_sms(device)
+        align = softmax._align(x.element_size(), n)
+        for per_sm, warps, prefetch, packed in itertools.product((1, 2), (16, 32), (True, False), (False, True)):
+            if (packed and x.element_size() != 2) or (not prefetch and (packed or (per_sm, warps) != (2, 16))):
+                continue
+            meta = {"BLOCK_N": 1 << (n - 1).bit_length(), "PREFETCH": prefetch, "PACKED": packed, "ALIGN": align,
+                    "num_warps": warps}
+            launch = partial(softmax._softmax_pipelined[(min(m, per_sm * sms),)], x, y, m, n, n, **meta)
+            label = f"per_sm={per_sm} warps={warps}" + ("" if prefetch else " no-prefetch") + \
+                (" packed" if packed else "")
+            if _checked(launch, y, ref, f"softmax.pipelined {m}x{n} {label}"):
+                yield ("softmax.pipelined", (m, n), label, launch, moved, False)
 
 
 def wide_looped_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
