@@ -1,12 +1,13 @@
 """Softmax's realigned path (contiguous rows whose length is not a multiple of a 16-byte vector) with the costs of
 staying inside the input taken apart.
 
-The shipped `_softmax_realigned` reads each row through the window of whole vectors that covers it. Its first form
-loaded the tensor's last vector whole, up to 7 elements past the input, and reached 60% (1723 x 25249) and 74%
-(2048 x 32001) of copy bandwidth on the H200; the in-bounds form (a bounds term in every vector's load mask, the
-last row re-read element by element behind `if row == M - 1`) reached 47% and 61%. This kernel times the pieces:
+`_softmax_realigned_x` is the realigned kernel as first shipped: each row read through the window of whole vectors
+that covers it, neighbouring rows' elements masked by a select. Its first form loaded the tensor's last vector whole,
+up to 7 elements past the input, and reached 60% (1723 x 25249) and 74% (2048 x 32001) of copy bandwidth on the
+H200; the in-bounds form (a bounds term in every vector's load mask, the last row re-read element by element behind
+`if row == M - 1`) reached 47% and 61%. This kernel times the pieces:
   BOUND=0   no bounds term, no reload: the over-reading form (correct output; reads past the input's end)
-  BOUND=1   the shipped form
+  BOUND=1   the in-bounds form as it shipped
   BOUND=2   the bounds term, and the tensor's last partial vector loaded element by element into its place by a
             select (no branch, no second pass over the row)
   BOUND=3   as 0, over rows 0 .. M-2 only, the last row left to a second launch (`softmax_realigned_split`): no
@@ -14,14 +15,17 @@ last row re-read element by element behind `if row == M - 1`) reached 47% and 61
   BOUND=4   whole vectors inside the row loaded as vectors, the two edge vectors element by element (a second,
             scalar load masked to the row's own elements, merged by a select): nothing outside the row is read,
             neighbouring rows included
-  (_softmax_interior, BOUND=5) only the row's whole vectors in the big tile, the two edge vectors (the part of the
-            row in its first and last vectors) in a second tile of 2 x VEC elements loaded, reduced and stored
+  BOUND=5   the kernel shipped since (softmax._softmax_realigned): only the row's whole vectors in the big tile,
+            the row's part of its two edge vectors in a second tile of 2 x VEC elements loaded, reduced and stored
             element by element: no per-element select over the big tile, no scalar stores across it, nothing
             outside the row read
-  FAST=True computes exp as exp2 of one fused multiply-add
+  BOUND=6   the same with FAST (exp as exp2 of one fused multiply-add)
   EDGE=False skips the element-wise stores of the rows' two edge vectors: wrong output, timing only (what the
             scalar edge stores cost)
-kernel_sweep.py --only softmax_realigned_bounds runs them against the shipped launch.
+kernel_sweep.py --only softmax_realigned_bounds runs them against the shipped launch. H200, bf16, CUPTI kernel time
+(evidence/h200/2026-12-01_wide_rows/2_realigned_bounds_packed_sweep/, 3_interior_sweep/), 1723 x 25249 / 2048 x 32001
+on 32 warps: BOUND=0 52.7% / 67.9% (60.7% / 71.9% without the edge stores), 1 46.6% / 59.6%, 2 44.2% / 54.7%,
+3 48.5% / 62.8%, 4 32.9% / 40.6%; BOUND=5 on 16 warps 79.5% / 87.9%.
 """
 
 from __future__ import annotations
@@ -93,66 +97,6 @@ def _softmax_realigned_x(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl
         row += step
 
 
-_LOG2E = 1.4426950408889634
-
-
-@triton.jit
-def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
-    """Window offsets (2 x VEC) of a row's first and last vectors, and the mask of the row's elements in them that
-    the big tile does not hold (an edge vector wholly inside the row is in the big tile)."""
-    start = tl.where(tl.arange(0, 2)[:, None] == 0, 0, ((shift + N - 1) // VEC) * VEC)
-    offs = start + tl.arange(0, VEC)[None, :]
-    inside = (start >= shift) & (start + VEC <= shift + N)
-    return offs, (offs >= shift) & (offs < shift + N) & ~inside
-
-
-@triton.jit
-def _softmax_interior(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, WINDOW: tl.constexpr,
-                      VEC: tl.constexpr, FAST: tl.constexpr) -> None:
-    vecs = tl.arange(0, WINDOW // VEC) * VEC
-    lanes = tl.arange(0, VEC)
-    offs = vecs[:, None] + lanes[None, :]
-    step = tl.num_programs(0)
-    row = tl.program_id(0)
-    start = row.to(tl.int64) * N
-    base = (start // VEC) * VEC
-    shift = (start - base).to(tl.int32)
-    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    nxt = tl.load(x_ptr + base + offs, mask=whole[:, None] & (row < M), other=float("-inf"))
-    e_offs, e_mask = _edges(shift, N, VEC)
-    nxt_e = tl.load(x_ptr + base + e_offs, mask=e_mask & (row < M), other=float("-inf"))
-    nxt_shift = shift
-    while row < M:
-        v = nxt
-        ve = nxt_e
-        shift = nxt_shift
-        base = (row.to(tl.int64) * N // VEC) * VEC
-        ahead = row + step
-        a_start = ahead.to(tl.int64) * N
-        a_base = (a_start // VEC) * VEC
-        nxt_shift = (a_start - a_base).to(tl.int32)
-        a_whole = (vecs >= nxt_shift) & (vecs + VEC <= nxt_shift + N)
-        nxt = tl.load(x_ptr + a_base + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"))
-        a_e_offs, a_e_mask = _edges(nxt_shift, N, VEC)
-        nxt_e = tl.load(x_ptr + a_base + a_e_offs, mask=a_e_mask & (ahead < M), other=float("-inf"))
-        x = v.to(tl.float32)
-        xe = ve.to(tl.float32)
-        m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(xe, axis=1), axis=0))
-        if FAST:
-            ml = m * 1.4426950408889634
-            e = tl.math.exp2(x * 1.4426950408889634 - ml)
-            ee = tl.math.exp2(xe * 1.4426950408889634 - ml)
-        else:
-            e = tl.exp(x - m)
-            ee = tl.exp(xe - m)
-        inv = 1.0 / (tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(ee, axis=1), axis=0))
-        whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-        tl.store(y_ptr + base + offs, (e * inv).to(y_ptr.dtype.element_ty), mask=whole[:, None])
-        e_offs, e_mask = _edges(shift, N, VEC)
-        tl.store(y_ptr + base + e_offs, (ee * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
-        row += step
-
-
 def softmax_realigned_x(x: torch.Tensor, y: torch.Tensor, bound: int, edge: bool, programs_per_sm: int,
                         warps: int) -> object:
     """Launch the experimental realigned kernel on contiguous x (m x n, n not a multiple of a vector) into y; with
@@ -160,11 +104,12 @@ def softmax_realigned_x(x: torch.Tensor, y: torch.Tensor, bound: int, edge: bool
     (its registers and spills are what kernel_sweep.py reports)."""
     m, n = x.shape
     vec = 16 // x.element_size()
-    window = triton.next_power_of_2(n + vec - 1)
+    window = triton.next_power_of_2(n if n % vec == 0 else n + vec - 1)
     rows = m - 1 if bound == 3 else m
     grid = (min(rows, programs_per_sm * softmax._num_sms(x.device)),)
-    if bound in (5, 6):  # 6: the same with FAST
-        return _softmax_interior[grid](x, y, m, n, WINDOW=window, VEC=vec, FAST=bound == 6, num_warps=warps)
+    if bound in (5, 6):  # the shipped kernel; 6: with FAST
+        return softmax._softmax_realigned[grid](x, y, m, n, n, WINDOW=window, VEC=vec, FAST=bound == 6,
+                                                num_warps=warps)
     kernel = _softmax_realigned_x[grid](x, y, rows, n, WINDOW=window, VEC=vec, BOUND=bound, EDGE=edge,
                                         num_warps=warps)
     if bound == 3:

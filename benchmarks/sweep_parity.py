@@ -173,12 +173,12 @@ def softmax_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterat
         sms = softmax._num_sms(device)
         vec = 16 // x.element_size()
         window = 1 << (n + vec - 2).bit_length()
-        for per_sm, warps in itertools.product((1, 2), (16, 32)):
+        for per_sm, warps, fast in itertools.product((1, 2), (16, 32), (False, True)):
             if pad or not 8 <= window // (warps * 32) <= 64:  # contiguous rows only
                 continue
             launch = partial(softmax._softmax_realigned[(min(m, per_sm * sms),)], x, y, m, n, stride, WINDOW=window,
-                             VEC=vec, num_warps=warps)
-            label = f"per_sm={per_sm} warps={warps}"
+                             VEC=vec, FAST=fast, num_warps=warps)
+            label = f"per_sm={per_sm} warps={warps}" + (" fast" if fast else "")
             if _checked(launch, y, ref, f"softmax.realigned {m}x{n} {label}"):
                 yield ("softmax.realigned", (m, n), label, launch, moved, False)
         align = softmax._align(x.element_size(), n, stride)
@@ -216,6 +216,12 @@ def softmax_realigned_bounds_trials(device: torch.device, dtype: torch.dtype) ->
             label = f"bound={bound}{'' if edge else ' no-edge-stores(wrong)'} per_sm={per_sm} warps={warps}"
             if not edge or _checked(launch, y, ref, f"softmax.realigned_x {m}x{n} {label}"):
                 yield ("softmax.realigned_x", (m, n), label, launch, moved, False)
+        # the persistent row-addressed kernel as the pipelined path launches it (aligned rows took it before)
+        launch = partial(softmax._softmax_pipelined[(min(m, softmax._PIPELINED_PER_SM * softmax._num_sms(device)),)],
+                         x, y, m, n, n, BLOCK_N=1 << (n - 1).bit_length(), PREFETCH=True, PACKED=False,
+                         ALIGN=softmax._align(x.element_size(), n), num_warps=softmax._PIPELINED_WARPS)
+        if _checked(launch, y, ref, f"softmax.pipelined {m}x{n}"):
+            yield ("softmax.pipelined", (m, n), "row-addressed", launch, moved, False)
 
 
 def softmax_packed_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

@@ -42,17 +42,16 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
-# Realigned path: contiguous rows wider than _REALIGNED_MIN_N whose length is not a multiple of a 16-byte vector,
-# when the vector window is no wider than the row's own power-of-two tile. One persistent program per SM on 32 warps.
-# H200, bf16, CUPTI kernel time (benchmarks/kernel_sweep.py --cupti --only softmax_realigned): 47% of copy at
-# 1723 x 25249 and 61% at 2048 x 32001, against 40-41% row-addressed (scalar accesses), Liger 47%, torch.compile
-# 29-32%. A first version that loaded the tensor's last vector whole, reading up to 7 elements past the input,
-# reached 60% and 74%; the bounds mask and the last row's reload cost that (not measured apart). Narrower rows lost
-# or tied (8191: 42% against 68%; 12901: 60% against 62%; 16382, whose window doubles: 45% against 84%). A padded
-# form (the output pass re-reading x element by element in y's window) gained 1.5-4 points on padded rows but read
-# the padding between rows, memory the interpreter's proof-of-work check refuses to let a kernel read.
+# Realigned path: contiguous rows wider than _REALIGNED_MIN_N (up to _MAX_FUSED_N) whose vector window is no wider
+# than their own power-of-two tile. (persistent programs per SM, warps, FAST) per dtype, from the H200 (CUPTI kernel
+# time, benchmarks/kernel_sweep.py --cupti --only softmax_realigned_bounds,
+# evidence/h200/2026-12-01_wide_rows/3_interior_sweep/): bf16 79.5% of copy at 1723 x 25249, 87.9% at 2048 x 32001,
+# 89.7% at 2048 x 32000 (the pipelined path: 88.2%); fp16 73.6%, 84.1%, 85.8% (pipelined: 83.3%). The kernel it
+# replaced (the whole window in one tile, neighbours' elements masked by a select, edge vectors stored element by
+# element across the whole tile, the last row re-read) reached 47% and 60%; narrower rows lost to the row kernel
+# with it (8191: 42% against 68%; 16382, whose window doubles: 45% against 84%), so the path starts past 16384.
 _REALIGNED_MIN_N = 16384
-_REALIGNED_PER_SM, _REALIGNED_WARPS = 1, 32
+_REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (1, 32, True), torch.float32: (1, 32, True)}
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -212,48 +211,70 @@ def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
 
 
 @triton.jit
+def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    # Window offsets (2 x VEC) of a row's first and last vectors, and the mask of the row's elements in them that the
+    # big tile does not hold (an edge vector lying wholly inside the row is in the big tile; N > VEC, so the two
+    # never coincide).
+    start = tl.where(tl.arange(0, 2)[:, None] == 0, 0, ((shift + N - 1) // VEC) * VEC)
+    offs = start + tl.arange(0, VEC)[None, :]
+    inside = (start >= shift) & (start + VEC <= shift + N)
+    return offs, (offs >= shift) & (offs < shift + N) & ~inside
+
+
+@triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       WINDOW: tl.constexpr, VEC: tl.constexpr) -> None:
-    # Contiguous rows whose length is not a multiple of a 16-byte vector (odd vocabularies, random widths): row r
-    # starts at element r * N, seldom on a vector boundary, so addressing by row forces scalar accesses (40% of copy
-    # bandwidth at 25249 wide on the H200). Here a row is read through the window of whole VEC-element vectors that
-    # covers it: loads are masked per vector (so they vectorise) and the elements of the neighbouring rows in the two
-    # edge vectors are set to -inf. y is laid out like x, so the same window is written back: whole vectors inside
-    # the row with vector stores, the two edge vectors element by element. The tensor's last vector may end past
-    # the tensor, so it is never loaded whole: the last row is read again element by element. Persistent and
-    # prefetching like _softmax_pipelined: program p takes rows p, p + P, ..., issuing the next row's loads before
-    # this row's work. stride_x is N (the host picks this kernel for contiguous rows only).
+                       WINDOW: tl.constexpr, VEC: tl.constexpr, FAST: tl.constexpr) -> None:
+    # Contiguous rows (x and y share element offsets): row r starts at element r * N, on a vector boundary only when
+    # N is a multiple of VEC, and addressing by row forces scalar accesses otherwise (40% of copy bandwidth at 25249
+    # wide on the H200). Here a row is seen through the window of whole VEC-element vectors that covers it: the big
+    # tile holds only the vectors lying wholly inside the row (masked per vector, so loads and stores vectorise and
+    # no element needs a select), and a second tile of 2 x VEC elements holds the row's part of its first and last
+    # vectors, loaded, reduced and stored element by element. Nothing outside the row is read (not the neighbouring
+    # rows' elements, not past the tensor's end). Persistent and prefetching like _softmax_pipelined: program p takes
+    # rows p, p + P, ..., issuing the next row's loads (both tiles) before this row's work. FAST computes the
+    # exponentials as exp2 of one fused multiply-add (faster for fp16 on 32 warps, slower for bf16 on 16: the plan
+    # picks per dtype). stride_x is N (the host picks this kernel for contiguous rows only).
     vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
-    end = N.to(tl.int64) * M  # no vector reaching past this is loaded (M may be the constant 1, N is > 16384)
     step = tl.num_programs(0)
     row = tl.program_id(0)
-    base = (row.to(tl.int64) * N // VEC) * VEC
-    shift = (row.to(tl.int64) * N - base).to(tl.int32)  # where the row begins inside its first vector
-    nxt = tl.load(x_ptr + base + offs, other=float("-inf"),
-                  mask=((vecs + VEC > shift) & (vecs < shift + N) & (base + vecs + VEC <= end) & (row < M))[:, None])
+    start = row.to(tl.int64) * N
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
+    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
+    nxt = tl.load(x_ptr + base + offs, mask=whole[:, None] & (row < M), other=float("-inf"))
+    e_offs, e_mask = _edges(shift, N, VEC)
+    nxt_e = tl.load(x_ptr + base + e_offs, mask=e_mask & (row < M), other=float("-inf"))
     nxt_shift = shift
     while row < M:
         v = nxt
+        v_e = nxt_e
         shift = nxt_shift
         base = (row.to(tl.int64) * N // VEC) * VEC
         ahead = row + step
-        a_base = (ahead.to(tl.int64) * N // VEC) * VEC
-        nxt_shift = (ahead.to(tl.int64) * N - a_base).to(tl.int32)
+        a_start = ahead.to(tl.int64) * N
+        a_base = (a_start // VEC) * VEC
+        nxt_shift = (a_start - a_base).to(tl.int32)
         # past the last row: fully masked, so no memory traffic; the values are never used
-        nxt = tl.load(x_ptr + a_base + offs, other=float("-inf"),
-                      mask=((vecs + VEC > nxt_shift) & (vecs < nxt_shift + N) & (a_base + vecs + VEC <= end)
-                            & (ahead < M))[:, None])
-        in_row = (offs >= shift) & (offs < shift + N)
-        if row == M - 1:
-            v = tl.load(x_ptr + base + offs, mask=in_row, other=float("-inf"))
-        x = tl.where(in_row, v.to(tl.float32), float("-inf"))
-        e = tl.exp(x - tl.max(tl.max(x, axis=1), axis=0))
-        out = (e * (1.0 / tl.sum(tl.sum(e, axis=1), axis=0))).to(y_ptr.dtype.element_ty)
-        y_ptrs = y_ptr + base + offs
+        a_whole = (vecs >= nxt_shift) & (vecs + VEC <= nxt_shift + N)
+        nxt = tl.load(x_ptr + a_base + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"))
+        a_offs, a_mask = _edges(nxt_shift, N, VEC)
+        nxt_e = tl.load(x_ptr + a_base + a_offs, mask=a_mask & (ahead < M), other=float("-inf"))
+        x = v.to(tl.float32)
+        x_e = v_e.to(tl.float32)
+        m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+        if FAST:
+            m2 = m * 1.4426950408889634  # log2(e)
+            e = tl.math.exp2(x * 1.4426950408889634 - m2)
+            e_e = tl.math.exp2(x_e * 1.4426950408889634 - m2)
+        else:
+            e = tl.exp(x - m)
+            e_e = tl.exp(x_e - m)
+        inv = 1.0 / (tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0))
         whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-        tl.store(y_ptrs, out, mask=whole[:, None])
-        tl.store(y_ptrs, out, mask=in_row & ~whole[:, None])
+        tl.store(y_ptr + base + offs, (e * inv).to(y_ptr.dtype.element_ty), mask=whole[:, None])
+        e_offs, e_mask = _edges(shift, N, VEC)
+        tl.store(y_ptr + base + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
         row += step
 
 
@@ -405,7 +426,9 @@ def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, w
     return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
 
 
-def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Staged | _Split:
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
+          dtype: torch.dtype | None = None) -> Launch | _Staged | _Split:
+    """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's)."""
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction):
@@ -416,10 +439,12 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
     vec = 16 // elsize
-    window = triton.next_power_of_2(n + vec - 1)
-    if stride == n and align < vec and n > _REALIGNED_MIN_N and window == triton.next_power_of_2(n):
-        return _softmax_realigned[(min(m, _REALIGNED_PER_SM * n_sm),)], {"WINDOW": window, "VEC": vec,
-                                                                           "num_warps": _REALIGNED_WARPS}
+    window = triton.next_power_of_2(n if n % vec == 0 else n + vec - 1)  # unaligned: the row can start mid-vector
+    if stride == n and n > _REALIGNED_MIN_N and window == triton.next_power_of_2(n):
+        fallback = _REALIGNED_CONFIG[torch.float32 if elsize == 4 else torch.bfloat16]
+        per_sm, warps, fast = _REALIGNED_CONFIG.get(dtype, fallback) if dtype is not None else fallback
+        return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "VEC": vec, "FAST": fast,
+                                                                "num_warps": warps}
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,
@@ -456,7 +481,7 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
     if plan is None:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
-        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
+        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device, x.dtype)
     if isinstance(plan, _Split):
         partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=device)
         done = torch.zeros((m,), dtype=torch.int32, device=device)

@@ -190,3 +190,25 @@ def test_looped_kernels_match_the_reference(m: int, n: int, stages: int, monkeyp
     xf = x.float()
     ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
     torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=1e-5)
+
+
+@pytest.mark.parametrize("bound", [0, 1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("shape", [(5, 1001), (3, 1003), (4, 1000)])  # odd and 8-aligned rows
+def test_realigned_softmax_variants_match_the_reference(bound: int, shape: tuple[int, int],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every bounds variant the sweep times (experimental_realigned.py), on a grid of 2 programs that walk several
+    rows and prefetch past the last one: the right softmax, and the same bits on a replay."""
+    import experimental_realigned
+
+    from kernelproof_core.kernels import softmax
+
+    monkeypatch.setattr(softmax, "_num_sms", lambda device: 2)
+    x = (torch.randn(*shape, device=DEVICE) * 4).to(torch.bfloat16)
+    x[0, ::7] = float("-inf")
+    ref = torch.softmax(x.float(), -1)
+    y = torch.full_like(x, float("nan"))
+    experimental_realigned.softmax_realigned_x(x, y, bound, True, 1, 4)
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=1e-5)
+    again = torch.empty_like(y)
+    experimental_realigned.softmax_realigned_x(x, again, bound, True, 1, 4)
+    assert torch.equal(again, y)

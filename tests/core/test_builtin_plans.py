@@ -33,21 +33,33 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
 
 
 @pytest.mark.parametrize(("n", "stride", "path"), [
-    (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "pipelined"),
+    (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "realigned"),
     (25249, 25249, "realigned"), (25249, 25256, "pipelined"), (25248, 25256, "pipelined"), (4097, 4097, "rows"),
     (12901, 12901, "rows"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
-    (16392, 16392, "pipelined")])
+    (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "pipelined")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
-    """Rows past 16384 take the persistent pipelined path; contiguous rows past 16384 whose length is not a multiple
-    of a 16-byte vector take the realigned path when their vector window is no wider than their tile (32767: it
-    would double), and padded rows never do (their output rows align differently from their input rows)."""
+    """Contiguous rows past 16384 take the realigned path when their vector window is no wider than their tile
+    (32767 starts mid-vector, so its window would double); padded rows take the persistent pipelined path (their
+    output rows align differently from their input rows)."""
     _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
     taken = "realigned" if "WINDOW" in meta else "pipelined" if "PREFETCH" in meta else "rows"
     assert taken == path
     if path == "pipelined":
         assert meta["PREFETCH"] and not meta["PACKED"] and meta["BLOCK_N"] >= n
     if path == "realigned":
-        assert meta["VEC"] == 8 and meta["WINDOW"] >= n + 7
+        assert meta["VEC"] == 8 and meta["WINDOW"] >= (n if n % 8 == 0 else n + 7)
+        assert meta["WINDOW"] == 1 << (n - 1).bit_length()
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [(torch.bfloat16, (2, 16, False)), (torch.float16, (1, 32, True)),
+                                                 (torch.float32, (1, 32, True)), (None, (2, 16, False))])
+def test_realigned_softmax_config_follows_the_dtype(dtype: torch.dtype | None,
+                                                    expected: tuple[int, int, bool]) -> None:
+    """bf16 and fp16 share an element size but not their best launch (H200 sweep: fp16 gains from exp2 on an FMA
+    and 32 warps, bf16 loses with them): the plan is picked per dtype."""
+    elsize = 4 if dtype == torch.float32 else 2
+    _launch, meta = softmax._plan(4096, 25249, 25249, elsize, torch.device("cpu"), dtype)  # type: ignore[misc]
+    assert (meta["num_warps"], meta["FAST"]) == expected[1:]
 
 
 def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,16 +38,19 @@ def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type,
 
 
 @requires_cuda
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize(("shape", "path"), [((2048, 32000), "PREFETCH"), ((4096, 32768), "PREFETCH"),
-                                             ((1723, 25249), "WINDOW"), ((7, 16385), "WINDOW"),
-                                             ((2048, 32001), "WINDOW"), ((3, 16394), "WINDOW")])
-def test_pipelined_softmax_matches_fp32_reference(shape: tuple[int, int], path: str, dtype: torch.dtype) -> None:
-    """Rows of 16385-32768: the persistent pipelined path, or the realigned one for unaligned contiguous rows."""
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(("shape", "pad", "path"), [
+    ((2048, 32000), 8, "PREFETCH"), ((4096, 32768), 8, "PREFETCH"), ((5, 25249), 3, "PREFETCH"),
+    ((2048, 32000), 0, "WINDOW"), ((4096, 32768), 0, "WINDOW"), ((1723, 25249), 0, "WINDOW"),
+    ((7, 16385), 0, "WINDOW"), ((2048, 32001), 0, "WINDOW"), ((3, 16394), 0, "WINDOW"), ((1, 32761), 0, "WINDOW")])
+def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, path: str,
+                                                      dtype: torch.dtype) -> None:
+    """Rows of 16385-32768: the realigned path for contiguous rows (aligned or not; M = 1 makes M a compile-time
+    constant), the persistent pipelined one for padded rows, with -inf logits, against an fp32 reference."""
     m, n = shape
-    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
     x[0, ::7] = float("-inf")
-    _launch, meta = softmax._plan(m, n, n, x.element_size(), x.device)  # type: ignore[misc]
+    _launch, meta = softmax._plan(m, n, x.stride(0), x.element_size(), x.device, x.dtype)  # type: ignore[misc]
     assert path in meta, meta
     y = softmax.candidate(x)
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), dim=-1),

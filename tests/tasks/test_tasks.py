@@ -180,16 +180,17 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "many_chunks": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_BATCH_BYTES": 1}),  # a batch a row
     # three chunks per program, the last part ragged (40000 bf16 = 78.1 chunks of 512)
     "multi_chunk_programs": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_CHUNKS": 3}),
-    # 16384 < N <= 32768: the persistent pipelined path; 2 "SMs" x 2 programs for 5 rows, so programs walk two rows
-    # and prefetch past the last one; unaligned (stride 20009) and aligned rows
-    "pipelined_unaligned": (5, 20001, 8, 2, {}),  # padded unaligned rows stay on the pipelined path
+    # 16384 < N <= 32768, padded rows: the persistent pipelined path; 2 "SMs" x 2 programs for 5 rows, so programs
+    # walk two rows and prefetch past the last one; unaligned (stride 20009) and aligned rows
+    "pipelined_unaligned": (5, 20001, 8, 2, {}),
     "pipelined_padded": (5, 20000, 8, 2, {}),
-    "pipelined_aligned": (3, 32768, 0, 1, {}),
-    # contiguous rows whose length is not a multiple of a vector: the realigned path, walking and prefetching rows
-    # (5 rows on 2 "SMs", 3 on 1) at odd, even and 4-aligned widths; the last row's window ends past the tensor
+    "pipelined_aligned": (3, 32768, 8, 1, {}),
+    # contiguous rows: the realigned path, walking and prefetching rows (5 rows on 2 "SMs" x 2, 3 on 1) at odd, even,
+    # 4-aligned and 8-aligned widths; the last row's last vector ends past the tensor (its part is in the edge tile)
     "realigned_odd": (5, 20001, 0, 2, {}),
     "realigned_even": (3, 16418, 0, 1, {}),
     "realigned_by4": (3, 16396, 0, 132, {}),
+    "realigned_aligned": (3, 32768, 0, 1, {}),
     "realigned_one_row": (1, 16965, 0, 132, {}),  # M = 1: compiled, Triton makes M the constant 1
 }
 _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
