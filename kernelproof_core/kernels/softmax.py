@@ -4,13 +4,15 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
     give each program real work.
-  * 16384 < N <= 32768, contiguous rows whose length is not a multiple of a 16-byte vector (realigned path): read
-    and written through vector-aligned windows instead of row by row, so accesses stay vectorised (47-61% of copy
-    bandwidth on the H200 against 40-41% with scalar accesses).
-  * 16384 < N <= 32768 (pipelined path): only one or two such rows fit per SM, and a program that loads, reduces,
-    then stores leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A
-    persistent grid walks rows instead, each program issuing its next row's loads before reducing and storing the
-    current one: 84-88% (benchmarks/kernel_sweep.py --only softmax_pipelined). Narrower rows gain nothing from it.
+  * 16384 < N <= 32768: only one or two such rows fit per SM, and a program that loads, reduces, then stores
+    leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A persistent grid walks
+    rows instead, each program issuing its next row's loads before reducing and storing the current one. Contiguous
+    rows (realigned path) are read and written through vector-aligned windows, whatever N's alignment: whole
+    vectors in the big tile, the row's part of its two edge vectors in a small tile of its own, so accesses stay
+    vectorised and nothing outside the row is read (bf16 on the H200: 79.5% at 1723 x 25249, 87.9% at
+    2048 x 32001, 89.7% at 2048 x 32000, against 40-41% for unaligned rows addressed row by row). Padded rows
+    (pipelined path: the output rows align differently from the input rows) are addressed row by row: 84-88%
+    when aligned (benchmarks/kernel_sweep.py --only softmax_pipelined). Narrower rows gain nothing from either.
   * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
     from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
     normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
@@ -19,10 +21,9 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     partials programs reduce their chunks to (max, sum of exp), then its normalise programs (launched right after
     the next batch's partials) merge the row's partials and rewrite their chunk, re-reading it from L2. HBM sees
     one read and one write, and every SM has work whatever M is.
-    (A persistent looped kernel and a two-kernel split reached 40-62% of copy bandwidth on the H200 here; polling
-    the row counter with plain loads instead of atomics halved the split path's speed: benchmarks/kernel_sweep.py.)
-  Rows this wide stay near 70% of copy bandwidth on every path tried: each program alternates a load phase and
-  a store phase with a reduction (and, split, a rendezvous) between, and too few programs fit per SM to hide it.
+  Rows this wide stay near 70% of copy bandwidth on every path tried (looped, two-kernel and persistent splits
+  reached 40-62%; benchmarks/kernel_sweep.py): each program alternates a load phase and a store phase with a
+  reduction (and, split, a rendezvous) between, and too few programs fit per SM to hide it.
 Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic,
 not autotuning: the first call is cheap and every run picks the same kernels. Reductions have a fixed
 order, so the output is bit-for-bit deterministic.
@@ -42,16 +43,18 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
-# Realigned path: contiguous rows wider than _REALIGNED_MIN_N (up to _MAX_FUSED_N) whose vector window is no wider
+# Realigned path: contiguous rows wider than _PIPELINED_MIN_N (up to _MAX_FUSED_N) whose vector window is no wider
 # than their own power-of-two tile. (persistent programs per SM, warps, FAST) per dtype, from the H200 (CUPTI kernel
-# time, benchmarks/kernel_sweep.py --cupti --only softmax_realigned_bounds,
-# evidence/h200/2026-12-01_wide_rows/3_interior_sweep/): bf16 79.5% of copy at 1723 x 25249, 87.9% at 2048 x 32001,
-# 89.7% at 2048 x 32000 (the pipelined path: 88.2%); fp16 73.6%, 84.1%, 85.8% (pipelined: 83.3%). The kernel it
-# replaced (the whole window in one tile, neighbours' elements masked by a select, edge vectors stored element by
-# element across the whole tile, the last row re-read) reached 47% and 60%; narrower rows lost to the row kernel
-# with it (8191: 42% against 68%; 16382, whose window doubles: 45% against 84%), so the path starts past 16384.
-_REALIGNED_MIN_N = 16384
-_REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (1, 32, True), torch.float32: (1, 32, True)}
+# time, benchmarks/kernel_sweep.py --cupti --only softmax_realigned_bounds, evidence/h200/2026-12-01_wide_rows/),
+# of copy bandwidth at 1723 x 25249 / 2048 x 32001 / 2048 x 32000:
+#   bf16 79.5% / 87.9% / 89.7% (the pipelined path at 2048 x 32000: 88.2%; FAST: 70-85%)
+#   fp16 73.6% / 84.1% / 85.8% on 32 warps with FAST (pipelined: 83.3%; 16 warps: 67-81%)
+#   fp32 62.2% / 65.6% / 69.3% on 16 warps with FAST (pipelined: 44% / 52% / 22%, spilling; 32 warps: 54-62%)
+# The kernel it replaced (the whole window in one tile, the neighbours' elements masked by a select, edge vectors
+# stored element by element across the whole tile, the last row re-read) reached 47% and 60% in bf16; narrower rows
+# lost to the row kernel with it (8191: 42% against 68%; 16382, whose window doubles: 45% against 84%), so the path
+# starts past 16384.
+_REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (1, 32, True), torch.float32: (2, 16, True)}
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -440,7 +443,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     n_sm = _num_sms(device)
     vec = 16 // elsize
     window = triton.next_power_of_2(n if n % vec == 0 else n + vec - 1)  # unaligned: the row can start mid-vector
-    if stride == n and n > _REALIGNED_MIN_N and window == triton.next_power_of_2(n):
+    if stride == n and n > _PIPELINED_MIN_N and window == triton.next_power_of_2(n):
         fallback = _REALIGNED_CONFIG[torch.float32 if elsize == 4 else torch.bfloat16]
         per_sm, warps, fast = _REALIGNED_CONFIG.get(dtype, fallback) if dtype is not None else fallback
         return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "VEC": vec, "FAST": fast,
