@@ -108,7 +108,8 @@ def softmax_realigned_x(x: torch.Tensor, y: torch.Tensor, bound: int, edge: bool
     rows = m - 1 if bound == 3 else m
     grid = (min(rows, programs_per_sm * softmax._num_sms(x.device)),)
     if bound in (5, 6):  # the shipped kernel; 6: with FAST
-        return softmax._softmax_realigned[grid](x, y, m, n, n, WINDOW=window, VEC=vec, FAST=bound == 6,
+        return softmax._softmax_realigned[grid](x, y, m, n, x.stride(0), WINDOW=window, VEC=vec, FAST=bound == 6,
+                                                ALIGN_X=softmax._align(x.element_size(), x.stride(0) - n),
                                                 num_warps=warps)
     kernel = _softmax_realigned_x[grid](x, y, rows, n, WINDOW=window, VEC=vec, BOUND=bound, EDGE=edge,
                                         num_warps=warps)

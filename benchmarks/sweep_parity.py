@@ -160,25 +160,28 @@ def softmax_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
 
 
 def softmax_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Rows whose length or row stride is not a multiple of a 16-byte vector: the realigned kernel (vector-aligned
-    windows; contiguous rows only) over programs per SM and warps, against the row-addressed kernels (scalar
-    accesses) and torch.compile and Liger, after an fp32 check of each config."""
-    for m, n, pad in ((1723, 25249, 0), (2048, 32001, 0), (1003, 19382, 13), (4096, 16382, 0), (7, 25249, 0)):
+    """Rows of 16385-32768, contiguous and padded (row strides that are and are not a multiple of a vector): the
+    realigned kernel (windows on the output's vectors; padded rows' loads vectorised as far as the padding allows)
+    over programs per SM, warps and FAST, against the row-addressed kernel and torch.compile and Liger, after an
+    fp32 check of each config."""
+    for m, n, pad in ((1723, 25249, 0), (2048, 32001, 0), (1003, 19382, 13), (1080, 30898, 7), (2048, 32000, 8),
+                      (2047, 32000, 6)):
         x = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
         y = torch.empty((m, n), dtype=dtype, device=device)
         stride = x.stride(0)
         moved = 2 * x.numel() * x.element_size()
         ref = torch.softmax(x.float(), -1)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
         sms = softmax._num_sms(device)
         vec = 16 // x.element_size()
-        window = 1 << (n + vec - 2).bit_length()
+        window = 1 << ((n if n % vec == 0 else n + vec - 1) - 1).bit_length()
         for per_sm, warps, fast in itertools.product((1, 2), (16, 32), (False, True)):
-            if pad or not 8 <= window // (warps * 32) <= 64:  # contiguous rows only
+            if not 8 <= window // (warps * 32) <= 64:
                 continue
             launch = partial(softmax._softmax_realigned[(min(m, per_sm * sms),)], x, y, m, n, stride, WINDOW=window,
-                             VEC=vec, FAST=fast, num_warps=warps)
-            label = f"per_sm={per_sm} warps={warps}" + (" fast" if fast else "")
+                             VEC=vec, FAST=fast, ALIGN_X=softmax._align(x.element_size(), stride - n),
+                             num_warps=warps)
+            label = f"pad={pad} per_sm={per_sm} warps={warps}" + (" fast" if fast else "")
             if _checked(launch, y, ref, f"softmax.realigned {m}x{n} {label}"):
                 yield ("softmax.realigned", (m, n), label, launch, moved, False)
         align = softmax._align(x.element_size(), n, stride)

@@ -226,28 +226,32 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       WINDOW: tl.constexpr, VEC: tl.constexpr, FAST: tl.constexpr) -> None:
-    # Contiguous rows (x and y share element offsets): row r starts at element r * N, on a vector boundary only when
-    # N is a multiple of VEC, and addressing by row forces scalar accesses otherwise (40% of copy bandwidth at 25249
-    # wide on the H200). Here a row is seen through the window of whole VEC-element vectors that covers it: the big
-    # tile holds only the vectors lying wholly inside the row (masked per vector, so loads and stores vectorise and
-    # no element needs a select), and a second tile of 2 x VEC elements holds the row's part of its first and last
-    # vectors, loaded, reduced and stored element by element. Nothing outside the row is read (not the neighbouring
-    # rows' elements, not past the tensor's end). Persistent and prefetching like _softmax_pipelined: program p takes
-    # rows p, p + P, ..., issuing the next row's loads (both tiles) before this row's work. FAST computes the
-    # exponentials as exp2 of one fused multiply-add (faster for fp16 on 32 warps, slower for bf16 on 16: the plan
-    # picks per dtype). stride_x is N (the host picks this kernel for contiguous rows only).
+                       WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr) -> None:
+    # Output row r starts at element r * N of y, on a vector boundary only when N is a multiple of VEC, and
+    # addressing by row forces scalar accesses otherwise (40% of copy bandwidth at 25249 wide on the H200). Here a row
+    # is seen through the window of whole VEC-element vectors of y that covers it: the big tile holds only the
+    # vectors lying wholly inside the row (masked per vector, so loads and stores vectorise and no element needs a
+    # select), and a second tile of 2 x VEC elements holds the row's part of its first and last vectors, loaded,
+    # reduced and stored element by element. x is read at the same window positions: for contiguous rows that is
+    # the same vectors; padded rows start elsewhere in their vectors, and their loads vectorise only as far as
+    # ALIGN_X (a power of two dividing stride_x - N: their x window starts on a multiple of it). Nothing outside
+    # the row is read (not the neighbouring rows' elements, not the padding, not past the tensor's end).
+    # Persistent and prefetching like _softmax_pipelined: program p takes rows p, p + P, ..., issuing the next row's
+    # loads (both tiles) before this row's work. FAST computes the exponentials as exp2 of one fused multiply-add
+    # (faster for fp16 on 32 warps, slower for bf16 on 16: the plan picks per dtype).
     vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
     start = row.to(tl.int64) * N
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
+    x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    nxt = tl.load(x_ptr + base + offs, mask=whole[:, None] & (row < M), other=float("-inf"))
+    nxt = tl.load(x_at + offs, mask=whole[:, None] & (row < M), other=float("-inf"))
     e_offs, e_mask = _edges(shift, N, VEC)
-    nxt_e = tl.load(x_ptr + base + e_offs, mask=e_mask & (row < M), other=float("-inf"))
+    nxt_e = tl.load(x_at + e_offs, mask=e_mask & (row < M), other=float("-inf"))
     nxt_shift = shift
     while row < M:
         v = nxt
@@ -258,11 +262,12 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         a_start = ahead.to(tl.int64) * N
         a_base = (a_start // VEC) * VEC
         nxt_shift = (a_start - a_base).to(tl.int32)
+        a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
         # past the last row: fully masked, so no memory traffic; the values are never used
         a_whole = (vecs >= nxt_shift) & (vecs + VEC <= nxt_shift + N)
-        nxt = tl.load(x_ptr + a_base + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"))
+        nxt = tl.load(a_at + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"))
         a_offs, a_mask = _edges(nxt_shift, N, VEC)
-        nxt_e = tl.load(x_ptr + a_base + a_offs, mask=a_mask & (ahead < M), other=float("-inf"))
+        nxt_e = tl.load(a_at + a_offs, mask=a_mask & (ahead < M), other=float("-inf"))
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
@@ -447,6 +452,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
         fallback = _REALIGNED_CONFIG[torch.float32 if elsize == 4 else torch.bfloat16]
         per_sm, warps, fast = _REALIGNED_CONFIG.get(dtype, fallback) if dtype is not None else fallback
         return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "VEC": vec, "FAST": fast,
+                                                                "ALIGN_X": _align(elsize, stride - n),
                                                                 "num_warps": warps}
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
