@@ -6,13 +6,12 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     give each program real work.
   * 16384 < N <= 32768: only one or two such rows fit per SM, and a program that loads, reduces, then stores
     leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A persistent grid walks
-    rows instead, each program issuing its next row's loads before reducing and storing the current one. Contiguous
-    rows (realigned path) are read and written through vector-aligned windows, whatever N's alignment: whole
+    rows instead, each program issuing its next row's loads before reducing and storing the current one, and rows
+    are read and written through the output's vector-aligned windows whatever N's alignment (realigned path): whole
     vectors in the big tile, the row's part of its two edge vectors in a small tile of its own, so accesses stay
-    vectorised and nothing outside the row is read (bf16 on the H200: 79.5% at 1723 x 25249, 87.9% at
-    2048 x 32001, 89.7% at 2048 x 32000, against 40-41% for unaligned rows addressed row by row). Padded rows
-    (pipelined path: the output rows align differently from the input rows) are addressed row by row: 84-88%
-    when aligned (benchmarks/kernel_sweep.py --only softmax_pipelined). Narrower rows gain nothing from either.
+    vectorised and nothing outside the row is read (H200: 79-87% of copy at unaligned widths against 40-41% addressed
+    row by row; padded rows gain as far as their padding lets their loads vectorise). Rows whose window would double
+    (an unaligned N just below 32768) take the pipelined path: the same walk, addressed row by row.
   * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
     from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
     normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
@@ -40,21 +39,17 @@ import triton
 import triton.language as tl
 
 _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread at 32 warps)
-_PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the pipelined path
+_PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the realigned or pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
-# Realigned path: contiguous rows wider than _PIPELINED_MIN_N (up to _MAX_FUSED_N) whose vector window is no wider
-# than their own power-of-two tile. (persistent programs per SM, warps, FAST) per dtype, from the H200 (CUPTI kernel
-# time, benchmarks/kernel_sweep.py --cupti --only softmax_realigned_bounds, evidence/h200/2026-12-01_wide_rows/),
-# of copy bandwidth at 1723 x 25249 / 2048 x 32001 / 2048 x 32000:
-#   bf16 79.5% / 87.9% / 89.7% (the pipelined path at 2048 x 32000: 88.2%; FAST: 70-85%)
-#   fp16 73.6% / 84.1% / 85.8% on 32 warps with FAST (pipelined: 83.3%; 16 warps: 67-81%)
-#   fp32 62.2% / 65.6% / 69.3% on 16 warps with FAST (pipelined: 44% / 52% / 22%, spilling; 32 warps: 54-62%)
-# The kernel it replaced (the whole window in one tile, the neighbours' elements masked by a select, edge vectors
-# stored element by element across the whole tile, the last row re-read) reached 47% and 60% in bf16; narrower rows
-# lost to the row kernel with it (8191: 42% against 68%; 16382, whose window doubles: 45% against 84%), so the path
-# starts past 16384.
-_REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (1, 32, True), torch.float32: (2, 16, True)}
+# Realigned path: rows wider than _PIPELINED_MIN_N (up to _MAX_FUSED_N) whose vector window is no wider than their
+# own tile, contiguous or padded: (persistent programs per SM, warps, FAST) per dtype. H200, CUPTI kernel time
+# (kernel_sweep.py --cupti --only softmax_realigned, evidence/h200/2026-12-01_wide_rows/7_padded_realigned_sweep/),
+# bf16 and fp16 alike: 79% of copy at 1723 x 25249, 86% at 2048 x 32001, 76-87% on padded rows whose padding is
+# even, 37-47% on odd padding (scalar loads), against 31-85% addressed row by row; FAST and 32 warps lose 1-12
+# points. fp32 (the kernel before it read x at the output's window positions): 62-69% with FAST, row by row 22-52%.
+# docs/TASKS.md has the table, and the kernel this replaced (47% and 60%, losing to the row kernel below 16385).
+_REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, False), torch.float32: (2, 16, True)}
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -238,7 +233,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # the row is read (not the neighbouring rows' elements, not the padding, not past the tensor's end).
     # Persistent and prefetching like _softmax_pipelined: program p takes rows p, p + P, ..., issuing the next row's
     # loads (both tiles) before this row's work. FAST computes the exponentials as exp2 of one fused multiply-add
-    # (faster for fp16 on 32 warps, slower for bf16 on 16: the plan picks per dtype).
+    # (faster for fp32 on the H200, slower for 16-bit rows: the plan picks per dtype).
     vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
     pad = stride_x - N
@@ -448,7 +443,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     n_sm = _num_sms(device)
     vec = 16 // elsize
     window = triton.next_power_of_2(n if n % vec == 0 else n + vec - 1)  # unaligned: the row can start mid-vector
-    if stride == n and n > _PIPELINED_MIN_N and window == triton.next_power_of_2(n):
+    if n > _PIPELINED_MIN_N and window == triton.next_power_of_2(n):
         fallback = _REALIGNED_CONFIG[torch.float32 if elsize == 4 else torch.bfloat16]
         per_sm, warps, fast = _REALIGNED_CONFIG.get(dtype, fallback) if dtype is not None else fallback
         return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "VEC": vec, "FAST": fast,

@@ -40,13 +40,14 @@ def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type,
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize(("shape", "pad", "path"), [
-    ((2048, 32000), 8, "PREFETCH"), ((4096, 32768), 8, "PREFETCH"), ((5, 25249), 3, "PREFETCH"),
-    ((2048, 32000), 0, "WINDOW"), ((4096, 32768), 0, "WINDOW"), ((1723, 25249), 0, "WINDOW"),
+    ((2048, 32000), 8, "WINDOW"), ((4096, 32768), 8, "WINDOW"), ((5, 25249), 3, "WINDOW"), ((9, 20000), 6, "WINDOW"),
+    ((5, 32767), 0, "PREFETCH"), ((3, 32767), 9, "PREFETCH"), ((2048, 32000), 0, "WINDOW"),
+    ((4096, 32768), 0, "WINDOW"), ((1723, 25249), 0, "WINDOW"),
     ((7, 16385), 0, "WINDOW"), ((2048, 32001), 0, "WINDOW"), ((3, 16394), 0, "WINDOW"), ((1, 32761), 0, "WINDOW")])
 def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, path: str,
                                                       dtype: torch.dtype) -> None:
-    """Rows of 16385-32768: the realigned path for contiguous rows (aligned or not; M = 1 makes M a compile-time
-    constant), the persistent pipelined one for padded rows, with -inf logits, against an fp32 reference."""
+    """Rows of 16385-32768: the realigned path for contiguous and padded rows (aligned or not; M = 1 makes M a
+    compile-time constant), the pipelined one where the window would double, with -inf logits, against fp32."""
     m, n = shape
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
     x[0, ::7] = float("-inf")

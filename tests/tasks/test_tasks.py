@@ -180,13 +180,15 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "many_chunks": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_BATCH_BYTES": 1}),  # a batch a row
     # three chunks per program, the last part ragged (40000 bf16 = 78.1 chunks of 512)
     "multi_chunk_programs": (3, 40000, 8, 132, {"_STAGED_CHUNK_BYTES": 1024, "_STAGED_CHUNKS": 3}),
-    # 16384 < N <= 32768, padded rows: the persistent pipelined path; 2 "SMs" x 2 programs for 5 rows, so programs
-    # walk two rows and prefetch past the last one; unaligned (stride 20009) and aligned rows
-    "pipelined_unaligned": (5, 20001, 8, 2, {}),
-    "pipelined_padded": (5, 20000, 8, 2, {}),
-    "pipelined_aligned": (3, 32768, 8, 1, {}),
-    # contiguous rows: the realigned path, walking and prefetching rows (5 rows on 2 "SMs" x 2, 3 on 1) at odd, even,
-    # 4-aligned and 8-aligned widths; the last row's last vector ends past the tensor (its part is in the edge tile)
+    # 16384 < N <= 32768: the persistent realigned path, walking and prefetching rows (5 rows on 2 "SMs" x 2, 3 on
+    # 1). Padded rows, unaligned (stride 20009), odd padding (20013) and aligned; the pipelined path where an
+    # unaligned window would double (32767)
+    "realigned_padded_unaligned": (5, 20001, 8, 2, {}),
+    "realigned_padded_odd": (5, 20000, 13, 2, {}),
+    "realigned_padded": (3, 32768, 8, 1, {}),
+    "pipelined": (5, 32767, 5, 2, {}),
+    # contiguous rows at odd, even, 4-aligned and 8-aligned widths; the last row's last vector ends past the tensor
+    # (its part is in the edge tile)
     "realigned_odd": (5, 20001, 0, 2, {}),
     "realigned_even": (3, 16418, 0, 1, {}),
     "realigned_by4": (3, 16396, 0, 132, {}),
