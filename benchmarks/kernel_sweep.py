@@ -38,6 +38,7 @@ from sweep_parity import (
     softmax_packed_trials,
     softmax_parity_trials,
     softmax_realigned_bounds_trials,
+    softmax_realigned_narrow_trials,
     softmax_realigned_trials,
     swiglu_parity_trials,
     swiglu_strided_trials,
@@ -335,6 +336,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
             "softmax_parity": softmax_parity_trials, "softmax_realigned": softmax_realigned_trials,
             "softmax_realigned_bounds": softmax_realigned_bounds_trials, "softmax_packed": softmax_packed_trials,
+            "softmax_realigned_narrow": softmax_realigned_narrow_trials,
             "wide_looped": wide_looped_trials}
 
 

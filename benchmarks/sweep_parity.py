@@ -199,6 +199,30 @@ def softmax_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterat
             yield (f"softmax.{name}", (m, n), name, other, moved, False)
 
 
+def softmax_realigned_narrow_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Unaligned rows of 2049-16384, which the plan leaves on the row kernel (scalar accesses: `hidden_constant`
+    4056 x 5207 reached 52% of copy): the realigned kernel over programs per SM and warps (8-64 elements per thread
+    of its window), contiguous and padded, against the planned launch, after an fp32 check of each config."""
+    for m, n, pad in ((4056, 5207, 0), (2204, 6933, 0), (4096, 8191, 0), (4096, 12901, 0), (8192, 3001, 0),
+                      (4096, 8191, 5)):
+        x = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
+        y = torch.empty((m, n), dtype=dtype, device=device)
+        moved = 2 * x.numel() * x.element_size()
+        ref = torch.softmax(x.float(), -1)
+        yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
+        vec = 16 // x.element_size()
+        window = 1 << ((n if n % vec == 0 else n + vec - 1) - 1).bit_length()
+        for per_sm, warps in itertools.product((1, 2, 4, 8), (4, 8, 16, 32)):
+            if not 8 <= window // (warps * 32) <= 64 or per_sm * warps > 64:
+                continue
+            launch = partial(softmax._softmax_realigned[(min(m, per_sm * softmax._num_sms(device)),)], x, y, m, n,
+                             x.stride(0), WINDOW=window, VEC=vec, FAST=False,
+                             ALIGN_X=softmax._align(x.element_size(), x.stride(0) - n), num_warps=warps)
+            label = f"pad={pad} per_sm={per_sm} warps={warps}"
+            if _checked(launch, y, ref, f"softmax.realigned {m}x{n} {label}"):
+                yield ("softmax.realigned", (m, n), label, launch, moved, False)
+
+
 def softmax_realigned_bounds_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The realigned kernel's ways of staying inside the input (experimental_realigned.py: over-reading, the
     shipped bounds mask and reload, a branch-free tail select, the last row in a second launch, edge vectors read
