@@ -103,16 +103,14 @@ def softmax_realigned_x(x: torch.Tensor, y: torch.Tensor, bound: int, edge: bool
     bound=3 the last row goes to the built-in's pipelined kernel in a second launch. Returns the compiled kernel
     (its registers and spills are what kernel_sweep.py reports)."""
     m, n = x.shape
-    vec = 16 // x.element_size()
-    window = triton.next_power_of_2(n if n % vec == 0 else n + vec - 1)
+    if bound in (5, 6):  # the shipped kernel; 6: with FAST
+        launch, meta = softmax._realigned_plan(m, n, x.stride(0), x.element_size(), softmax._num_sms(x.device),
+                                               programs_per_sm, warps, bound == 6)
+        return launch(x, y, m, n, x.stride(0), **meta)
     rows = m - 1 if bound == 3 else m
     grid = (min(rows, programs_per_sm * softmax._num_sms(x.device)),)
-    if bound in (5, 6):  # the shipped kernel; 6: with FAST
-        return softmax._softmax_realigned[grid](x, y, m, n, x.stride(0), WINDOW=window, VEC=vec, FAST=bound == 6,
-                                                ALIGN_X=softmax._align(x.element_size(), x.stride(0) - n),
-                                                num_warps=warps)
-    kernel = _softmax_realigned_x[grid](x, y, rows, n, WINDOW=window, VEC=vec, BOUND=bound, EDGE=edge,
-                                        num_warps=warps)
+    kernel = _softmax_realigned_x[grid](x, y, rows, n, WINDOW=softmax._window(n, x.element_size()),
+                                        VEC=16 // x.element_size(), BOUND=bound, EDGE=edge, num_warps=warps)
     if bound == 3:
         # The last row on its own: a one-row view at element offset (m - 1) * n, addressed row by row.
         last_x, last_y = x[m - 1:], y[m - 1:]

@@ -173,14 +173,11 @@ def softmax_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterat
         ref = torch.softmax(x.float(), -1)
         yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
         sms = softmax._num_sms(device)
-        vec = 16 // x.element_size()
-        window = 1 << ((n if n % vec == 0 else n + vec - 1) - 1).bit_length()
         for per_sm, warps, fast in itertools.product((1, 2), (16, 32), (False, True)):
-            if not 8 <= window // (warps * 32) <= 64:
+            if not 8 <= softmax._window(n, x.element_size()) // (warps * 32) <= 64:
                 continue
-            launch = partial(softmax._softmax_realigned[(min(m, per_sm * sms),)], x, y, m, n, stride, WINDOW=window,
-                             VEC=vec, FAST=fast, ALIGN_X=softmax._align(x.element_size(), stride - n),
-                             num_warps=warps)
+            kernel, meta = softmax._realigned_plan(m, n, stride, x.element_size(), sms, per_sm, warps, fast)
+            launch = partial(kernel, x, y, m, n, stride, **meta)
             label = f"pad={pad} per_sm={per_sm} warps={warps}" + (" fast" if fast else "")
             if _checked(launch, y, ref, f"softmax.realigned {m}x{n} {label}"):
                 yield ("softmax.realigned", (m, n), label, launch, moved, False)
@@ -210,14 +207,12 @@ def softmax_realigned_narrow_trials(device: torch.device, dtype: torch.dtype) ->
         moved = 2 * x.numel() * x.element_size()
         ref = torch.softmax(x.float(), -1)
         yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
-        vec = 16 // x.element_size()
-        window = 1 << ((n if n % vec == 0 else n + vec - 1) - 1).bit_length()
         for per_sm, warps in itertools.product((1, 2, 4, 8), (4, 8, 16, 32)):
-            if not 8 <= window // (warps * 32) <= 64 or per_sm * warps > 64:
+            if not 8 <= softmax._window(n, x.element_size()) // (warps * 32) <= 64 or per_sm * warps > 64:
                 continue
-            launch = partial(softmax._softmax_realigned[(min(m, per_sm * softmax._num_sms(device)),)], x, y, m, n,
-                             x.stride(0), WINDOW=window, VEC=vec, FAST=False,
-                             ALIGN_X=softmax._align(x.element_size(), x.stride(0) - n), num_warps=warps)
+            kernel, meta = softmax._realigned_plan(m, n, x.stride(0), x.element_size(), softmax._num_sms(device),
+                                                   per_sm, warps, False)
+            launch = partial(kernel, x, y, m, n, x.stride(0), **meta)
             label = f"pad={pad} per_sm={per_sm} warps={warps}"
             if _checked(launch, y, ref, f"softmax.realigned {m}x{n} {label}"):
                 yield ("softmax.realigned", (m, n), label, launch, moved, False)
@@ -227,8 +222,8 @@ def softmax_realigned_bounds_trials(device: torch.device, dtype: torch.dtype) ->
     """The realigned kernel's ways of staying inside the input (experimental_realigned.py: over-reading, the
     shipped bounds mask and reload, a branch-free tail select, the last row in a second launch, edge vectors read
     element by element, the interior kernel with the edges in a tile of their own, with exp2 on a fused multiply-add)
-    and without its
-    element-wise edge stores (timing only), over programs per SM and warps, beside the shipped launch."""
+    and without its element-wise edge stores (timing only), over programs per SM and warps, beside the shipped
+    launch."""
     for m, n in ((1723, 25249), (2048, 32001), (2048, 32000)):
         x = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(x)

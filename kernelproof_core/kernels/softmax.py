@@ -4,14 +4,11 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
   * N <= 32768: a row fits in registers, so one read and one write. Narrow rows are packed several to a
     program (a 2-D tile of about 8192 elements; 2048 on 4 warps for 16-bit rows of 512-2048) so short rows still
     give each program real work.
-  * 16384 < N <= 32768: only one or two such rows fit per SM, and a program that loads, reduces, then stores
-    leaves HBM idle through its reduction and stores (72-77% of copy bandwidth on the H200). A persistent grid walks
-    rows instead, each program issuing its next row's loads before reducing and storing the current one, and rows
-    are read and written through the output's vector-aligned windows whatever N's alignment (realigned path): whole
-    vectors in the big tile, the row's part of its two edge vectors in a small tile of its own, so accesses stay
-    vectorised and nothing outside the row is read (H200: 79-87% of copy at unaligned widths against 40-41% addressed
-    row by row; padded rows gain as far as their padding lets their loads vectorise). Rows whose window would double
-    (an unaligned N just below 32768) take the pipelined path: the same walk, addressed row by row.
+  * 16384 < N <= 32768: one or two rows fit per SM, so a persistent grid walks rows, each program loading its
+    next row before reducing and storing the current one (72-77% of copy bandwidth on the H200 without it), through
+    the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
+    40-41% addressed row by row). A row whose window would double (unaligned, just below 32768) is addressed row by
+    row (pipelined path).
   * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
     from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
     normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
@@ -42,13 +39,11 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the realigned or pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
-# Realigned path: rows wider than _PIPELINED_MIN_N (up to _MAX_FUSED_N) whose vector window is no wider than their
-# own tile, contiguous or padded: (persistent programs per SM, warps, FAST) per dtype. H200, CUPTI kernel time
-# (kernel_sweep.py --cupti --only softmax_realigned, evidence/h200/2026-12-01_wide_rows/7_padded_realigned_sweep/),
-# bf16 and fp16 alike: 79% of copy at 1723 x 25249, 86% at 2048 x 32001, 76-87% on padded rows whose padding is
-# even, 37-47% on odd padding (scalar loads), against 31-85% addressed row by row; FAST and 32 warps lose 1-12
-# points. fp32 (the kernel before it read x at the output's window positions): 62-69% with FAST, row by row 22-52%.
-# docs/TASKS.md has the table, and the kernel this replaced (47% and 60%, losing to the row kernel below 16385).
+# Realigned path (rows wider than _PIPELINED_MIN_N, contiguous or padded, whose window is their own tile):
+# (programs per SM, warps, FAST) per dtype. H200, CUPTI kernel time (kernel_sweep.py --cupti --only
+# softmax_realigned, evidence/h200/2026-12-01_wide_rows/7_*): bf16 and fp16 79% of copy at 1723 x 25249, 86% at
+# 2048 x 32001, 76-87% with even padding, 37-47% with odd padding (scalar loads), against 31-85% row by row; FAST
+# and 32 warps lose 1-12 points. fp32 62-69% with FAST (row by row 22-52%). docs/TASKS.md has the table.
 _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, False), torch.float32: (2, 16, True)}
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
@@ -222,18 +217,14 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr) -> None:
-    # Output row r starts at element r * N of y, on a vector boundary only when N is a multiple of VEC, and
-    # addressing by row forces scalar accesses otherwise (40% of copy bandwidth at 25249 wide on the H200). Here a row
-    # is seen through the window of whole VEC-element vectors of y that covers it: the big tile holds only the
-    # vectors lying wholly inside the row (masked per vector, so loads and stores vectorise and no element needs a
-    # select), and a second tile of 2 x VEC elements holds the row's part of its first and last vectors, loaded,
-    # reduced and stored element by element. x is read at the same window positions: for contiguous rows that is
-    # the same vectors; padded rows start elsewhere in their vectors, and their loads vectorise only as far as
-    # ALIGN_X (a power of two dividing stride_x - N: their x window starts on a multiple of it). Nothing outside
-    # the row is read (not the neighbouring rows' elements, not the padding, not past the tensor's end).
-    # Persistent and prefetching like _softmax_pipelined: program p takes rows p, p + P, ..., issuing the next row's
-    # loads (both tiles) before this row's work. FAST computes the exponentials as exp2 of one fused multiply-add
-    # (faster for fp32 on the H200, slower for 16-bit rows: the plan picks per dtype).
+    # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
+    # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
+    # vectors of y that covers it: the big tile holds the vectors lying wholly inside the row (masked per vector: no
+    # element needs a select), a 2 x VEC tile the row's part of its two edge vectors (element by element). x is read
+    # at the same window positions; padded rows start elsewhere in their vectors, so their loads vectorise as far as
+    # ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding and the tensor's end
+    # included. Persistent and prefetching like _softmax_pipelined (both tiles of the next row are loaded before
+    # this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for 16-bit rows).
     vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
     pad = stride_x - N
@@ -429,6 +420,19 @@ def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, w
     return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
 
 
+def _window(n: int, elsize: int) -> int:
+    """The realigned path's tile: an unaligned row can start mid-vector, so it spans up to N + VEC - 1 elements."""
+    return triton.next_power_of_2(n if n % (16 // elsize) == 0 else n + 16 // elsize - 1)
+
+
+def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm: int, warps: int,
+                    fast: bool) -> Launch:
+    """_softmax_realigned on per_sm x n_sm persistent programs (benchmarks/kernel_sweep.py sweeps the arguments)."""
+    return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": _window(n, elsize), "VEC": 16 // elsize,
+                                                            "FAST": fast, "ALIGN_X": _align(elsize, stride - n),
+                                                            "num_warps": warps}
+
+
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
           dtype: torch.dtype | None = None) -> Launch | _Staged | _Split:
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's)."""
@@ -441,14 +445,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     if n > _MAX_FUSED_N:
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
-    vec = 16 // elsize
-    window = triton.next_power_of_2(n if n % vec == 0 else n + vec - 1)  # unaligned: the row can start mid-vector
-    if n > _PIPELINED_MIN_N and window == triton.next_power_of_2(n):
-        fallback = _REALIGNED_CONFIG[torch.float32 if elsize == 4 else torch.bfloat16]
-        per_sm, warps, fast = _REALIGNED_CONFIG.get(dtype, fallback) if dtype is not None else fallback
-        return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "VEC": vec, "FAST": fast,
-                                                                "ALIGN_X": _align(elsize, stride - n),
-                                                                "num_warps": warps}
+    if n > _PIPELINED_MIN_N and _window(n, elsize) == triton.next_power_of_2(n):
+        key = dtype if dtype in _REALIGNED_CONFIG else torch.float32 if elsize == 4 else torch.bfloat16
+        return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,
