@@ -7,8 +7,8 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
   * 16384 < N <= 32768: one or two rows fit per SM, so a persistent grid walks rows, each program loading its
     next row before reducing and storing the current one (72-77% of copy bandwidth on the H200 without it), through
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
-    40-41% addressed row by row). A row whose window would double (unaligned, just below 32768) is addressed row by
-    row (pipelined path).
+    40-41% addressed row by row; unaligned 16-bit rows of 2049-16384 take it too). A row whose window would double
+    (unaligned, just below a power of two) is addressed row by row (pipelined or row path).
   * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
     from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
     normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
@@ -39,12 +39,14 @@ _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread 
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the realigned or pipelined path
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
-# Realigned path (rows wider than _PIPELINED_MIN_N, contiguous or padded, whose window is their own tile):
-# (programs per SM, warps, FAST) per dtype. H200, CUPTI kernel time (kernel_sweep.py --cupti --only
-# softmax_realigned, evidence/h200/2026-12-01_wide_rows/7_*): bf16 and fp16 79% of copy at 1723 x 25249, 86% at
-# 2048 x 32001, 76-87% with even padding, 37-47% with odd padding (scalar loads), against 31-85% row by row; FAST
-# and 32 warps lose 1-12 points. fp32 62-69% with FAST (row by row 22-52%). docs/TASKS.md has the table.
+# Realigned path: (programs per SM, warps, FAST) per dtype for rows wider than _PIPELINED_MIN_N whose window is their
+# own tile, contiguous or padded; unaligned 16-bit rows of 2049-16384 padded by whole vectors take it on
+# _REALIGNED_SMALL up to 8192-element windows. H200, CUPTI kernel time (kernel_sweep.py --cupti --only
+# softmax_realigned, softmax_realigned_narrow; docs/TASKS.md has the tables): bf16 and fp16 79% of copy at
+# 1723 x 25249, 86% at 2048 x 32001, 37-87% padded (31-85% row by row); fp32 62-69% with FAST (22-52%); 16-bit
+# rows of 3001-12901 72-76% (52-63% row by row). FAST and 32 warps lose 1-12 points on 16-bit rows.
 _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, False), torch.float32: (2, 16, True)}
+_REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8, False), 8192
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -83,8 +85,7 @@ def _align(elsize: int, *values: int) -> int:
 
 
 def _warps(tile: int) -> int:
-    """About 32 elements per thread: enough loads in flight, few enough registers to never spill (capped at 16
-    warps for the widest rows; rows past 16384 take the pipelined path, which has its own)."""
+    """About 32 elements per thread: enough loads in flight, few enough registers to never spill (at most 16 warps)."""
     return min(16 if tile >= _MAX_FUSED_N else 32, max(4, tile // 1024))
 
 
@@ -106,8 +107,7 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
     if EVEN:
         rows = tl.arange(0, BLOCK_M)
     else:
-        # Rows past the end re-read the last row (harmless, cached) so no row is all -inf and loads need only the
-        # column mask.
+        # Rows past the end re-read the last row (cached) so no row is all -inf and loads need only the column mask.
         rows = tl.minimum(tl.arange(0, BLOCK_M), (M - 1 - row0).to(tl.int32))
     col_mask = cols < N
     x_ptrs = x_ptr + row0 * stride_x + rows[:, None] * stride_x + cols[None, :]
@@ -156,13 +156,10 @@ def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
 def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr, PACKED: tl.constexpr,
                        ALIGN: tl.constexpr) -> None:
-    # Persistent: program p takes rows p, p + P, p + 2P, ... (P programs). With PREFETCH the next row's loads are
-    # issued before the current row is reduced and stored, and kept in the input dtype until that row's turn: one
-    # or two programs fit per SM at these widths, and without it each SM idles HBM through every reduction and store.
-    # The built-in runs PREFETCH on, PACKED off; benchmarks/kernel_sweep.py sweeps both.
-    # PACKED (16-bit dtypes, even N and stride): rows move as int32 lanes of two elements, so the prefetched row is
-    # carried as the raw loaded words and nothing touches it before its turn (unpacked, each 16-bit value takes a
-    # register of its own, and ptxas may do that unpacking, which waits for the loads, inside the current row's work).
+    # Persistent: program p takes rows p, p + P, ... With PREFETCH the next row's loads are issued before the current
+    # row is reduced and stored, kept in the input dtype until its turn (one or two programs fit per SM: without it
+    # each SM idles HBM through every reduction and store). PACKED (16-bit, even N and stride; swept, not shipped):
+    # rows move as int32 lanes of two elements, so nothing unpacks the prefetched row (waiting on its loads) early.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
@@ -206,8 +203,7 @@ def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
 @triton.jit
 def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
     # Window offsets (2 x VEC) of a row's first and last vectors, and the mask of the row's elements in them that the
-    # big tile does not hold (an edge vector lying wholly inside the row is in the big tile; N > VEC, so the two
-    # never coincide).
+    # big tile does not hold (an edge vector wholly inside the row is in it; N > VEC: the two never coincide).
     start = tl.where(tl.arange(0, 2)[:, None] == 0, 0, ((shift + N - 1) // VEC) * VEC)
     offs = start + tl.arange(0, VEC)[None, :]
     inside = (start >= shift) & (start + VEC <= shift + N)
@@ -445,9 +441,13 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     if n > _MAX_FUSED_N:
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
+    key = dtype if dtype in _REALIGNED_CONFIG else torch.float32 if elsize == 4 else torch.bfloat16
     if n > _PIPELINED_MIN_N and _window(n, elsize) == triton.next_power_of_2(n):
-        key = dtype if dtype in _REALIGNED_CONFIG else torch.float32 if elsize == 4 else torch.bfloat16
         return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
+    if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and n % 8 and (stride - n) % 8 == 0 and (
+            window := _window(n, elsize)) == triton.next_power_of_2(n):
+        config = _REALIGNED_SMALL if window <= _REALIGNED_SMALL_WINDOW else _REALIGNED_CONFIG[key]
+        return _realigned_plan(m, n, stride, elsize, n_sm, *config)
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,

@@ -34,12 +34,16 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
 
 @pytest.mark.parametrize(("n", "stride", "path"), [
     (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "realigned"),
-    (25249, 25249, "realigned"), (25249, 25256, "realigned"), (25248, 25256, "realigned"), (4097, 4097, "rows"),
-    (12901, 12901, "rows"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
-    (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "realigned"), (32767, 32780, "pipelined")])
+    (25249, 25249, "realigned"), (25249, 25256, "realigned"), (25248, 25256, "realigned"), (4097, 4097, "realigned"),
+    (12901, 12901, "realigned"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
+    (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "realigned"), (32767, 32780, "pipelined"),
+    (2049, 2049, "realigned"), (2047, 2047, "rows"), (3001, 3001, "realigned"), (5207, 5215, "realigned"),
+    (5207, 5212, "rows"), (8191, 8191, "rows"), (5208, 5208, "rows"), (6000, 6004, "rows")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
-    their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path."""
+    their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path. Unaligned
+    16-bit rows of 2049-16384 take it too where x's padding is whole vectors (else their loads would be scalar);
+    aligned ones stay on the row kernel."""
     _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
     taken = "realigned" if "WINDOW" in meta else "pipelined" if "PREFETCH" in meta else "rows"
     assert taken == path
@@ -50,6 +54,8 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         assert meta["WINDOW"] == 1 << (n - 1).bit_length()
         # padded rows' loads vectorise as far as their padding allows
         assert meta["ALIGN_X"] == softmax._align(2, stride - n) and (stride - n) % meta["ALIGN_X"] == 0
+        # narrow windows: 8-warp programs, 8 per SM (H200 sweep); wider ones the dtype's config
+        assert meta["num_warps"] == (8 if meta["WINDOW"] <= 8192 else 16)
 
 
 @pytest.mark.parametrize(("dtype", "expected"), [(torch.bfloat16, (16, False)), (torch.float16, (16, False)),

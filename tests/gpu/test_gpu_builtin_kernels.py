@@ -61,6 +61,26 @@ def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pa
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(("shape", "pad", "realigned"), [
+    ((4056, 5207), 0, True), ((1, 3001), 0, True), ((2204, 6933), 8, True), ((3, 12901), 0, True),
+    ((4096, 2049), 0, True), ((4096, 8191), 0, False), ((64, 5207), 3, False)])
+def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, realigned: bool,
+                                                         dtype: torch.dtype) -> None:
+    """Unaligned 16-bit rows of 2049-16384 take the realigned path (contiguous, or padded by whole vectors); fp32
+    rows, odd padding and windows that would double stay on the row kernel. Against fp32, replayed bit for bit."""
+    m, n = shape
+    x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
+    x[0, ::5] = float("-inf")
+    _launch, meta = softmax._plan(m, n, x.stride(0), x.element_size(), x.device, x.dtype)  # type: ignore[misc]
+    assert ("WINDOW" in meta) == (realigned and dtype != torch.float32), meta
+    y = softmax.candidate(x)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), dim=-1),
+                               rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=1e-6)
+    assert torch.equal(softmax.candidate(x), y)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize("shape", [(345, 64803), (1024, 65536), (3, 40000), (2048, 24577)])
 def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: torch.dtype) -> None:
     m, n = shape

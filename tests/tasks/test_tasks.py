@@ -194,6 +194,9 @@ _SOFTMAX_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "realigned_by4": (3, 16396, 0, 132, {}),
     "realigned_aligned": (3, 32768, 0, 1, {}),
     "realigned_one_row": (1, 16965, 0, 132, {}),  # M = 1: compiled, Triton makes M the constant 1
+    # unaligned 16-bit rows of 2049-16384 (8 programs per "SM"): contiguous, padded by a whole vector
+    "realigned_narrow": (21, 3001, 0, 2, {}),
+    "realigned_narrow_padded": (5, 5207, 8, 1, {}),
 }
 _RMS_NORM_WIDE: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "looped": (2, 40000, 8, 132, {}),  # aligned bf16/fp16 rows wider than 32768
