@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import experimental_kernels
 import experimental_looped
+import experimental_wide
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -212,3 +213,55 @@ def test_realigned_softmax_variants_match_the_reference(bound: int, shape: tuple
     again = torch.empty_like(y)
     experimental_realigned.softmax_realigned_x(x, again, bound, True, 1, 4)
     assert torch.equal(again, y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(7, 1001, 3), (5, 1000, 1), (4, 1001, 0), (3, 999, 8)])
+def test_reread_softmax_matches_the_reference(m: int, n: int, pad: int, dtype: torch.dtype,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Padded rows whose x and y windows are shifted against each other by every amount (odd padding), or not at all:
+    the reductions read x's window, the output pass re-reads x at y's window positions. Two "SMs": programs walk
+    rows and prefetch past the last."""
+    monkeypatch.setattr(experimental_wide.softmax, "_num_sms", lambda device: 2)
+    x = (torch.randn(m, n + pad, device=DEVICE) * 4).to(dtype)[:, :n]
+    x[0, ::3] = float("-inf")
+    y = torch.full((m, n), float("nan"), dtype=dtype, device=DEVICE)
+    experimental_wide.softmax_reread(x, y, programs_per_sm=1, warps=4)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2 if dtype != torch.float32 else 1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(("n", "pad", "chunk_bytes"), [(1001, 0, 4096), (1001, 8, 4096), (1001, 0, 512),
+                                                       (1000, 0, 512), (1001, 8, 512)])
+def test_split_realigned_softmax_loads_the_right_columns(n: int, pad: int, chunk_bytes: int,
+                                                         dtype: torch.dtype) -> None:
+    """Rows start at every offset within a vector, so chunks cut from each row's vector window hold interior
+    vectors, a row's edge vectors, or nothing of the row. With one chunk per row (4096 bytes) the kernel runs whole;
+    with several, programs run one after another here, so each row's counter starts one short of complete and the
+    partials are filled in from the host (what is tested is which elements each chunk loads, reduces and stores)."""
+    m = 9
+    x = (torch.randn(m, n + pad, device=DEVICE) * 4).to(dtype)[:, :n]
+    x[0, ::3] = float("-inf")
+    y = torch.full((m, n), float("nan"), dtype=dtype, device=DEVICE)
+    vec, chunk = 16 // x.element_size(), chunk_bytes // x.element_size()
+    n_parts = -(-(n + vec - 1) // chunk)
+    if n_parts == 1:
+        experimental_wide.softmax_split_realigned(x, y, chunk_bytes, warps=4)
+    else:
+        partials = torch.empty((2, m, n_parts), dtype=torch.float32, device=DEVICE)
+        xf = x.float()
+        for r in range(m):
+            shift = (r * n) % vec  # the row's first element within its first window vector
+            for p in range(n_parts):
+                part = xf[r, max(0, p * chunk - shift): max(0, (p + 1) * chunk - shift)]
+                mx = part.max() if part.numel() else torch.tensor(float("-inf"))
+                partials[0, r, p] = mx
+                partials[1, r, p] = (part - (0.0 if mx == float("-inf") else mx)).exp().sum()
+        done = torch.full((m,), n_parts - 1, dtype=torch.int32, device=DEVICE)
+        experimental_wide._softmax_split_realigned[(m * n_parts,)](
+            x, y, partials, done, m, n, x.stride(0), n_parts, CHUNK=chunk, VEC=vec,
+            BLOCK_S=1 << (n_parts - 1).bit_length(), ALIGN_X=experimental_wide.softmax._align(
+                x.element_size(), x.stride(0) - n), num_warps=4)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2 if dtype != torch.float32 else 1e-5,
+                               atol=1e-6)

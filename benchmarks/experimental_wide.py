@@ -1,0 +1,143 @@
+"""Two softmax designs for the rows the realigned path does not serve well yet, swept by kernel_sweep.py on the H200
+against the shipped plan (families `softmax_reread_odd`, `softmax_split_realigned`); shipped only if they win there.
+
+`softmax_reread`: padded rows whose padding is not a whole number of 16-byte vectors (the `hidden_odd` draws). The
+shipped realigned kernel reads x at the output window's positions, so x's loads are scalar there (37-47% of copy
+bandwidth at row strides 19395 and 30905). Here the reductions read x through x's own vector window (vectors wholly
+inside the row in the big tile, the row's part of its two edge vectors in a 2 x VEC tile, as the shipped kernel
+does for y), prefetched a row ahead; the output pass re-reads x at y's window positions, element by element but
+from L1/L2 (the row was read a moment ago), and stores whole vectors of y. HBM sees one read of x and one write of
+y, all of it with full-width vectors; the price is a second, scalar pass over the row in cache.
+
+`softmax_split_realigned`: contiguous rows of 32769-65536 whose length is not a multiple of a vector (the split
+path's accesses are narrower there: 58% of copy at 33508 wide against about 70% for aligned rows). The split path
+with its chunks cut from the output's vector window of the row instead of from the row: a chunk loads and stores
+the row's whole vectors inside it (masked per vector), and the chunk holding a row's first or last vector handles
+that vector's elements in a 2 x VEC tile, as the realigned kernel does. The (max, sum of exp) rendezvous is the
+built-in split path's. Compiled GPUs only for more than one chunk per row (the interpreter runs programs one after
+another, so siblings would never meet).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernelproof_core.kernels import softmax
+from kernelproof_core.kernels.softmax import _edges
+
+
+@triton.jit
+def _softmax_reread(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                    WINDOW: tl.constexpr, VEC: tl.constexpr, EVICT: tl.constexpr) -> None:
+    vecs = tl.arange(0, WINDOW // VEC) * VEC
+    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    step = tl.num_programs(0)
+    row = tl.program_id(0)
+    x_start = row.to(tl.int64) * stride_x
+    x_base = (x_start // VEC) * VEC
+    x_shift = (x_start - x_base).to(tl.int32)
+    whole = (vecs >= x_shift) & (vecs + VEC <= x_shift + N)
+    nxt = tl.load(x_ptr + x_base + offs, mask=whole[:, None] & (row < M), other=float("-inf"),
+                  eviction_policy="evict_last" if EVICT else "")
+    e_offs, e_mask = _edges(x_shift, N, VEC)
+    nxt_e = tl.load(x_ptr + x_base + e_offs, mask=e_mask & (row < M), other=float("-inf"),
+                    eviction_policy="evict_last" if EVICT else "")
+    while row < M:
+        v = nxt
+        v_e = nxt_e
+        ahead = row + step
+        a_start = ahead.to(tl.int64) * stride_x
+        a_base = (a_start // VEC) * VEC
+        a_shift = (a_start - a_base).to(tl.int32)
+        a_whole = (vecs >= a_shift) & (vecs + VEC <= a_shift + N)
+        # past the last row: fully masked, so no memory traffic; the values are never used
+        nxt = tl.load(x_ptr + a_base + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"),
+                      eviction_policy="evict_last" if EVICT else "")
+        a_offs, a_mask = _edges(a_shift, N, VEC)
+        nxt_e = tl.load(x_ptr + a_base + a_offs, mask=a_mask & (ahead < M), other=float("-inf"),
+                        eviction_policy="evict_last" if EVICT else "")
+        x = v.to(tl.float32)
+        x_e = v_e.to(tl.float32)
+        m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+        inv = 1.0 / (tl.sum(tl.sum(tl.exp(x - m), axis=1), axis=0) + tl.sum(tl.sum(tl.exp(x_e - m), axis=1), axis=0))
+        # The output pass, in y's window: x's element at window position p is x_row[p - y_shift].
+        y_start = row.to(tl.int64) * N
+        y_base = (y_start // VEC) * VEC
+        y_shift = (y_start - y_base).to(tl.int32)
+        x_at = x_ptr + row.to(tl.int64) * stride_x - y_shift
+        y_whole = (vecs >= y_shift) & (vecs + VEC <= y_shift + N)
+        x2 = tl.load(x_at + offs, mask=y_whole[:, None], other=float("-inf"),
+                     eviction_policy="evict_first" if EVICT else "").to(tl.float32)
+        tl.store(y_ptr + y_base + offs, (tl.exp(x2 - m) * inv).to(y_ptr.dtype.element_ty), mask=y_whole[:, None])
+        y_offs, y_mask = _edges(y_shift, N, VEC)
+        x2_e = tl.load(x_at + y_offs, mask=y_mask, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + y_base + y_offs, (tl.exp(x2_e - m) * inv).to(y_ptr.dtype.element_ty), mask=y_mask)
+        row += step
+
+
+def softmax_reread(x: torch.Tensor, y: torch.Tensor, programs_per_sm: int, warps: int, evict: bool = False) -> object:
+    """Launch _softmax_reread on x (m x n, unit column stride, n > one vector) into contiguous y; returns the compiled
+    kernel (kernel_sweep.py reports its registers and spills)."""
+    m, n = x.shape
+    window = triton.next_power_of_2(n + 16 // x.element_size() - 1)  # any row may start mid-vector
+    grid = (min(m, programs_per_sm * softmax._num_sms(x.device)),)
+    return _softmax_reread[grid](x, y, m, n, x.stride(0), WINDOW=window, VEC=16 // x.element_size(), EVICT=evict,
+                                 num_warps=warps)
+
+
+@triton.jit
+def _softmax_split_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
+                             M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor,
+                             CHUNK: tl.constexpr, VEC: tl.constexpr, BLOCK_S: tl.constexpr,
+                             ALIGN_X: tl.constexpr) -> None:
+    pid = tl.program_id(0)
+    row = pid // n_parts
+    part = pid % n_parts
+    start = row.to(tl.int64) * N
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)
+    x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN_X) * ALIGN_X  # x at window position 0
+    vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC  # this chunk's vectors, as window offsets
+    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
+    x = tl.load(x_at + offs, mask=whole[:, None], other=float("-inf")).to(tl.float32)
+    e_offs, e_mask = _edges(shift, N, VEC)
+    e_mask = e_mask & (e_offs // CHUNK == part)  # the row's edge vectors lying in this chunk
+    x_e = tl.load(x_at + e_offs, mask=e_mask, other=float("-inf")).to(tl.float32)
+    m_loc = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+    m_safe = tl.where(m_loc == float("-inf"), 0.0, m_loc)  # an all -inf (or empty) chunk: (max=-inf, sum=0)
+    e = tl.exp(x - m_safe)
+    e_e = tl.exp(x_e - m_safe)
+    at = part_ptr + row.to(tl.int64) * n_parts
+    tl.store(at + part, m_loc)
+    tl.store(at + M * n_parts + part, tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0))
+    tl.debug_barrier()  # every thread's stores are ordered before the release below
+    tl.atomic_add(count_ptr + row, 1, sem="release")
+    while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+        pass
+    tl.debug_barrier()
+    slots = tl.arange(0, BLOCK_S)
+    part_mask = slots < n_parts
+    m_part = tl.load(at + slots, mask=part_mask, other=float("-inf"), cache_modifier=".cg")
+    s_part = tl.load(at + M * n_parts + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
+    m = tl.max(m_part, axis=0)
+    scale = tl.exp(m_safe - m) / tl.sum(s_part * tl.exp(m_part - m), axis=0)
+    tl.store(y_ptr + base + offs, (e * scale).to(y_ptr.dtype.element_ty), mask=whole[:, None])
+    tl.store(y_ptr + base + e_offs, (e_e * scale).to(y_ptr.dtype.element_ty), mask=e_mask)
+
+
+def softmax_split_realigned(x: torch.Tensor, y: torch.Tensor, chunk_bytes: int, warps: int) -> object:
+    """Launch _softmax_split_realigned on x (m x n, unit column stride, n > one vector) into contiguous y. Needs a
+    compiled GPU unless one chunk covers a row's window. Returns the compiled kernel."""
+    m, n = x.shape
+    vec = 16 // x.element_size()
+    chunk = chunk_bytes // x.element_size()
+    n_parts = -(-(n + vec - 1) // chunk)  # a row spans at most n + vec - 1 window positions
+    partials = torch.empty((2, m, n_parts), dtype=torch.float32, device=x.device)
+    done = torch.zeros((m,), dtype=torch.int32, device=x.device)
+    return _softmax_split_realigned[(m * n_parts,)](
+        x, y, partials, done, m, n, x.stride(0), n_parts, CHUNK=chunk, VEC=vec,
+        BLOCK_S=triton.next_power_of_2(n_parts), ALIGN_X=softmax._align(x.element_size(), x.stride(0) - n),
+        num_warps=warps)
