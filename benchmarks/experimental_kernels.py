@@ -37,9 +37,74 @@ import triton
 import triton.language as tl
 
 from kernelproof_core.kernels.rms_norm import _align, _num_sms, _rms_norm_split
-from kernelproof_core.kernels.softmax import _halves, _pack, _softmax_pipelined
 
 _MAX_PIPELINED_N = 32768  # widest row the pipelined kernels hold in registers
+
+
+# The built-in softmax's pipelined kernel with its A/B switches: PREFETCH=False (no look-ahead) and PACKED. The
+# built-in keeps only the shipped form (PREFETCH on, PACKED off).
+@triton.jit
+def _halves(v: tl.tensor, DTYPE: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    """int32 lanes holding two 16-bit DTYPE values (element 2i in the low half) -> the two as fp32."""
+    lo = v.to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    hi = (v >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
+    """Inverse of _halves: two fp32 tensors rounded to the 16-bit DTYPE, packed into int32 lanes."""
+    lo16 = lo.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi16 = hi.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) << 16
+    return lo16 | hi16
+
+
+@triton.jit
+def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                       BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr, PACKED: tl.constexpr,
+                       ALIGN: tl.constexpr) -> None:
+    # Persistent: program p takes rows p, p + P, ... With PREFETCH the next row's loads are issued before the current
+    # row is reduced and stored, kept in the input dtype until its turn (one or two programs fit per SM: without it
+    # each SM idles HBM through every reduction and store). PACKED (16-bit, even N and stride; swept, not shipped):
+    # rows move as int32 lanes of two elements, so nothing unpacks the prefetched row (waiting on its loads) early.
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
+    src = x_ptr.to(tl.pointer_type(tl.int32)) if PACKED else x_ptr
+    dst = y_ptr.to(tl.pointer_type(tl.int32)) if PACKED else y_ptr
+    fill = 0 if PACKED else float("-inf")  # packed: masked lanes are set to -inf once unpacked
+    lanes = tl.arange(0, BLOCK_N // PER)
+    n_lanes = (N // ALIGN) * (ALIGN // PER)
+    lane_stride = (stride_x // ALIGN) * (ALIGN // PER)
+    mask = lanes < n_lanes
+    step = tl.num_programs(0)
+    row = tl.program_id(0)
+    if PREFETCH:
+        nxt = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask & (row < M), other=fill)
+    # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x.
+    while row < M:
+        if PREFETCH:
+            v = nxt
+            ahead = row + step
+            # past the last row: fully masked, so no memory traffic; the values are never used
+            nxt = tl.load(src + ahead.to(tl.int64) * lane_stride + lanes, mask=mask & (ahead < M), other=fill)
+        else:
+            v = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask, other=fill)
+        if PACKED:
+            lo, hi = _halves(v, x_ptr.dtype.element_ty)
+            lo = tl.where(mask, lo, float("-inf"))
+            hi = tl.where(mask, hi, float("-inf"))
+            m = tl.max(tl.maximum(lo, hi), axis=0)
+            e_lo = tl.exp(lo - m)
+            e_hi = tl.exp(hi - m)
+            inv = 1.0 / tl.sum(e_lo + e_hi, axis=0)
+            out = _pack(e_lo * inv, e_hi * inv, y_ptr.dtype.element_ty)
+        else:
+            x = v.to(tl.float32)
+            e = tl.exp(x - tl.max(x, axis=0))
+            out = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
+        tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
+        row += step
 
 
 def rms_norm_split(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int, warps: int,

@@ -114,7 +114,6 @@ def softmax_realigned_x(x: torch.Tensor, y: torch.Tensor, bound: int, edge: bool
     if bound == 3:
         # The last row on its own: a one-row view at element offset (m - 1) * n, addressed row by row.
         last_x, last_y = x[m - 1:], y[m - 1:]
-        softmax._softmax_pipelined[(1,)](last_x, last_y, 1, n, n, BLOCK_N=triton.next_power_of_2(n), PREFETCH=True,
-                                         PACKED=False, ALIGN=softmax._align(x.element_size(), n),
-                                         num_warps=softmax._PIPELINED_WARPS)
+        softmax._softmax_pipelined[(1,)](last_x, last_y, 1, n, n, BLOCK_N=triton.next_power_of_2(n),
+                                         ALIGN=softmax._align(x.element_size(), n), num_warps=softmax._PIPELINED_WARPS)
     return kernel

@@ -9,13 +9,18 @@ does for y), prefetched a row ahead; the output pass re-reads x at y's window po
 from L1/L2 (the row was read a moment ago), and stores whole vectors of y. HBM sees one read of x and one write of
 y, all of it with full-width vectors; the price is a second, scalar pass over the row in cache.
 
-`softmax_split_realigned`: contiguous rows of 32769-65536 whose length is not a multiple of a vector (the split
-path's accesses are narrower there: 58% of copy at 33508 wide against about 70% for aligned rows). The split path
-with its chunks cut from the output's vector window of the row instead of from the row: a chunk loads and stores
-the row's whole vectors inside it (masked per vector), and the chunk holding a row's first or last vector handles
-that vector's elements in a 2 x VEC tile, as the realigned kernel does. The (max, sum of exp) rendezvous is the
-built-in split path's. Compiled GPUs only for more than one chunk per row (the interpreter runs programs one after
-another, so siblings would never meet).
+`softmax_split_realigned` (since shipped as the built-in split path's REALIGNED form): contiguous rows of
+32769-65536 whose length is not a multiple of a vector (the split path's accesses are narrower there: 58% of copy at
+33508 wide against about 70% for aligned rows). The split path with its chunks cut from the output's vector window
+of the row instead of from the row: a chunk loads and stores the row's whole vectors inside it (masked per vector),
+and the chunk holding a row's first or last vector handles that vector's elements in a 2 x VEC tile, as the
+realigned kernel does. The (max, sum of exp) rendezvous is the split path's. Compiled GPUs only for more than one
+chunk per row (the interpreter runs programs one after another, so siblings would never meet). H200 bf16
+(evidence/h200/2026-12-01_unaligned_rows/2_*): 60-66% of copy at 33508-65535 wide against 43-58% cut along the row;
+63% against 72% for aligned 65536-wide rows, which keep the row cut.
+
+`softmax_reread` lost (same evidence, 3_*): 32-56% against the planned 37-76%, ahead only at row strides 30905 and
+32003 (by 2-3 points); not shipped.
 """
 
 from __future__ import annotations
@@ -87,57 +92,12 @@ def softmax_reread(x: torch.Tensor, y: torch.Tensor, programs_per_sm: int, warps
                                  num_warps=warps)
 
 
-@triton.jit
-def _softmax_split_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
-                             M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor,
-                             CHUNK: tl.constexpr, VEC: tl.constexpr, BLOCK_S: tl.constexpr,
-                             ALIGN_X: tl.constexpr) -> None:
-    pid = tl.program_id(0)
-    row = pid // n_parts
-    part = pid % n_parts
-    start = row.to(tl.int64) * N
-    base = (start // VEC) * VEC
-    shift = (start - base).to(tl.int32)
-    x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN_X) * ALIGN_X  # x at window position 0
-    vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC  # this chunk's vectors, as window offsets
-    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
-    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    x = tl.load(x_at + offs, mask=whole[:, None], other=float("-inf")).to(tl.float32)
-    e_offs, e_mask = _edges(shift, N, VEC)
-    e_mask = e_mask & (e_offs // CHUNK == part)  # the row's edge vectors lying in this chunk
-    x_e = tl.load(x_at + e_offs, mask=e_mask, other=float("-inf")).to(tl.float32)
-    m_loc = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
-    m_safe = tl.where(m_loc == float("-inf"), 0.0, m_loc)  # an all -inf (or empty) chunk: (max=-inf, sum=0)
-    e = tl.exp(x - m_safe)
-    e_e = tl.exp(x_e - m_safe)
-    at = part_ptr + row.to(tl.int64) * n_parts
-    tl.store(at + part, m_loc)
-    tl.store(at + M * n_parts + part, tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0))
-    tl.debug_barrier()  # every thread's stores are ordered before the release below
-    tl.atomic_add(count_ptr + row, 1, sem="release")
-    while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
-        pass
-    tl.debug_barrier()
-    slots = tl.arange(0, BLOCK_S)
-    part_mask = slots < n_parts
-    m_part = tl.load(at + slots, mask=part_mask, other=float("-inf"), cache_modifier=".cg")
-    s_part = tl.load(at + M * n_parts + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
-    m = tl.max(m_part, axis=0)
-    scale = tl.exp(m_safe - m) / tl.sum(s_part * tl.exp(m_part - m), axis=0)
-    tl.store(y_ptr + base + offs, (e * scale).to(y_ptr.dtype.element_ty), mask=whole[:, None])
-    tl.store(y_ptr + base + e_offs, (e_e * scale).to(y_ptr.dtype.element_ty), mask=e_mask)
-
-
 def softmax_split_realigned(x: torch.Tensor, y: torch.Tensor, chunk_bytes: int, warps: int) -> object:
-    """Launch _softmax_split_realigned on x (m x n, unit column stride, n > one vector) into contiguous y. Needs a
-    compiled GPU unless one chunk covers a row's window. Returns the compiled kernel."""
+    """The built-in's split path with REALIGNED chunks (shipped for unaligned 16-bit rows of 32769-65536) on x (m x n,
+    unit column stride, n > one vector) into contiguous y, with explicit chunk bytes and warps. Needs a compiled GPU
+    unless one chunk covers a row's window. Returns the compiled kernel."""
     m, n = x.shape
-    vec = 16 // x.element_size()
-    chunk = chunk_bytes // x.element_size()
-    n_parts = -(-(n + vec - 1) // chunk)  # a row spans at most n + vec - 1 window positions
-    partials = torch.empty((2, m, n_parts), dtype=torch.float32, device=x.device)
+    plan = softmax._split_realigned_plan(m, n, x.stride(0), x.element_size(), chunk_bytes, warps)
+    partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=x.device)
     done = torch.zeros((m,), dtype=torch.int32, device=x.device)
-    return _softmax_split_realigned[(m * n_parts,)](
-        x, y, partials, done, m, n, x.stride(0), n_parts, CHUNK=chunk, VEC=vec,
-        BLOCK_S=triton.next_power_of_2(n_parts), ALIGN_X=softmax._align(x.element_size(), x.stride(0) - n),
-        num_warps=warps)
+    return plan.launch(x, y, partials, done, m, n, x.stride(0), plan.n_parts, **plan.meta)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+import experimental_kernels
 import experimental_looped
 import experimental_realigned
 import torch
@@ -185,7 +186,7 @@ def softmax_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterat
         block_n = 1 << (n - 1).bit_length()
         if n > softmax._PIPELINED_MIN_N:  # before: the persistent row-addressed kernel
             launch = partial(softmax._softmax_pipelined[(min(m, softmax._PIPELINED_PER_SM * sms),)], x, y, m, n, stride,
-                             BLOCK_N=block_n, PREFETCH=True, PACKED=False, ALIGN=align,
+                             BLOCK_N=block_n, ALIGN=align,
                              num_warps=softmax._PIPELINED_WARPS)
         else:  # before: one row per program
             launch = partial(softmax._softmax_rows[(m,)], x, y, m, n, stride, BLOCK_M=1, BLOCK_N=block_n, ALIGN=align,
@@ -240,7 +241,7 @@ def softmax_realigned_bounds_trials(device: torch.device, dtype: torch.dtype) ->
                 yield ("softmax.realigned_x", (m, n), label, launch, moved, False)
         # the persistent row-addressed kernel as the pipelined path launches it (aligned rows took it before)
         launch = partial(softmax._softmax_pipelined[(min(m, softmax._PIPELINED_PER_SM * softmax._num_sms(device)),)],
-                         x, y, m, n, n, BLOCK_N=1 << (n - 1).bit_length(), PREFETCH=True, PACKED=False,
+                         x, y, m, n, n, BLOCK_N=1 << (n - 1).bit_length(),
                          ALIGN=softmax._align(x.element_size(), n), num_warps=softmax._PIPELINED_WARPS)
         if _checked(launch, y, ref, f"softmax.pipelined {m}x{n}"):
             yield ("softmax.pipelined", (m, n), "row-addressed", launch, moved, False)
@@ -263,7 +264,7 @@ def softmax_packed_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
                 continue
             meta = {"BLOCK_N": 1 << (n - 1).bit_length(), "PREFETCH": prefetch, "PACKED": packed, "ALIGN": align,
                     "num_warps": warps}
-            launch = partial(softmax._softmax_pipelined[(min(m, per_sm * sms),)], x, y, m, n, n, **meta)
+            launch = partial(experimental_kernels._softmax_pipelined[(min(m, per_sm * sms),)], x, y, m, n, n, **meta)
             label = f"per_sm={per_sm} warps={warps}" + ("" if prefetch else " no-prefetch") + \
                 (" packed" if packed else "")
             if _checked(launch, y, ref, f"softmax.pipelined {m}x{n} {label}"):

@@ -9,17 +9,17 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
     40-41% addressed row by row; unaligned 16-bit rows of 2049-16384 take it too). A row whose window would double
     (unaligned, just below a power of two) is addressed row by row (pipelined or row path).
-  * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row, the chunk held in registers
-    from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and
-    normalise in place: one HBM read and one write. 70% of copy bandwidth at 65536 wide on the H200 (staged: 66%).
+  * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row (8 KB of the row's vector
+    window for unaligned 16-bit rows), held in registers from load to store; programs publish (max, sum of exp) on
+    a per-row counter, wait for their row's siblings and normalise in place: one HBM read and one write. 70% of
+    copy bandwidth at 65536 wide on the H200 (staged: 66%), 60-66% unaligned (43-58% cut along the row).
   * wider rows, or under the interpreter (which runs programs one after another, so siblings could never meet):
     one launch of small programs, each owning one 16 KB chunk of a row. Rows go in batches of about 8 MB: a batch's
     partials programs reduce their chunks to (max, sum of exp), then its normalise programs (launched right after
     the next batch's partials) merge the row's partials and rewrite their chunk, re-reading it from L2. HBM sees
     one read and one write, and every SM has work whatever M is.
-  Rows this wide stay near 70% of copy bandwidth on every path tried (looped, two-kernel and persistent splits
-  reached 40-62%; benchmarks/kernel_sweep.py): each program alternates a load phase and a store phase with a
-  reduction (and, split, a rendezvous) between, and too few programs fit per SM to hide it.
+  Rows this wide stay near 70% of copy bandwidth on every path tried (looped, two-kernel, persistent splits: 40-62%;
+  kernel_sweep.py): each program loads, reduces (and, split, waits), then stores; too few fit per SM to hide it.
 Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic,
 not autotuning: the first call is cheap and every run picks the same kernels. Reductions have a fixed
 order, so the output is bit-for-bit deterministic.
@@ -61,6 +61,9 @@ _STAGED_CHUNKS = 1  # chunks per program (benchmarks/kernel_sweep.py tries more:
 _SPLIT_MIN_N, _SPLIT_MAX_N = _MAX_FUSED_N, 65536  # wider: the staged path is level or ahead (kernel_sweep.py)
 _SPLIT_CHUNK_BYTES = 16384
 _SPLIT_WARPS = 8
+# Unaligned 16-bit rows: chunks cut from the output's vector window (REALIGNED), 8 KB on 4 warps. H200 bf16 (sweep
+# softmax_split_realigned): 60-66% of copy at 33508-65535 wide, 43-58% cut along the row; aligned rows would lose 9.
+_SPLIT_REALIGNED_CHUNK_BYTES, _SPLIT_REALIGNED_WARPS = 8192, 4
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -137,66 +140,28 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
 
 
 @triton.jit
-def _halves(v: tl.tensor, DTYPE: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
-    """int32 lanes holding two 16-bit DTYPE values (element 2i in the low half) -> the two as fp32."""
-    lo = v.to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
-    hi = (v >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
-    return lo, hi
-
-
-@triton.jit
-def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
-    """Inverse of _halves: two fp32 tensors rounded to the 16-bit DTYPE, packed into int32 lanes."""
-    lo16 = lo.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    hi16 = hi.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) << 16
-    return lo16 | hi16
-
-
-@triton.jit
 def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr, PACKED: tl.constexpr,
-                       ALIGN: tl.constexpr) -> None:
-    # Persistent: program p takes rows p, p + P, ... With PREFETCH the next row's loads are issued before the current
-    # row is reduced and stored, kept in the input dtype until its turn (one or two programs fit per SM: without it
-    # each SM idles HBM through every reduction and store). PACKED (16-bit, even N and stride; swept, not shipped):
-    # rows move as int32 lanes of two elements, so nothing unpacks the prefetched row (waiting on its loads) early.
+                       BLOCK_N: tl.constexpr, ALIGN: tl.constexpr) -> None:
+    # Persistent: program p takes rows p, p + P, ... The next row's loads are issued before the current row is
+    # reduced and stored, kept in the input dtype until its turn (one or two programs fit per SM: without it each SM
+    # idles HBM through every reduction and store; benchmarks/experimental_kernels.py has the A/B and a packed form).
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
-    PER: tl.constexpr = 2 if PACKED else 1  # elements per lane
-    src = x_ptr.to(tl.pointer_type(tl.int32)) if PACKED else x_ptr
-    dst = y_ptr.to(tl.pointer_type(tl.int32)) if PACKED else y_ptr
-    fill = 0 if PACKED else float("-inf")  # packed: masked lanes are set to -inf once unpacked
-    lanes = tl.arange(0, BLOCK_N // PER)
-    n_lanes = (N // ALIGN) * (ALIGN // PER)
-    lane_stride = (stride_x // ALIGN) * (ALIGN // PER)
-    mask = lanes < n_lanes
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
     step = tl.num_programs(0)
     row = tl.program_id(0)
-    if PREFETCH:
-        nxt = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask & (row < M), other=fill)
+    nxt = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask & (row < M), other=float("-inf"))
     # while, not range(): Triton 3.6's interpreter cannot iterate range() over a runtime bound under NumPy 2.x.
     while row < M:
-        if PREFETCH:
-            v = nxt
-            ahead = row + step
-            # past the last row: fully masked, so no memory traffic; the values are never used
-            nxt = tl.load(src + ahead.to(tl.int64) * lane_stride + lanes, mask=mask & (ahead < M), other=fill)
-        else:
-            v = tl.load(src + row.to(tl.int64) * lane_stride + lanes, mask=mask, other=fill)
-        if PACKED:
-            lo, hi = _halves(v, x_ptr.dtype.element_ty)
-            lo = tl.where(mask, lo, float("-inf"))
-            hi = tl.where(mask, hi, float("-inf"))
-            m = tl.max(tl.maximum(lo, hi), axis=0)
-            e_lo = tl.exp(lo - m)
-            e_hi = tl.exp(hi - m)
-            inv = 1.0 / tl.sum(e_lo + e_hi, axis=0)
-            out = _pack(e_lo * inv, e_hi * inv, y_ptr.dtype.element_ty)
-        else:
-            x = v.to(tl.float32)
-            e = tl.exp(x - tl.max(x, axis=0))
-            out = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
-        tl.store(dst + row.to(tl.int64) * n_lanes + lanes, out, mask=mask)
+        v = nxt
+        ahead = row + step
+        # past the last row: fully masked, so no memory traffic; the values are never used
+        nxt = tl.load(x_ptr + ahead.to(tl.int64) * stride_x + cols, mask=mask & (ahead < M), other=float("-inf"))
+        x = v.to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(y_ptr + row.to(tl.int64) * N + cols, (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty),
+                 mask=mask)
         row += step
 
 
@@ -331,26 +296,48 @@ def _softmax_staged(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, cou
 @triton.jit
 def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, M: tl.tensor,
                    N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
-                   ALIGN: tl.constexpr) -> None:
+                   ALIGN: tl.constexpr, VEC: tl.constexpr = 1, REALIGNED: tl.constexpr = False) -> None:
     # One program per chunk of a row, the chunk held in registers from load to store: reduce it to (max, sum of
     # exp), publish that on the row's counter (release), wait until every chunk of the row has (acquire), merge the
     # row's partials and store. HBM sees exactly one read and one write. Waiting on programs with higher ids is safe
-    # on a GPU that starts programs in launch order as long as one row's programs fit on it at once (n_parts is at
-    # most a few dozen); the interpreter runs programs one after another, so the host never picks this there.
-    N = (N // ALIGN) * ALIGN
-    stride_x = (stride_x // ALIGN) * ALIGN
+    # on a GPU that starts programs in launch order while one row's programs fit on it at once (n_parts <= SMs);
+    # the interpreter runs programs one after another, so the host never picks this there.
+    # REALIGNED (rows not a whole number of VEC-element vectors): chunks are cut from the row's window on the
+    # output's vectors (as _softmax_realigned sees rows): a chunk holds the row's whole vectors inside it, masked per
+    # vector, and the chunk holding an edge vector the row's part of it in a 2 x VEC tile; x is read at the window's
+    # positions, ALIGN then being a power of two dividing stride_x - N.
     pid = tl.program_id(0)
     row = pid // n_parts
     part = pid % n_parts
-    cols = part * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < N
-    x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
-    m_loc = tl.max(x, axis=0)
-    m_safe = tl.where(m_loc == float("-inf"), 0.0, m_loc)  # an all -inf chunk: (max=-inf, sum=0)
+    if REALIGNED:
+        start = row.to(tl.int64) * N
+        base = (start // VEC) * VEC
+        shift = (start - base).to(tl.int32)
+        x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN) * ALIGN  # x at window position 0
+        vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC  # this chunk's vectors, as window offsets
+        offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+        mask = (vecs >= shift)[:, None] & (vecs + VEC <= shift + N)[:, None]
+        x = tl.load(x_at + offs, mask=mask, other=float("-inf")).to(tl.float32)
+        e_offs, e_mask = _edges(shift, N, VEC)
+        e_mask = e_mask & (e_offs // CHUNK == part)  # the row's edge vectors lying in this chunk
+        x_e = tl.load(x_at + e_offs, mask=e_mask, other=float("-inf")).to(tl.float32)
+        m_loc = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+    else:
+        N = (N // ALIGN) * ALIGN
+        stride_x = (stride_x // ALIGN) * ALIGN
+        cols = part * CHUNK + tl.arange(0, CHUNK)
+        mask = cols < N
+        x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        m_loc = tl.max(x, axis=0)
+    m_safe = tl.where(m_loc == float("-inf"), 0.0, m_loc)  # an all -inf (or empty) chunk: (max=-inf, sum=0)
     e = tl.exp(x - m_safe)
     at = part_ptr + row.to(tl.int64) * n_parts
     tl.store(at + part, m_loc)
-    tl.store(at + M * n_parts + part, tl.sum(e, axis=0))
+    if REALIGNED:
+        e_e = tl.exp(x_e - m_safe)
+        tl.store(at + M * n_parts + part, tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0))
+    else:
+        tl.store(at + M * n_parts + part, tl.sum(e, axis=0))
     tl.debug_barrier()  # every thread's stores are ordered before the release below
     tl.atomic_add(count_ptr + row, 1, sem="release")
     while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
@@ -363,7 +350,11 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
     s_part = tl.load(at + M * n_parts + slots, mask=part_mask, other=0.0, cache_modifier=".cg")
     m = tl.max(m_part, axis=0)
     scale = tl.exp(m_safe - m) / tl.sum(s_part * tl.exp(m_part - m), axis=0)
-    tl.store(y_ptr + row.to(tl.int64) * N + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
+    if REALIGNED:
+        tl.store(y_ptr + base + offs, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_ptr + base + e_offs, (e_e * scale).to(y_ptr.dtype.element_ty), mask=e_mask)
+    else:
+        tl.store(y_ptr + row.to(tl.int64) * N + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -416,6 +407,15 @@ def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, w
     return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
 
 
+def _split_realigned_plan(m: int, n: int, stride: int, elsize: int, chunk_bytes: int = 0, warps: int = 0) -> _Split:
+    vec = 16 // elsize
+    chunk = (chunk_bytes or _SPLIT_REALIGNED_CHUNK_BYTES) // elsize
+    n_parts = _cdiv(n + vec - 1, chunk)  # a row spans at most n + vec - 1 window positions
+    meta = {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_parts), "ALIGN": _align(elsize, stride - n),
+            "VEC": vec, "REALIGNED": True, "num_warps": warps or _SPLIT_REALIGNED_WARPS}
+    return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
+
+
 def _window(n: int, elsize: int) -> int:
     """The realigned path's tile: an unaligned row can start mid-vector, so it spans up to N + VEC - 1 elements."""
     return triton.next_power_of_2(n if n % (16 // elsize) == 0 else n + 16 // elsize - 1)
@@ -435,7 +435,8 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction):
-        split = _split_plan(m, n, elsize, align)
+        split = (_split_realigned_plan(m, n, stride, elsize) if elsize == 2 and n % 8 else
+                 _split_plan(m, n, elsize, align))
         if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
             return split
     if n > _MAX_FUSED_N:
@@ -450,8 +451,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
         return _realigned_plan(m, n, stride, elsize, n_sm, *config)
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
-            "BLOCK_N": triton.next_power_of_2(n), "PREFETCH": True, "PACKED": False, "ALIGN": align,
-            "num_warps": _PIPELINED_WARPS}
+            "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}
     block_n = triton.next_power_of_2(n)
     narrow = elsize == 2 and _NARROW_MIN_N <= block_n <= _NARROW_TILE
     block_m = min(max(1, (_NARROW_TILE if narrow else _TILE) // block_n), triton.next_power_of_2(m))

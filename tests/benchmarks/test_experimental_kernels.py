@@ -259,9 +259,8 @@ def test_split_realigned_softmax_loads_the_right_columns(n: int, pad: int, chunk
                 partials[0, r, p] = mx
                 partials[1, r, p] = (part - (0.0 if mx == float("-inf") else mx)).exp().sum()
         done = torch.full((m,), n_parts - 1, dtype=torch.int32, device=DEVICE)
-        experimental_wide._softmax_split_realigned[(m * n_parts,)](
-            x, y, partials, done, m, n, x.stride(0), n_parts, CHUNK=chunk, VEC=vec,
-            BLOCK_S=1 << (n_parts - 1).bit_length(), ALIGN_X=experimental_wide.softmax._align(
-                x.element_size(), x.stride(0) - n), num_warps=4)
+        plan = experimental_wide.softmax._split_realigned_plan(m, n, x.stride(0), x.element_size(), chunk_bytes, 4)
+        assert plan.n_parts == n_parts
+        plan.launch(x, y, partials, done, m, n, x.stride(0), n_parts, **plan.meta)
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2 if dtype != torch.float32 else 1e-5,
                                atol=1e-6)

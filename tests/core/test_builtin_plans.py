@@ -32,6 +32,17 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
     assert plan.meta["BLOCK_S"] >= plan.n_parts and plan.meta["BLOCK_S"] & (plan.meta["BLOCK_S"] - 1) == 0
 
 
+@pytest.mark.parametrize(("n", "stride"), [(33508, 33508), (40001, 40009), (65535, 65535), (32769, 32772)])
+def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stride: int) -> None:
+    """Unaligned 16-bit rows of the split range: 8 KB chunks covering the row's window (up to n + 7 positions), x
+    read as aligned as its padding allows."""
+    plan = softmax._split_realigned_plan(64, n, stride, 2)
+    chunk = plan.meta["CHUNK"]
+    assert chunk == 4096 and plan.meta["REALIGNED"] and plan.meta["VEC"] == 8 and plan.meta["num_warps"] == 4
+    assert chunk * plan.n_parts >= n + 7 > chunk * (plan.n_parts - 1)
+    assert plan.meta["ALIGN"] == softmax._align(2, stride - n) and plan.meta["BLOCK_S"] >= plan.n_parts
+
+
 @pytest.mark.parametrize(("n", "stride", "path"), [
     (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "realigned"),
     (25249, 25249, "realigned"), (25249, 25256, "realigned"), (25248, 25256, "realigned"), (4097, 4097, "realigned"),
@@ -45,10 +56,10 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
     16-bit rows of 2049-16384 take it too where x's padding is whole vectors (else their loads would be scalar);
     aligned ones stay on the row kernel."""
     _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
-    taken = "realigned" if "WINDOW" in meta else "pipelined" if "PREFETCH" in meta else "rows"
+    taken = "realigned" if "WINDOW" in meta else "rows" if "BLOCK_M" in meta else "pipelined"
     assert taken == path
     if path == "pipelined":
-        assert meta["PREFETCH"] and not meta["PACKED"] and meta["BLOCK_N"] >= n
+        assert meta["BLOCK_N"] >= n
     if path == "realigned":
         assert meta["VEC"] == 8 and meta["WINDOW"] >= (n if n % 8 == 0 else n + 7)
         assert meta["WINDOW"] == 1 << (n - 1).bit_length()

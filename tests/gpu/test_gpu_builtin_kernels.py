@@ -21,15 +21,19 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize(("shape", "path"), [((3, 32769), softmax._Split), ((257, 65536), softmax._Split),
                                              ((1991, 33508), softmax._Split), ((64, 131072), softmax._Staged),
-                                             ((5, 128256), softmax._Staged), ((2, 250007), softmax._Staged)])
+                                             ((5, 128256), softmax._Staged), ((2, 250007), softmax._Staged),
+                                             ((5, 65535), softmax._Split), ((700, 49999), softmax._Split)])
 def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type, dtype: torch.dtype) -> None:
-    """Both wide-row paths (split up to 65536 wide, staged beyond) against an fp32 reference."""
+    """Both wide-row paths (split up to 65536 wide, staged beyond) against an fp32 reference; unaligned 16-bit rows
+    take the split path's REALIGNED chunks."""
     m, n = shape
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     x[0, ::7] = float("-inf")  # masked logits, as attention produces
     x[-1, : n // 2] = float("-inf")  # whole chunks of -inf: their partials are (max=-inf, sum=0)
     plan = softmax._plan(m, n, n, x.element_size(), x.device)
     assert isinstance(plan, path), plan
+    if isinstance(plan, softmax._Split):
+        assert plan.meta.get("REALIGNED", False) == (dtype != torch.float32 and n % 8 != 0), plan.meta
     y = softmax.candidate(x)
     ref = torch.softmax(x.float(), dim=-1)
     assert torch.isfinite(y).all()
@@ -41,7 +45,7 @@ def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type,
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize(("shape", "pad", "path"), [
     ((2048, 32000), 8, "WINDOW"), ((4096, 32768), 8, "WINDOW"), ((5, 25249), 3, "WINDOW"), ((9, 20000), 6, "WINDOW"),
-    ((5, 32767), 0, "PREFETCH"), ((3, 32767), 9, "PREFETCH"), ((2048, 32000), 0, "WINDOW"),
+    ((5, 32767), 0, "pipelined"), ((3, 32767), 9, "pipelined"), ((2048, 32000), 0, "WINDOW"),
     ((4096, 32768), 0, "WINDOW"), ((1723, 25249), 0, "WINDOW"),
     ((7, 16385), 0, "WINDOW"), ((2048, 32001), 0, "WINDOW"), ((3, 16394), 0, "WINDOW"), ((1, 32761), 0, "WINDOW")])
 def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, path: str,
@@ -52,7 +56,7 @@ def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pa
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
     x[0, ::7] = float("-inf")
     _launch, meta = softmax._plan(m, n, x.stride(0), x.element_size(), x.device, x.dtype)  # type: ignore[misc]
-    assert path in meta, meta
+    assert path in meta if path != "pipelined" else "BLOCK_M" not in meta and "WINDOW" not in meta, meta
     y = softmax.candidate(x)
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), dim=-1),
                                rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=1e-6)
@@ -106,6 +110,22 @@ def test_split_softmax_on_padded_rows() -> None:
     y = softmax.candidate(x)
     assert y.is_contiguous()
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2, atol=1e-6)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("pad", [0, 3, 8, 12])
+def test_realigned_split_softmax_on_padded_rows(pad: int, dtype: torch.dtype) -> None:
+    """Unaligned rows of the split range, padded by nothing, an odd amount, a whole vector and half of one: x is read
+    at the output window's positions (vectorised as far as the padding allows); -inf chunks included."""
+    x = (torch.randn(37, 40001 + pad, device="cuda") * 4).to(dtype)[:, :40001]
+    x[0, ::7] = float("-inf")
+    x[-1, :20000] = float("-inf")
+    plan = softmax._plan(37, 40001, x.stride(0), x.element_size(), x.device, dtype)
+    assert isinstance(plan, softmax._Split) and plan.meta["REALIGNED"], plan
+    y = softmax.candidate(x)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2, atol=1e-6)
+    assert torch.equal(softmax.candidate(x), y)
 
 
 @requires_cuda
