@@ -9,10 +9,10 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
     40-41% addressed row by row; unaligned 16-bit rows of 2049-16384 take it too). A row whose window would double
     (unaligned, just below a power of two) is addressed row by row (pipelined or row path).
-  * 32768 < N <= 65536 on a GPU (split path): one program per 16 KB chunk of a row (8 KB of the row's vector
-    window for unaligned 16-bit rows), held in registers from load to store; programs publish (max, sum of exp) on
-    a per-row counter, wait for their row's siblings and normalise in place: one HBM read and one write. 70% of
-    copy bandwidth at 65536 wide on the H200 (staged: 66%), 60-66% unaligned (43-58% cut along the row).
+  * 32768 < N <= 65536 on a GPU (split path): one program per chunk of a row (16 KB; fp32 and unaligned 16-bit
+    rows cut it from the row's vector window, 8 KB for 16-bit), held in registers from load to store; programs
+    publish (max, sum of exp) on a per-row counter, wait for their row's siblings and normalise in place: one HBM
+    read and one write. H200: 72% of copy at 65536 wide (staged: 66%), 60-67% unaligned, fp32 80-87%.
   * wider rows, or under the interpreter (which runs programs one after another, so siblings could never meet):
     one launch of small programs, each owning one 16 KB chunk of a row. Rows go in batches of about 8 MB: a batch's
     partials programs reduce their chunks to (max, sum of exp), then its normalise programs (launched right after
@@ -61,9 +61,10 @@ _STAGED_CHUNKS = 1  # chunks per program (benchmarks/kernel_sweep.py tries more:
 _SPLIT_MIN_N, _SPLIT_MAX_N = _MAX_FUSED_N, 65536  # wider: the staged path is level or ahead (kernel_sweep.py)
 _SPLIT_CHUNK_BYTES = 16384
 _SPLIT_WARPS = 8
-# Unaligned 16-bit rows: chunks cut from the output's vector window (REALIGNED), 8 KB on 4 warps. H200 bf16 (sweep
-# softmax_split_realigned): 60-66% of copy at 33508-65535 wide, 43-58% cut along the row; aligned rows would lose 9.
-_SPLIT_REALIGNED_CHUNK_BYTES, _SPLIT_REALIGNED_WARPS = 8192, 4
+# Unaligned 16-bit rows, and fp32 rows: chunks cut from the output's vector window (REALIGNED), (bytes, warps) per
+# element size. H200 (sweep softmax_split_realigned): bf16/fp16 60-67% of copy at 33508-65535 wide (43-58% cut along
+# the row; aligned 16-bit rows would lose 9 points), fp32 80-87% at 33508-65536 (70-81%).
+_SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -302,10 +303,9 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
     # row's partials and store. HBM sees exactly one read and one write. Waiting on programs with higher ids is safe
     # on a GPU that starts programs in launch order while one row's programs fit on it at once (n_parts <= SMs);
     # the interpreter runs programs one after another, so the host never picks this there.
-    # REALIGNED (rows not a whole number of VEC-element vectors): chunks are cut from the row's window on the
-    # output's vectors (as _softmax_realigned sees rows): a chunk holds the row's whole vectors inside it, masked per
-    # vector, and the chunk holding an edge vector the row's part of it in a 2 x VEC tile; x is read at the window's
-    # positions, ALIGN then being a power of two dividing stride_x - N.
+    # REALIGNED: chunks cut from the row's window on the output's vectors (as _softmax_realigned sees rows) hold the
+    # row's whole vectors inside them, masked per vector, and the chunk holding an edge vector the row's part of it
+    # in a 2 x VEC tile; x is read at the window's positions, ALIGN being a power of two dividing stride_x - N.
     pid = tl.program_id(0)
     row = pid // n_parts
     part = pid % n_parts
@@ -409,10 +409,10 @@ def _split_plan(m: int, n: int, elsize: int, align: int, chunk_bytes: int = 0, w
 
 def _split_realigned_plan(m: int, n: int, stride: int, elsize: int, chunk_bytes: int = 0, warps: int = 0) -> _Split:
     vec = 16 // elsize
-    chunk = (chunk_bytes or _SPLIT_REALIGNED_CHUNK_BYTES) // elsize
+    chunk = (chunk_bytes or _SPLIT_REALIGNED[elsize][0]) // elsize
     n_parts = _cdiv(n + vec - 1, chunk)  # a row spans at most n + vec - 1 window positions
     meta = {"CHUNK": chunk, "BLOCK_S": triton.next_power_of_2(n_parts), "ALIGN": _align(elsize, stride - n),
-            "VEC": vec, "REALIGNED": True, "num_warps": warps or _SPLIT_REALIGNED_WARPS}
+            "VEC": vec, "REALIGNED": True, "num_warps": warps or _SPLIT_REALIGNED[elsize][1]}
     return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
 
 
@@ -435,7 +435,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction):
-        split = (_split_realigned_plan(m, n, stride, elsize) if elsize == 2 and n % 8 else
+        split = (_split_realigned_plan(m, n, stride, elsize) if elsize == 4 or n % 8 else
                  _split_plan(m, n, elsize, align))
         if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
             return split

@@ -34,13 +34,15 @@ def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
 
 @pytest.mark.parametrize(("n", "stride"), [(33508, 33508), (40001, 40009), (65535, 65535), (32769, 32772)])
 def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stride: int) -> None:
-    """Unaligned 16-bit rows of the split range: 8 KB chunks covering the row's window (up to n + 7 positions), x
-    read as aligned as its padding allows."""
-    plan = softmax._split_realigned_plan(64, n, stride, 2)
-    chunk = plan.meta["CHUNK"]
-    assert chunk == 4096 and plan.meta["REALIGNED"] and plan.meta["VEC"] == 8 and plan.meta["num_warps"] == 4
-    assert chunk * plan.n_parts >= n + 7 > chunk * (plan.n_parts - 1)
-    assert plan.meta["ALIGN"] == softmax._align(2, stride - n) and plan.meta["BLOCK_S"] >= plan.n_parts
+    """Unaligned 16-bit rows (8 KB chunks) and fp32 rows (16 KB) of the split range: chunks covering the row's window
+    (up to n + VEC - 1 positions), x read as aligned as its padding allows."""
+    for elsize, chunk_elements in ((2, 4096), (4, 4096)):  # 8 KB of bf16, 16 KB of fp32
+        plan = softmax._split_realigned_plan(64, n, stride, elsize)
+        chunk, vec = plan.meta["CHUNK"], 16 // elsize
+        assert chunk == chunk_elements and plan.meta["REALIGNED"] and plan.meta["VEC"] == vec
+        assert plan.meta["num_warps"] == 4
+        assert chunk * plan.n_parts >= n + vec - 1 > chunk * (plan.n_parts - 1)
+        assert plan.meta["ALIGN"] == softmax._align(elsize, stride - n) and plan.meta["BLOCK_S"] >= plan.n_parts
 
 
 @pytest.mark.parametrize(("n", "stride", "path"), [
