@@ -34,34 +34,37 @@ from kernelproof_core.kernels.softmax import _edges
 
 
 @triton.jit
+def _x_window(row: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, vecs: tl.tensor,
+              VEC: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
+    # Row `row` of x seen through x's own vector window: the window's first element, the mask of the row's whole
+    # vectors in it, and the row's edge-vector offsets and mask (all empty past the last row).
+    start = row.to(tl.int64) * stride_x
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)
+    e_offs, e_mask = _edges(shift, N, VEC)
+    return base, (vecs >= shift) & (vecs + VEC <= shift + N) & (row < M), e_offs, e_mask & (row < M)
+
+
+@triton.jit
 def _softmax_reread(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                     WINDOW: tl.constexpr, VEC: tl.constexpr, EVICT: tl.constexpr) -> None:
     vecs = tl.arange(0, WINDOW // VEC) * VEC
     offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
     step = tl.num_programs(0)
     row = tl.program_id(0)
-    x_start = row.to(tl.int64) * stride_x
-    x_base = (x_start // VEC) * VEC
-    x_shift = (x_start - x_base).to(tl.int32)
-    whole = (vecs >= x_shift) & (vecs + VEC <= x_shift + N)
-    nxt = tl.load(x_ptr + x_base + offs, mask=whole[:, None] & (row < M), other=float("-inf"),
+    base, whole, e_offs, e_mask = _x_window(row, M, N, stride_x, vecs, VEC)
+    nxt = tl.load(x_ptr + base + offs, mask=whole[:, None], other=float("-inf"),
                   eviction_policy="evict_last" if EVICT else "")
-    e_offs, e_mask = _edges(x_shift, N, VEC)
-    nxt_e = tl.load(x_ptr + x_base + e_offs, mask=e_mask & (row < M), other=float("-inf"),
+    nxt_e = tl.load(x_ptr + base + e_offs, mask=e_mask, other=float("-inf"),
                     eviction_policy="evict_last" if EVICT else "")
     while row < M:
         v = nxt
         v_e = nxt_e
-        ahead = row + step
-        a_start = ahead.to(tl.int64) * stride_x
-        a_base = (a_start // VEC) * VEC
-        a_shift = (a_start - a_base).to(tl.int32)
-        a_whole = (vecs >= a_shift) & (vecs + VEC <= a_shift + N)
-        # past the last row: fully masked, so no memory traffic; the values are never used
-        nxt = tl.load(x_ptr + a_base + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"),
+        # the next row's loads (past the last row: fully masked, so no memory traffic; never used)
+        base, whole, e_offs, e_mask = _x_window(row + step, M, N, stride_x, vecs, VEC)
+        nxt = tl.load(x_ptr + base + offs, mask=whole[:, None], other=float("-inf"),
                       eviction_policy="evict_last" if EVICT else "")
-        a_offs, a_mask = _edges(a_shift, N, VEC)
-        nxt_e = tl.load(x_ptr + a_base + a_offs, mask=a_mask & (ahead < M), other=float("-inf"),
+        nxt_e = tl.load(x_ptr + base + e_offs, mask=e_mask, other=float("-inf"),
                         eviction_policy="evict_last" if EVICT else "")
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
