@@ -2,8 +2,8 @@
 
 benchmarks/throughput.py splits a verification into phases (compile, checks, timing); this script goes one level
 down, to find what to make cheaper. It verifies `--candidates` distinct honest variants of the task's built-in
-candidate (throughput.honest_variant: each pays a fresh Triton compile) in this process, without a sandbox, after one
-unprofiled warm-up verification (CUDA context, CUPTI, imports), and profiles the rest:
+candidate (candidate_stream.honest_variant: each pays a fresh Triton compile) in this process, without a sandbox,
+after one unprofiled warm-up verification (CUDA context, CUPTI, imports), and profiles the rest:
 
     python benchmarks/verify_profile.py --output verify_profile.txt [--task rms_norm] [--candidates 3]
 
@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput import NONCE_BASE, PhaseClock, honest_variant
+from candidate_stream import NONCE_BASE, honest_variant
+from throughput import PhaseClock
 
 from kernelproof_core.campaign import CandidateJob
 from kernelproof_core.environment import resolve_device

@@ -24,9 +24,9 @@ import logging
 import threading
 import uuid
 
+from kernelproof_core.sandbox.channels import Channels, fork_child
 from kernelproof_core.sandbox.protocol import send_ctl
 from kernelproof_core.sandbox.server import ServerProcess
-from kernelproof_core.sandbox.supervisor import Channels, fork_child
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ import logging
 import os
 import select
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from kernelproof_core.pipeline import PipelineEvents
 from kernelproof_core.report.models import CaseResult, Environment
 from kernelproof_core.sandbox.arbiter import GpuArbiter
 from kernelproof_core.sandbox.cgroups import CandidateCgroup
+from kernelproof_core.sandbox.channels import Channels, fork_child
 from kernelproof_core.sandbox.deaths import Death, KillReason
 from kernelproof_core.sandbox.protocol import (
     CONTINUE,
@@ -45,7 +45,7 @@ from kernelproof_core.sandbox.protocol import (
     send_ctl,
 )
 from kernelproof_core.sandbox.results import relabel_fork_failure
-from kernelproof_core.sandbox.server import SandboxStartError, ServerProcess
+from kernelproof_core.sandbox.server import ServerProcess
 
 log = logging.getLogger(__name__)
 HELD_POLL_S = 0.5  # while the arbiter holds the child, the watch loop looks at its deadlines this often
@@ -82,43 +82,6 @@ class Budget:
     memory_bytes: int | None  # cgroup limits (None: no cgroup)
     max_processes: int | None
     cgroup_version: int | None
-
-
-@dataclass
-class Channels:
-    """Our ends of one child's result channel and output pipes. A child is forked with them; a standby child
-    starts up on its own and waits on `res` for its request."""
-
-    run_id: str
-    res: socket.socket
-    out_r: int
-    err_r: int
-
-    def close(self) -> None:
-        for fd in (self.out_r, self.err_r):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.res.close()
-
-
-def fork_child(server: ServerProcess, run_id: str) -> Channels:
-    """Ask `server` to fork a child on fresh channels. SandboxStartError if the server is unreachable."""
-    res, res_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    res.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    try:
-        send_ctl(server.ctl, {"type": "run", "id": run_id}, [res_child.fileno(), out_w, err_w])
-    except OSError as exc:
-        for fd in (out_r, err_r):
-            os.close(fd)
-        res.close()
-        raise SandboxStartError(f"fork server unreachable: {exc}") from None
-    finally:
-        res_child.close()
-        os.close(out_w)
-        os.close(err_w)
-    return Channels(run_id, res, out_r, err_r)
 
 
 def supervise(server: ServerProcess, request: ChildRequest, budget: Budget, planned_ids: list[str],

@@ -32,7 +32,8 @@ def _standby_pids(executor: SandboxExecutor) -> list[int]:
     server, pool = executor._servers["interpreter"], executor._standbys["interpreter"]
     pool.pause(server, True)
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + 10.0  # generous: a loaded 2-core host can take seconds to stop them all
+        while time.monotonic() < deadline:
             stopped = [pid for pid, state in sandbox_states(executor).items() if state == "T"]
             if len(stopped) == len(pool):
                 return stopped
