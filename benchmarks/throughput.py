@@ -30,9 +30,12 @@ Every candidate must pass every case: a failed honest candidate is a bug (exit s
   Mode C, overlapped (--overlap N): N warm sandboxes (kernelproof_core/sandbox/overlap.py) verify a third distinct
           stream of M candidates at once; one GPU arbiter keeps every timed phase (and every run's copy-bandwidth
           probe at arming) exclusive: the others wait at a phase boundary with an empty GPU queue. Reports
-          candidates/min and the time some run held the GPU alone.
+          candidates/min and the time some run held the GPU alone. On CUDA each job's kernels are built ahead by a
+          GPU-less precompile child (kernelproof_core/sandbox/precompiler.py) while other runs are timed; per
+          candidate it reports the precompile (calls, files, bytes, seconds) and the verification's compile phases.
+          --compare-precompile also runs mode C0: the same on a fourth stream without compile-ahead.
 
-Target on the H200: the best of modes A and C >= 30 candidates/min (evaluated on CUDA only; --strict exits 3 when
+Target on the H200: the best of modes A, C and C0 >= 30 candidates/min (evaluated on CUDA only; --strict exits 3 when
 missed).
 """
 
@@ -200,30 +203,65 @@ def mode_a(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign) -
     }
 
 
-def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, width: int) -> dict[str, Any]:
-    """`width` warm sandboxes verifying at once under one GPU arbiter (timed phases exclusive)."""
-    runner = OverlappedExecutors(width)
+def compile_phase_s(clock: PhaseClock) -> float:
+    """Wall seconds from each case's compile phase to its execute phase, summed (under overlap this includes time
+    held at the boundary while another run is timed)."""
+    started: dict[str, float] = {}
+    total = 0.0
+    for name, case_id, t in clock.events:
+        if name == "compile" and case_id is not None:
+            started[case_id] = t
+        elif name == "execute" and case_id in started:
+            total += t - started.pop(case_id)
+    return total
+
+
+def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, width: int,
+           precompile: bool) -> dict[str, Any]:
+    """`width` warm sandboxes verifying at once under one GPU arbiter (timed phases exclusive); with `precompile`
+    each job's kernels are built ahead in a GPU-less child (sandbox/precompiler.py)."""
+    runner = OverlappedExecutors(width, precompile=precompile)
     expected = list(campaign.case_ids or [])
+    clocks = [PhaseClock() for _ in jobs]
     try:
         t0 = time.monotonic()
         first = runner.execute_many([warmup] * width, campaign)
         warm_s = time.monotonic() - t0
+        runner.precompiled.clear()
         started = time.monotonic()
-        executions = runner.execute_many(jobs, campaign)
+        for clock in clocks:
+            clock.t0 = started
+        futures = [runner.submit(job, campaign, clock) for job, clock in zip(jobs, clocks, strict=True)]
+        executions = [f.result() for f in futures]
         wall = time.monotonic() - started
         log = list(runner.arbiter.log)
+        ahead = dict(runner.precompiled)
     finally:
         runner.close()
     per: list[dict[str, Any]] = []
-    for i, e in enumerate(executions):
+    for i, (e, clock) in enumerate(zip(executions, clocks, strict=True)):
         bad = failures(e.outcome.cases, expected)
-        per.append({"index": i, "source_sha256": e.outcome.candidate.source_sha256, "failures": bad})
-        print(f"  C {i + 1}/{len(jobs)}: {'pass' if not bad else f'FAIL {bad}'}", flush=True)
+        sha = e.outcome.candidate.source_sha256
+        pre = ahead.get(sha)
+        per.append({"index": i, "source_sha256": sha, "failures": bad, "compile_phase_s": compile_phase_s(clock),
+                    "precompile": None if pre is None else {
+                        "seconds": pre.seconds, "calls": pre.calls, "failed": pre.failed, "files": len(pre.files),
+                        "bytes": pre.size_bytes, "dropped_entries": pre.dropped_entries, "note": pre.note}})
+        print(f"  C {i + 1}/{len(jobs)}: {'pass' if not bad else f'FAIL {bad}'}; compile phases "
+              f"{per[-1]['compile_phase_s']:.2f} s" + ("" if pre is None else
+              f"; precompiled {pre.calls - len(pre.failed)}/{pre.calls} calls, {len(pre.files)} files, "
+              f"{pre.size_bytes / 1e3:.0f} kB in {pre.seconds:.2f} s{' (' + pre.note + ')' if pre.note else ''}"),
+              flush=True)
     exclusive_s = sum(end - start for _, start, end in exclusive_windows(log) if start >= started)
-    print(f"  mode C: {len(jobs)} candidates in {wall:.1f} s = {60.0 * len(jobs) / wall:.1f} candidates/min "
-          f"(warm-up {warm_s:.1f} s, GPU held alone {exclusive_s:.1f} s)", flush=True)
+    compile_median = statistics.median(r["compile_phase_s"] for r in per)
+    label = "with compile-ahead" if precompile else "without compile-ahead"
+    print(f"  mode C ({label}): {len(jobs)} candidates in {wall:.1f} s = {60.0 * len(jobs) / wall:.1f} "
+          f"candidates/min (warm-up {warm_s:.1f} s, GPU held alone {exclusive_s:.1f} s, median compile phases "
+          f"{compile_median:.2f} s per candidate)", flush=True)
     return {
         "width": width,
+        "precompile": precompile,
+        "median_compile_phase_s": compile_median,
         "warmup_s": warm_s,
         "warmup_failures": [f for e in first for f in failures(e.outcome.cases, expected)],
         "candidates": len(jobs),
@@ -294,6 +332,8 @@ def main() -> int:
     parser.add_argument("--invocations", type=int)
     parser.add_argument("--overlap", type=int, default=0,
                         help="mode C: this many warm sandboxes verifying at once under the GPU arbiter (0: skip)")
+    parser.add_argument("--compare-precompile", action="store_true",
+                        help="also run mode C without compile-ahead (a fourth distinct stream)")
     parser.add_argument("--run-timeout", type=float, default=900.0, help="seconds per naive process")
     parser.add_argument("--strict", action="store_true", help="exit 3 when the target is missed (CUDA)")
     parser.add_argument("--output", type=Path)
@@ -323,10 +363,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kp_throughput_") as tmp_name:
         tmp = Path(tmp_name)
         streams: list[list[Path]] = []
-        for stream, count in enumerate((m, k, m if args.overlap else 0)):
+        compare = bool(args.overlap and args.compare_precompile)
+        for stream, count in enumerate((m, k, m if args.overlap else 0, m if compare else 0)):
             paths = []
             for i in range(count):
-                path = tmp / f"candidate_{'abc'[stream]}{i:03d}.py"
+                path = tmp / f"candidate_{'abcd'[stream]}{i:03d}.py"
                 path.write_text(honest_variant(source, NONCE_BASE + 1000 * stream + i))
                 paths.append(path)
             streams.append(paths)
@@ -354,18 +395,27 @@ def main() -> int:
             print(f"mode C (overlapped: {args.overlap} warm sandboxes, timed phases exclusive):", flush=True)
             c_jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
                       for p in streams[2]]
-            c = mode_c(c_jobs, warmup, campaign, args.overlap)
+            c = mode_c(c_jobs, warmup, campaign, args.overlap, precompile=True)
             partial(mode_a=a, mode_c=c)
+        c0: dict[str, Any] | None = None
+        if compare:
+            print(f"mode C without compile-ahead ({args.overlap} warm sandboxes):", flush=True)
+            c0_jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
+                       for p in streams[3]]
+            c0 = mode_c(c0_jobs, warmup, campaign, args.overlap, precompile=False)
+            partial(mode_a=a, mode_c=c, mode_c_no_precompile=c0)
         print("mode B (naive, fresh process per candidate, --no-sandbox):", flush=True)
         b = mode_b(streams[1], args, campaign, tmp)
 
     failed = [f"A{r['index']}: {r['failures']}" for r in a["per_candidate"] if r["failures"]]
     failed += [f"B{r['index']}: {r['failures']}" for r in b["per_candidate"] if r["failures"]]
     failed += [f"A warm-up: {a['warmup_failures']}"] if a["warmup_failures"] else []
-    if c is not None:
-        failed += [f"C{r['index']}: {r['failures']}" for r in c["per_candidate"] if r["failures"]]
-        failed += [f"C warm-up: {c['warmup_failures']}"] if c["warmup_failures"] else []
-    best = max([("A", a["candidates_per_min"])] + ([("C", c["candidates_per_min"])] if c else []), key=lambda x: x[1])
+    overlapped = [(name, r) for name, r in (("C", c), ("C0", c0)) if r is not None]
+    for name, r in overlapped:
+        failed += [f"{name}{x['index']}: {x['failures']}" for x in r["per_candidate"] if x["failures"]]
+        failed += [f"{name} warm-up: {r['warmup_failures']}"] if r["warmup_failures"] else []
+    best = max([("A", a["candidates_per_min"])] + [(name, r["candidates_per_min"]) for name, r in overlapped],
+               key=lambda x: x[1])
     all_passed = not failed and distinct["distinct_cache_keys"] and distinct["distinct_source_hashes"]
     ratio = a["candidates_per_min"] / b["candidates_per_min"]
     target: dict[str, Any] = ({"evaluated": True, "min_candidates_per_min": TARGET_PER_MIN, "mode": best[0],
@@ -373,12 +423,14 @@ def main() -> int:
                               {"evaluated": False, "note": "interpreter: no targets", "passed": None})
 
     print(f"\nquick campaign: {task.name}, {','.join(campaign.dtypes)}, {len(case_ids)} cases per candidate")
-    print(f"{'mode':<34}{'candidates':>11}{'wall s':>9}{'s/cand':>9}{'cand/min':>10}")
+    print(f"{'mode':<44}{'candidates':>11}{'wall s':>9}{'s/cand':>9}{'cand/min':>10}")
     modes = [(f"A warm sandbox ({a['mode']})", a), ("B naive (process, --no-sandbox)", b)]
     if c is not None:
-        modes.append((f"C overlapped x{c['width']}", c))
+        modes.append((f"C overlapped x{c['width']}, compile-ahead", c))
+    if c0 is not None:
+        modes.append((f"C0 overlapped x{c0['width']}, no compile-ahead", c0))
     for name, r in modes:
-        print(f"{name:<34}{r['candidates']:>11}{r['wall_s']:>9.1f}{r['per_candidate_s']:>9.2f}"
+        print(f"{name:<44}{r['candidates']:>11}{r['wall_s']:>9.1f}{r['per_candidate_s']:>9.2f}"
               f"{r['candidates_per_min']:>10.1f}")
     print(f"ratio A/B: {ratio:.2f}x   (mode A warm-up, not counted: {a['warmup_s']:.1f} s; "
           f"mode B median process {b['median_process_wall_s']:.2f} s, of which in verification "
@@ -411,7 +463,9 @@ def main() -> int:
         "mode_b": b,
         "mode_c": c,
         "ratio_a_over_b": ratio,
+        "mode_c_no_precompile": c0,
         "ratio_c_over_b": c["candidates_per_min"] / b["candidates_per_min"] if c else None,
+        "ratio_c_over_c0": c["candidates_per_min"] / c0["candidates_per_min"] if c and c0 else None,
         "target": target,
         "all_passed": all_passed,
         "failures": failed,

@@ -138,6 +138,14 @@ class Settings(BaseSettings):
         description="children forked ahead of their job, each starting up beside the running one (0: off; used "
                     "only where landlock confines each child's writes; see sandbox/standby.py)",
     )
+    sandbox_precompile: bool = Field(
+        default=True,
+        description="overlapped CUDA verification: build each candidate's kernels ahead in a GPU-less child "
+                    "(sandbox/precompiler.py), so compile overlaps other candidates' timing",
+    )
+    sandbox_precompile_max_bytes: int = Field(
+        default=4 * 1024**2, ge=0, description="cache bytes a precompile child may hand its verification child"
+    )
 
 
     # --- Cheat checks (kernelproof_core/integrity, docs/METHODOLOGY.md "Cheat checks"). The rules themselves
@@ -157,6 +165,8 @@ class Settings(BaseSettings):
         # Overlapped attempts share one job process; unsandboxed candidates must never share a process.
         if self.worker_overlap > 1 and not self.sandbox_enabled:
             raise ValueError("worker_overlap > 1 needs sandbox_enabled: unsandboxed candidates never share a process")
+        if self.sandbox_precompile_max_bytes * 4 // 3 + 64 * 1024 > self.sandbox_max_message_bytes:
+            raise ValueError("sandbox_precompile_max_bytes must fit one result-channel message (base64, 4/3)")
         return self
 
 

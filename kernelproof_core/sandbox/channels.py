@@ -33,14 +33,15 @@ class Channels:
         self.res.close()
 
 
-def fork_child(server: ServerProcess, run_id: str) -> Channels:
-    """Ask `server` to fork a child on fresh channels. SandboxStartError if the server is unreachable."""
+def fork_child(server: ServerProcess, run_id: str, gpu: bool = True) -> Channels:
+    """Ask `server` to fork a child on fresh channels (`gpu=False`: a precompile child, no GPU start-up).
+    SandboxStartError if the server is unreachable."""
     res, res_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     res.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        send_ctl(server.ctl, {"type": "run", "id": run_id}, [res_child.fileno(), out_w, err_w])
+        send_ctl(server.ctl, {"type": "run", "id": run_id, "gpu": gpu}, [res_child.fileno(), out_w, err_w])
     except OSError as exc:
         for fd in (out_r, err_r):
             os.close(fd)

@@ -22,6 +22,7 @@ import socket
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -42,11 +43,13 @@ from kernelproof_core.sandbox.protocol import (
     HarnessErrorMsg,
     Hello,
     PhaseMsg,
+    PrecompiledMsg,
     ProtocolError,
     ServerConfig,
     encode_line,
     send_with_credentials,
 )
+from kernelproof_core.sandbox.triton_cache import install_entries
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,7 @@ class ChannelEvents:
         self.sock = sock
         self.rendezvous = False
         self.cuda = False
+        self.before_load: Callable[[], None] | None = None  # trusted work due right before the candidate loads
 
     @property
     def defer_measurement(self) -> bool:
@@ -90,6 +94,9 @@ class ChannelEvents:
         self.sock.sendall(encode_line(message))
 
     def phase(self, name: str, case_id: str | None = None) -> None:
+        if name == "load" and self.before_load is not None:
+            self.before_load()
+            self.before_load = None
         if self.rendezvous and self.cuda:
             _synchronize()
         self.send(PhaseMsg(name=name, case_id=case_id))
@@ -103,8 +110,9 @@ class ChannelEvents:
 
 
 def run_child(res_fd: int, out_fd: int, err_fd: int, scratch: str, config: ServerConfig,
-              seed_files: dict[str, bytes]) -> NoReturn:
-    """Entry point right after fork(); never returns."""
+              seed_files: dict[str, bytes], gpu: bool = True) -> NoReturn:
+    """Entry point right after fork(); never returns. `gpu=False`: a precompile child (no CUDA start-up, no GPU
+    device node it could open; it serves only a precompile request)."""
     code = 0
     events: ChannelEvents | None = None
     try:
@@ -112,17 +120,25 @@ def run_child(res_fd: int, out_fd: int, err_fd: int, scratch: str, config: Serve
         sock = socket.socket(fileno=res_fd)
         events = ChannelEvents(sock)
         send_with_credentials(sock, encode_line(Hello()))
-        _prepare_home(Path(scratch), seed_files)
-        _start_up(config)  # trusted, before the job: a standby child is ready when its candidate arrives
+        cache = _prepare_home(Path(scratch), seed_files if gpu else {})
+        if gpu:
+            _start_up(config)  # trusted, before the job: a standby child is ready when its candidate arrives
         request = _read_request(sock)
-        events.rendezvous, events.cuda = request.rendezvous, request.device == "cuda"
+        if (request.kind == "precompile") == gpu:
+            raise ProtocolError(f"a {request.kind} request in a child forked {'with' if gpu else 'without'} the GPU")
+        events.rendezvous, events.cuda = request.rendezvous, request.device == "cuda" and gpu
         _apply_settings(request)
-        armed = _arm(request, config, scratch)
+        armed = _arm(request, config, scratch, gpu)
+        if request.precompiled:  # written just before the candidate loads: after every harness kernel's compile
+            fresh = _fresh_entries(cache, request.precompiled)
+            events.before_load = lambda: _install_precompiled(cache, fresh)
+            armed.notes.append(f"precompiled: {len(fresh)} of {len(request.precompiled)} cache files written "
+                               "before load")
         events.send(armed)
         failed = [name for name in request.required_layers if name in armed.missing]
         if failed:
             raise RuntimeError(f"required isolation layers failed to apply: {', '.join(failed)}")
-        _run(request, events)
+        _run(request, events, cache)
         events.send(DoneMsg())
     except Exception as exc:  # ours: the harness failed (or the candidate broke it; see docs/SECURITY.md)
         code = EXIT_HARNESS_ERROR
@@ -184,8 +200,8 @@ def _read_request(sock: socket.socket) -> ChildRequest:
     return ChildRequest.model_validate_json(line)
 
 
-def _prepare_home(home: Path, seed_files: dict[str, bytes]) -> None:
-    """Own HOME, TMPDIR and Triton cache; seed the cache with trusted builds."""
+def _prepare_home(home: Path, seed_files: dict[str, bytes]) -> Path:
+    """Own HOME, TMPDIR and Triton cache; seed the cache with trusted builds. Returns the cache directory."""
     tmp, cache = home / "tmp", home / "triton-cache"
     for d in (tmp, cache, home / ".cache"):
         d.mkdir(mode=0o700, exist_ok=True)
@@ -196,10 +212,19 @@ def _prepare_home(home: Path, seed_files: dict[str, bytes]) -> None:
     os.environ.update(env)
     tempfile.tempdir = str(tmp)
     os.chdir(home)
-    for rel, data in seed_files.items():
-        target = cache / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    install_entries(cache, seed_files)
+    return cache
+
+
+def _fresh_entries(cache: Path, files: dict[str, bytes]) -> dict[str, bytes]:
+    """The candidate's own kernels, built ahead by its precompile child, are bytes from candidate code: they go
+    only where that candidate could write itself, and never over an entry this child already has (the harness's)."""
+    return {rel: data for rel, data in files.items() if not (cache / rel.split("/", 1)[0]).exists()}
+
+
+def _install_precompiled(cache: Path, files: dict[str, bytes]) -> None:
+    installed = install_entries(cache, files)
+    log.info("precompiled cache: %d of %d files installed", installed, len(files))
 
 
 def _apply_settings(request: ChildRequest) -> None:
@@ -210,9 +235,10 @@ def _apply_settings(request: ChildRequest) -> None:
     get_settings.cache_clear()
 
 
-def _arm(request: ChildRequest, config: ServerConfig, scratch: str) -> Armed:
-    """Apply this child's own layers; report exactly which took."""
-    layers = ["scratch-dir", "own-triton-cache"]
+def _arm(request: ChildRequest, config: ServerConfig, scratch: str, gpu: bool = True) -> Armed:
+    """Apply this child's own layers; report exactly which took. Without `gpu` landlock grants nothing under /dev
+    but the always-writable nodes: no GPU device node can even be opened for reading."""
+    layers = ["scratch-dir", "own-triton-cache"] if gpu else ["scratch-dir", "own-triton-cache", "no-gpu"]
     missing: list[str] = []
     notes: list[str] = []
     applied = apply_rlimits(request.limits)
@@ -222,8 +248,14 @@ def _arm(request: ChildRequest, config: ServerConfig, scratch: str) -> Armed:
         try:
             from kernelproof_core.sandbox.landlock import restrict_self
 
-            devices = [*config.device_files, *ALWAYS_WRITABLE_DEVICES]
-            layers += restrict_self(config.read_paths, [scratch, *landlock_extra_write_paths(request.device)], devices)
+            if gpu:
+                devices = [*config.device_files, *ALWAYS_WRITABLE_DEVICES]
+                read = config.read_paths
+                write = [scratch, *landlock_extra_write_paths(request.device)]
+            else:
+                devices, write = list(ALWAYS_WRITABLE_DEVICES), [scratch]
+                read = [p for p in config.read_paths if p != "/dev" and not p.startswith("/dev/")]
+            layers += restrict_self(read, write, devices)
         except OSError as exc:
             missing.append("landlock-fs")
             notes.append(f"landlock: {exc}")
@@ -255,7 +287,10 @@ def _no_new_privs() -> bool:
     return False
 
 
-def _run(request: ChildRequest, events: ChannelEvents) -> None:
+def _run(request: ChildRequest, events: ChannelEvents, cache: Path) -> None:
+    if request.kind == "precompile":
+        _precompile(request, events, cache)
+        return
     if request.kind == "environment":
         from kernelproof_core.environment import collect_environment
 
@@ -267,3 +302,21 @@ def _run(request: ChildRequest, events: ChannelEvents) -> None:
     if request.job is None or request.campaign is None:
         raise ProtocolError("verify request without job or campaign")
     verify_candidate(request.job, request.campaign, events)
+
+
+def _precompile(request: ChildRequest, events: ChannelEvents, cache: Path) -> None:
+    """Build the candidate's kernels for the request's target and send the cache entries back (precompile.py)."""
+    from kernelproof_core.errors import CandidateFailure
+    from kernelproof_core.precompile import PrecompileSummary, precompile_candidate
+    from kernelproof_core.sandbox.triton_cache import read_entries
+
+    if request.job is None or request.campaign is None or request.target is None:
+        raise ProtocolError("precompile request without job, campaign or target")
+    events.phase("load")
+    try:
+        summary = precompile_candidate(request.job, request.campaign, request.target.backend, request.target.arch,
+                                       request.target.warp_size)
+    except CandidateFailure as exc:  # its verification reports it; nothing to build
+        summary = PrecompileSummary(failed=[f"load: {exc.message}"[:300]])
+    files, dropped = read_entries(cache, max_bytes=request.precompile_max_bytes)
+    events.send(PrecompiledMsg(files=files, calls=summary.calls, failed=summary.failed[:50], dropped_entries=dropped))

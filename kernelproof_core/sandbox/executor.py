@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import Any, Literal
 
 from kernelproof_core import HARNESS_VERSION
 from kernelproof_core.campaign import Campaign, CandidateJob, Device
@@ -27,11 +28,12 @@ from kernelproof_core.pipeline import CandidateOutcome, PipelineEvents
 from kernelproof_core.report.models import CandidateInfo, CaseResult, Environment
 from kernelproof_core.sandbox.arbiter import GpuArbiter
 from kernelproof_core.sandbox.cgroups import remove_subtrees
+from kernelproof_core.sandbox.channels import fork_child
 from kernelproof_core.sandbox.deaths import classify
 from kernelproof_core.sandbox.isolation import build_isolation, refusal, required_child_layers
 from kernelproof_core.sandbox.launch import LaunchPlan, make_plan, start_server
 from kernelproof_core.sandbox.limits import ResourceLimits, deadlines_for
-from kernelproof_core.sandbox.protocol import ChildRequest
+from kernelproof_core.sandbox.protocol import ChildRequest, GpuTarget
 from kernelproof_core.sandbox.results import PlannedCase, complete, plan, skeleton
 from kernelproof_core.sandbox.server import SandboxStartError, ServerProcess
 from kernelproof_core.sandbox.standby import StandbyPool
@@ -81,8 +83,10 @@ class SandboxExecutor(OneAtATime):
         self.last_standby = False  # whether the latest run's child was a standby (benchmarks and tests read it)
         atexit.register(self.close)
 
-    def execute(self, job: CandidateJob, campaign: Campaign,
-                events: PipelineEvents | None = None) -> Execution:
+    def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None,
+                precompiled: dict[str, bytes] | None = None) -> Execution:
+        """Verify `job`. `precompiled`: its kernels' cache entries from a precompile child (precompiler.py), written
+        into the child's own Triton cache just before the candidate loads."""
         asked = time.monotonic()
         planned = plan(job, campaign)  # an unknown task raises UsageError, as in-process
         self.last_standby = False
@@ -98,7 +102,7 @@ class SandboxExecutor(OneAtATime):
                 environment = self.environment(campaign.device)
                 server = self._server(launch)
                 run, budget = self._run_verify(server, launch, job, campaign, planned, events,
-                                               self._standby_pool(launch))
+                                               self._standby_pool(launch), precompiled or {})
             except InfraError as exc:
                 log.error("sandbox failure: %s", exc)
                 self._drop(campaign.device)
@@ -129,6 +133,11 @@ class SandboxExecutor(OneAtATime):
                     shutil.rmtree(launch.host_scratch, ignore_errors=True)
             self._plans.clear()
         remove_subtrees()
+
+    def start(self, device: Device) -> None:
+        """Start `device`'s fork server now rather than with the first job."""
+        with self._lock:
+            self._server(self.plan_for(device))
 
     def refusal_reason(self, job: CandidateJob, device: Device) -> str | None:
         """Why this executor would refuse `job` here (None: it will run it); for the service's intake checks."""
@@ -204,16 +213,46 @@ class SandboxExecutor(OneAtATime):
                       memory_bytes=s.sandbox_memory_limit_bytes if cg.memory else None,
                       max_processes=s.sandbox_max_processes if cg.pids else None, cgroup_version=cg.version)
 
-    def _run_verify(self, server: ServerProcess, launch: LaunchPlan, job: CandidateJob, campaign: Campaign,
-                    planned: list[PlannedCase], events: PipelineEvents | None,
-                    pool: StandbyPool | None) -> tuple[RunOutcome, Budget]:
+    def precompile(self, job: CandidateJob, campaign: Campaign, target: GpuTarget) -> RunOutcome | str:
+        """Build `job`'s kernels for `target` in a fresh child forked without GPU start-up (precompiler.py). The
+        run's outcome, or why there was none. Never a verdict: whatever happens, the verification compiles itself."""
+        with self._lock:
+            launch = self.plan_for(campaign.device)
+            if launch.host.landlock_abi <= 0:  # only landlock keeps a child of a CUDA server off the GPU's nodes
+                return "no landlock on this host: a precompile child could reach the GPU"
+            refused = refusal(job, launch, self.settings)
+            if refused is not None:
+                return refused
+            request = self._request("precompile", job, campaign, launch, target=target,
+                                    precompile_max_bytes=self.settings.sandbox_precompile_max_bytes)
+            request.required_layers = sorted({*request.required_layers, "landlock-fs"})
+            try:
+                server = self._server(launch)
+                run_id = uuid.uuid4().hex
+                run = supervise(server, request, self._budget(campaign, launch, job.task), [], run_id,
+                                channels=fork_child(server, run_id, gpu=False))
+            except InfraError as exc:
+                self._drop(campaign.device)
+                return f"sandbox failure: {exc}"
+            if self.mode == "cold" or run.server_lost or not server.alive():
+                self._drop(campaign.device)
+            return run
+
+    def _request(self, kind: Literal["verify", "precompile"], job: CandidateJob, campaign: Campaign,
+                 launch: LaunchPlan, **extra: Any) -> ChildRequest:
         cg = launch.host.cgroups
         settings_env = {f"KERNELPROOF_{k.upper()}": str(getattr(self.settings, k)) for k in CHILD_SETTINGS
                         if hasattr(self.settings, k)}
-        request = ChildRequest(kind="verify", device=campaign.device, job=job, campaign=campaign,
-                               limits=self.limits.for_child(cg.memory, cg.pids, campaign.device),
-                               settings_env=settings_env, required_layers=required_child_layers(job, self.settings),
-                               rendezvous=self.arbiter is not None)
+        return ChildRequest(kind=kind, device=campaign.device, job=job, campaign=campaign,
+                            limits=self.limits.for_child(cg.memory, cg.pids, campaign.device),
+                            settings_env=settings_env, required_layers=required_child_layers(job, self.settings),
+                            **extra)
+
+    def _run_verify(self, server: ServerProcess, launch: LaunchPlan, job: CandidateJob, campaign: Campaign,
+                    planned: list[PlannedCase], events: PipelineEvents | None,
+                    pool: StandbyPool | None, precompiled: dict[str, bytes]) -> tuple[RunOutcome, Budget]:
+        request = self._request("verify", job, campaign, launch, rendezvous=self.arbiter is not None,
+                                precompiled=precompiled)
         budget = self._budget(campaign, launch, job.task)
         arbiter = self.arbiter
         if pool is None:

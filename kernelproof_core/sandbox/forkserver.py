@@ -91,7 +91,8 @@ def prewarm_triton(config: ServerConfig) -> dict[str, bytes]:
 
         CudaUtils()
         _build_harness_kernels(seed)
-        return {str(p.relative_to(seed)): p.read_bytes() for p in seed.rglob("*") if p.is_file()}
+        return {str(p.relative_to(seed)): p.read_bytes() for p in seed.rglob("*") if p.is_file()}  # entries and
+        # the helper module; the child installs them with their group indexes moved (sandbox/triton_cache.py)
     except Exception as exc:
         log.warning("triton prewarm failed (children will build it themselves): %s", exc)
         return {}
@@ -130,8 +131,9 @@ class _Child:
 
 
 def serve(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes]) -> None:
-    """Serve "run" (fork a child on the given channels), "kill", "freeze"/"thaw" (SIGSTOP/SIGCONT a child that
-    has not started its candidate: a standby warming up while another child is timed) and "exit" requests.
+    """Serve "run" (fork a child on the given channels; with "gpu": false, a precompile child that skips the GPU
+    start-up), "kill", "freeze"/"thaw" (SIGSTOP/SIGCONT a child that has not started its candidate: a standby
+    warming up while another child is timed) and "exit" requests.
     Several children may live at once: the one running a candidate and standbys forked ahead of their request."""
     children: dict[str, _Child] = {}
     try:
@@ -163,7 +165,7 @@ def _on_request(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes]
     msg, fds = got
     kind, run_id = msg.get("type"), str(msg.get("id"))
     if kind == "run" and len(fds) == 3 and run_id not in children:
-        children[run_id] = fork_child(config, seed, run_id, fds)
+        children[run_id] = fork_child(config, seed, run_id, fds, gpu=msg.get("gpu") is not False)
         send_ctl(ctl, {"type": "started", "id": run_id, "pid": children[run_id].pid})
         return True
     for fd in fds:
@@ -179,7 +181,8 @@ def _on_request(ctl: socket.socket, config: ServerConfig, seed: dict[str, bytes]
     return True
 
 
-def fork_child(config: ServerConfig, seed: dict[str, bytes], run_id: str, fds: list[int]) -> _Child:
+def fork_child(config: ServerConfig, seed: dict[str, bytes], run_id: str, fds: list[int], gpu: bool = True) -> _Child:
+    """Fork one child on the supervisor's channels; `gpu=False`: a precompile child, which never starts CUDA."""
     scratch = Path(config.scratch_root) / run_id
     scratch.mkdir(mode=0o700)
     sys.stdout.flush()
@@ -188,7 +191,7 @@ def fork_child(config: ServerConfig, seed: dict[str, bytes], run_id: str, fds: l
     if pid == 0:
         from kernelproof_core.sandbox.child import run_child
 
-        run_child(fds[0], fds[1], fds[2], str(scratch), config, seed)
+        run_child(fds[0], fds[1], fds[2], str(scratch), config, seed, gpu=gpu)
     for fd in fds:
         os.close(fd)
     return _Child(pid, os.pidfd_open(pid), scratch)

@@ -73,6 +73,18 @@ class EnvironmentMsg(_Msg):
     environment: Environment
 
 
+class PrecompiledMsg(_Msg):
+    """A precompile child's Triton cache entries (sandbox/triton_cache.py) and what it made of the candidate's calls.
+    Sent after candidate code ran: untrusted bytes for the same candidate's verification child, nothing more."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+    type: Literal["precompiled"] = "precompiled"
+    files: dict[str, bytes] = Field(default_factory=dict)
+    calls: int = 0
+    failed: list[str] = Field(default_factory=list)
+    dropped_entries: int = Field(0, description="entries left out by the size cap")
+
+
 class DoneMsg(_Msg):
     type: Literal["done"] = "done"
 
@@ -93,7 +105,7 @@ class AbortMsg(_Msg):
 
 
 ChildMessage = Annotated[
-    Hello | Armed | PhaseMsg | CaseDoneMsg | EnvironmentMsg | DoneMsg | HarnessErrorMsg | AbortMsg,
+    Hello | Armed | PhaseMsg | CaseDoneMsg | EnvironmentMsg | PrecompiledMsg | DoneMsg | HarnessErrorMsg | AbortMsg,
     Field(discriminator="type"),
 ]
 _CHILD_ADAPTER: TypeAdapter[Any] = TypeAdapter(ChildMessage)
@@ -110,8 +122,20 @@ class ChildLimits(_Msg):
     address_space_rlimit: bool = Field(description="apply RLIMIT_AS (no memory cgroup; never on CUDA)")
 
 
+class GpuTarget(_Msg):
+    """What Triton compiles for (its GPUTarget), from the probed GPU: a precompile child has no GPU to ask."""
+
+    backend: Literal["cuda"] = "cuda"
+    arch: int = Field(description="compute capability as major * 10 + minor (90 on the H200)")
+    warp_size: int = 32
+
+
 class ChildRequest(_Msg):
-    kind: Literal["verify", "environment"]
+    """One child's job. `precompile` runs only in a child forked without GPU start-up (and only there), `verify` and
+    `environment` only in one with it."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+    kind: Literal["verify", "environment", "precompile"]
     device: Device
     job: CandidateJob | None = None
     campaign: Campaign | None = None
@@ -120,6 +144,10 @@ class ChildRequest(_Msg):
     settings_env: dict[str, str] = Field(default_factory=dict, description="allow-listed KERNELPROOF_* vars")
     required_layers: list[str] = Field(default_factory=list, description="refuse to run unless these applied")
     rendezvous: bool = Field(False, description="stop at every phase boundary until the supervisor's CONTINUE")
+    target: GpuTarget | None = Field(None, description="precompile: the GPU to compile for")
+    precompile_max_bytes: int = Field(0, description="precompile: cap on the cache entries sent back")
+    precompiled: dict[str, bytes] = Field(
+        default_factory=dict, description="verify: this candidate's precompiled cache entries, installed before load")
 
 
 # --- Control channel (supervisor <-> fork server). --------------------------------------------------------

@@ -37,6 +37,7 @@ from kernelproof_core.sandbox.protocol import (
     Hello,
     LineReader,
     PhaseMsg,
+    PrecompiledMsg,
     ProtocolError,
     encode_line,
     parse_child_message,
@@ -58,6 +59,7 @@ class RunOutcome:
 
     cases: list[CaseResult] = field(default_factory=list)
     environment: Environment | None = None
+    precompiled: PrecompiledMsg | None = None
     armed: Armed | None = None
     death: Death | None = None
     cgroup_layers: list[str] = field(default_factory=list)
@@ -323,6 +325,10 @@ class _Watch:
                     log.exception("events.case_done callback failed")
         elif isinstance(msg, EnvironmentMsg):
             self.outcome.environment = msg.environment
+        elif isinstance(msg, PrecompiledMsg):
+            if self.request.kind != "precompile" or self.outcome.precompiled is not None:
+                raise ProtocolError("precompiled entries outside a precompile request")
+            self.outcome.precompiled = msg
         elif isinstance(msg, DoneMsg):
             self.done = True
             self.outcome.timestamps["done"] = now

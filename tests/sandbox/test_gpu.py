@@ -1,7 +1,7 @@
 """GPU-only sandbox behaviour (run on the H200 by scripts/gpu-check): a kernel that spins forever on the GPU ends as
 execution_timeout and leaves the GPU usable; an illegal memory access affects only its own process; the child sees
 only its GPU; the warm path meets its latency target; the fork server's prebuilt harness kernels are cache hits in a
-child."""
+child; with compile-ahead a verification child compiles nothing."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from kernelproof_core.campaign import Campaign
 from kernelproof_core.sandbox import SandboxExecutor
 from kernelproof_core.sandbox.forkserver import prewarm_triton
 from kernelproof_core.sandbox.protocol import CHILD_DROPPED_ENV, ServerConfig
+from kernelproof_core.sandbox.triton_cache import install_entries
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
 from tests.sandbox.conftest import run, sandbox_settings, verdicts
@@ -111,19 +112,53 @@ def test_overlapped_runs_on_the_gpu_pass_with_every_timed_phase_alone() -> None:
 
 def test_fork_server_prebuilds_the_harness_kernels_for_its_children(tmp_path: Path) -> None:
     """The seed holds the warm-up and wait kernels, under the cache keys a child computes: a process with a child's
-    environment, starting from the seed, compiles nothing (its cache gains no file)."""
+    environment, starting from the seed installed as a child installs it, compiles nothing (no file of its cache is
+    written again: a miss would rewrite the entry under the same names)."""
     seed = prewarm_triton(ServerConfig(device="cuda", scratch_root=str(tmp_path / "scratch")))
     names = {Path(rel).name for rel in seed}
     assert {"_warm.cubin", "_wait_for_host.cubin"} <= names, sorted(names)
     cache = tmp_path / "child-cache"
-    for rel, data in seed.items():
-        (cache / rel).parent.mkdir(parents=True, exist_ok=True)
-        (cache / rel).write_bytes(data)
+    install_entries(cache, seed)
+    before = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
     env = {k: v for k, v in os.environ.items() if not k.startswith(CHILD_DROPPED_ENV)}
     env |= {"TRITON_CACHE_DIR": str(cache), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     code = ("from kernelproof_core.measurement.launch_gate import host_release_error; "
             "from kernelproof_core.integrity.run import warm_up_process; warm_up_process('cuda'); "
             "assert host_release_error() is None, host_release_error()")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
-    after = {str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file()}
-    assert after == set(seed), sorted(after - set(seed))
+    after = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    assert after == before, sorted(str(p) for p in after if after[p] != before.get(p))
+
+
+def test_compile_ahead_leaves_the_verification_nothing_to_compile() -> None:
+    """Overlap with compile-ahead: each job's precompile child builds its kernels without a GPU, and its verification
+    child (which fails `precompile_hits` on any compile after load) passes. The same candidate verified without
+    compile-ahead fails, so the check can fail."""
+    from kernelproof_core.campaign import CandidateJob
+    from kernelproof_core.sandbox.overlap import OverlappedExecutors
+    from tests.sandbox.candidates import source
+
+    settings = sandbox_settings(sandbox_memory_limit_bytes=16 * 1024**3, sandbox_max_processes=1024,
+                                sandbox_kill_grace_s=10.0)
+    camp = gpu_campaign(dtypes=["bfloat16"])
+    jobs = [CandidateJob(task="rms_norm", source=source("precompile_hits") + f"\n# job {i}\n".encode(),
+                         origin="submission") for i in range(3)]
+    runner = OverlappedExecutors(2, settings, precompile=True)
+    try:
+        executions = runner.execute_many(jobs, camp)
+        ahead = list(runner.precompiled)
+    finally:
+        runner.close()
+    for execution in executions:
+        assert verdicts(execution) == [Verdict.PASS] * len(GPU_CASES), execution.outcome.cases
+        assert "precompiled: " in (execution.isolation.note or ""), execution.isolation.note
+    assert len(ahead) == len(jobs)
+    for _, done in ahead:
+        assert done.failed == [] and done.note == "" and any(rel.endswith(".cubin") for rel in done.files), done
+    plain = SandboxExecutor(settings)
+    try:
+        execution = plain.execute(jobs[0], camp)
+    finally:
+        plain.close()
+    assert verdicts(execution)[0] is Verdict.RUNTIME_ERROR, execution.outcome.cases
+    assert "compiled after load" in (execution.outcome.cases[0].failure.message or ""), execution.outcome.cases[0]
