@@ -5,9 +5,10 @@ needs no GPU: Triton's CUDA backend turns a kernel into an sm_90 cubin with its 
 child (sandbox/child.py) runs this module while other candidates are timed: it calls the candidate's entry point
 on every planned case's inputs, built on the CPU, with Triton's JIT switched to compile-only (`compile_only`): the
 active driver answers the questions the JIT asks (target, device 0, stream 0) for the probed GPU's target, every
-kernel launch becomes a `warmup` (compile, no launch), and an autotuner compiles every config instead of
-benchmarking. The kernels land in the child's own Triton cache; its entries go to the candidate's verification
-child, whose compile phase then reads them instead of building them (sandbox/triton_cache.py).
+kernel launch becomes a `warmup` (compile, no launch) plus the build of the kernel's C launcher, and an autotuner
+compiles every config instead of benchmarking. The kernels land in the child's own Triton cache; its entries go to
+the candidate's verification child, whose compile phase then reads them instead of building them
+(sandbox/triton_cache.py).
 
 The inputs have the planned cases' shapes, strides and dtypes (all a kernel is specialised on) but values from a
 fresh random seed: this process learns nothing about the data the candidate will be checked on. A wrapper that
@@ -39,10 +40,12 @@ MAX_FAILURE_CHARS = 300
 
 @dataclass
 class PrecompileSummary:
-    """What one precompile did: candidate calls made, and the calls that raised ("dtype/case: error")."""
+    """What one precompile did: candidate calls made, the calls that raised ("dtype/case: error"), and the kernel
+    launchers that could not be built (a host without the CUDA driver library cannot link them)."""
 
     calls: int = 0
     failed: list[str] = field(default_factory=list)
+    launcher_errors: list[str] = field(default_factory=list)
 
 
 class CompileOnlyDriver:
@@ -73,10 +76,21 @@ class CompileOnlyDriver:
         raise RuntimeError(f"no GPU while compiling ahead: the driver has no {name!r}")
 
 
+def build_launcher(kernel: Any) -> None:
+    """Build (and cache) the C launcher Triton makes for each kernel signature the first time it loads the kernel:
+    a gcc run of 0.1-0.3 s, more than a small kernel's own compile. Linking it needs the CUDA driver library on
+    disk (not a GPU: loading the library starts nothing)."""
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    CudaLauncher(kernel.src, kernel.metadata)
+
+
 @contextmanager
-def compile_only(backend: str, arch: int, warp_size: int) -> Iterator[None]:
-    """Within this block every Triton launch only compiles, for the given target, and autotuners compile all of
-    their (pruned) configs without timing any."""
+def compile_only(backend: str, arch: int, warp_size: int,
+                 launcher_errors: list[str] | None = None) -> Iterator[None]:
+    """Within this block every Triton launch only compiles, for the given target (and builds the kernel's launcher,
+    noting into `launcher_errors` why it could not), and autotuners compile all of their (pruned) configs without
+    timing any."""
     from triton.runtime import driver
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
@@ -85,7 +99,15 @@ def compile_only(backend: str, arch: int, warp_size: int) -> Iterator[None]:
     active = driver._active  # restored as it was: reset_active() would create the real driver, needing a GPU
 
     def compile_instead(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        return launch(self, *args, grid=grid, warmup=True, **kwargs)
+        kernel = launch(self, *args, grid=grid, warmup=True, **kwargs)
+        if kernel is not None and backend == "cuda":
+            try:
+                build_launcher(kernel)
+            except Exception as exc:  # the verification builds it then
+                error = f"{type(exc).__name__}: {exc}"[:MAX_FAILURE_CHARS]
+                if launcher_errors is not None and error not in launcher_errors:
+                    launcher_errors.append(error)
+        return kernel
 
     def compile_every_config(self: Any, *args: Any, **kwargs: Any) -> Any:
         self.nargs = dict(zip(self.arg_names, args, strict=False))
@@ -113,7 +135,7 @@ def precompile_candidate(job: CandidateJob, campaign: Campaign, backend: str, ar
     task = get_task(job.task)
     summary = PrecompileSummary()
     seed = secrets.randbits(62)  # not the campaign's: the values must tell this process nothing
-    with compile_only(backend, arch, warp_size):
+    with compile_only(backend, arch, warp_size, summary.launcher_errors):
         loaded = load_candidate(job.source, job.filename)
         for name in campaign.dtypes:
             dtype = parse_dtype(name)
@@ -124,7 +146,8 @@ def precompile_candidate(job: CandidateJob, campaign: Campaign, backend: str, ar
                     loaded.fn(*inputs)
                 except Exception as exc:  # the verification child compiles this case's kernels itself
                     summary.failed.append(f"{name}/{case.case_id}: {type(exc).__name__}: {exc}"[:MAX_FAILURE_CHARS])
-    log.info("precompiled %d calls, %d failed", summary.calls, len(summary.failed))
+    log.info("precompiled %d calls, %d failed; launcher errors: %s", summary.calls, len(summary.failed),
+             summary.launcher_errors or "none")
     return summary
 
 

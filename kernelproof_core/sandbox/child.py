@@ -319,4 +319,5 @@ def _precompile(request: ChildRequest, events: ChannelEvents, cache: Path) -> No
     except CandidateFailure as exc:  # its verification reports it; nothing to build
         summary = PrecompileSummary(failed=[f"load: {exc.message}"[:300]])
     files, dropped = read_entries(cache, max_bytes=request.precompile_max_bytes)
-    events.send(PrecompiledMsg(files=files, calls=summary.calls, failed=summary.failed[:50], dropped_entries=dropped))
+    events.send(PrecompiledMsg(files=files, calls=summary.calls, failed=summary.failed[:50],
+                               launcher_errors=summary.launcher_errors[:10], dropped_entries=dropped))

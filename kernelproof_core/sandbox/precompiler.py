@@ -10,7 +10,7 @@ run straight through other runs' timed phases without disturbing them:
     required (no landlock, no precompile). It runs under the same watchdog, deadlines, cgroup, rlimits and
     seccomp as any candidate child, outside the GPU arbiter;
   * it runs the candidate's entry point on every planned case's shapes, with CPU inputs of fresh random values,
-    and sends back its Triton cache entries (size-capped);
+    and sends back its Triton cache entries (size-capped): kernels and their C launchers;
   * the same candidate's verification child installs them in its own cache just before loading the candidate
     (after every harness kernel is built, never over an existing entry), so its compile phase becomes cache hits.
 
@@ -44,6 +44,7 @@ class Precompiled:
     files: dict[str, bytes] = field(default_factory=dict)
     calls: int = 0
     failed: list[str] = field(default_factory=list)
+    launcher_errors: list[str] = field(default_factory=list)
     dropped_entries: int = 0
     seconds: float = 0.0
     note: str = ""  # why there are no entries, when there are none
@@ -103,8 +104,8 @@ class Precompiler:
         if msg is None:
             why = classify(run.death, {}) if run.death is not None else None
             return Precompiled(seconds=seconds, note=f"no entries: {why[1] if why else 'child ended early'}")
-        return Precompiled(files=msg.files, calls=msg.calls, failed=msg.failed, dropped_entries=msg.dropped_entries,
-                           seconds=seconds)
+        return Precompiled(files=msg.files, calls=msg.calls, failed=msg.failed, launcher_errors=msg.launcher_errors,
+                           dropped_entries=msg.dropped_entries, seconds=seconds)
 
     def close(self) -> None:
         self._threads.shutdown(wait=True)

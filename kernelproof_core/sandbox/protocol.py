@@ -82,6 +82,7 @@ class PrecompiledMsg(_Msg):
     files: dict[str, bytes] = Field(default_factory=dict)
     calls: int = 0
     failed: list[str] = Field(default_factory=list)
+    launcher_errors: list[str] = Field(default_factory=list)
     dropped_entries: int = Field(0, description="entries left out by the size cap")
 
 

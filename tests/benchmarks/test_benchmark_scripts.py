@@ -44,7 +44,7 @@ def test_reproducibility_script(tmp_path: Path) -> None:
 
 def test_throughput_script(tmp_path: Path) -> None:
     r = run_script("throughput.py", tmp_path / "throughput.json", "--candidates", "2", "--case", "tail127",
-                   "--samples", "2", "--overlap", "2")
+                   "--samples", "2", "--overlap", "2", "--compare-precompile")
     assert r["benchmark"] == "throughput" and r["device"] == "interpreter" and r["preset"] == "quick"
     assert r["case_count"] == 1 and r["case_ids"] == ["tail127"] and r["campaign"]["samples"] == 2
     assert r["all_passed"] is True and r["failures"] == []
@@ -56,8 +56,12 @@ def test_throughput_script(tmp_path: Path) -> None:
     assert all(c["failures"] == [] for c in a["per_candidate"] + b["per_candidate"])
     c = r["mode_c"]
     assert c["width"] == 2 and c["candidates"] == 2 and c["candidates_per_min"] > 0 and c["exclusive_s"] > 0
-    hashes = [c["source_sha256"] for c in a["per_candidate"] + b["per_candidate"] + c["per_candidate"]]
-    assert len(set(hashes)) == 6  # three distinct streams
+    c0 = r["mode_c_no_precompile"]
+    assert c["precompile"] is True and c0["precompile"] is False and c0["candidates"] == 2
+    # The interpreter compiles nothing: no GPU target, so no precompile ran.
+    assert all(x["precompile"] is None and x["compile_phase_s"] > 0 for x in c["per_candidate"] + c0["per_candidate"])
+    hashes = [x["source_sha256"] for m in (a, b, c, c0) for x in m["per_candidate"]]
+    assert len(set(hashes)) == 8  # four distinct streams
     breakdown = a["median_breakdown_s"]
     for key in ("process_start_s", "child_startup_and_layers_s", "harness_setup_s", "candidate_load_s", "compile_s",
                 "checks_s", "timing_s", "total_s"):

@@ -154,7 +154,8 @@ def test_compile_ahead_leaves_the_verification_nothing_to_compile() -> None:
         assert "precompiled: " in (execution.isolation.note or ""), execution.isolation.note
     assert len(ahead) == len(jobs)
     for _, done in ahead:
-        assert done.failed == [] and done.note == "" and any(rel.endswith(".cubin") for rel in done.files), done
+        assert done.failed == [] and done.note == "" and done.launcher_errors == [], done
+        assert any(rel.endswith(".cubin") for rel in done.files) and any(".so" in rel for rel in done.files), done
     plain = SandboxExecutor(settings)
     try:
         execution = plain.execute(jobs[0], camp)

@@ -1,7 +1,7 @@
 # mypy: ignore-errors
 # ruff: noqa: F821
-# GPU verification only: fails when any Triton kernel is compiled in this process after the module loaded (a compile writes its
-# cache entry then); with compile-ahead every kernel was built by the precompile child and installed before load.
+# GPU verification only: fails when anything is built into this process's Triton cache after the module loaded (a
+# kernel or its C launcher); with compile-ahead both were built by the precompile child and installed before load.
 import os
 import time
 
