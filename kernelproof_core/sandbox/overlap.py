@@ -50,7 +50,7 @@ class OverlappedExecutors:
             self._free.put(executor)
         self._threads = ThreadPoolExecutor(max_workers=width, thread_name_prefix="kp-overlap")
         self._probe_lock = threading.Lock()
-        self._probed: set[Device] = set()
+        self._probed: dict[Device, GpuTarget | None] = {}
 
     def submit(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Future[Execution]:
         target = self._probe(campaign.device)
@@ -63,15 +63,14 @@ class OverlappedExecutors:
         """Each executor's environment probe (it measures copy bandwidth) runs outside the arbiter, so all of them
         run here, one after another, before any job of this device can be timed; the precompile servers start here
         too. Cached after the first time. Returns the GPU's compile target (None: nothing to precompile)."""
-        with self._probe_lock:
+        with self._probe_lock:  # never an executor's own lock after the first time: it is held while it runs a job
             if device not in self._probed:
-                for executor in self.executors:
-                    executor.probe_environment(device)
-                target = gpu_target(self.executors[0].probe_environment(device))
+                environments = [executor.probe_environment(device) for executor in self.executors]
+                target = gpu_target(environments[0])
                 if self.precompiler is not None and target is not None:
                     self.precompiler.start(device)
-                self._probed.add(device)
-            return gpu_target(self.executors[0].probe_environment(device))
+                self._probed[device] = target
+            return self._probed[device]
 
     def execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None = None) -> Execution:
         return self.submit(job, campaign, events).result()
