@@ -31,6 +31,7 @@ import torch
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.candidate import load_candidate
 from kernelproof_core.dtypes import parse_dtype
+from kernelproof_core.integrity.run import enforce_policy
 from kernelproof_core.pipeline import planned_cases
 from kernelproof_core.tasks import get_task
 
@@ -131,10 +132,13 @@ def compile_only(backend: str, arch: int, warp_size: int,
 def precompile_candidate(job: CandidateJob, campaign: Campaign, backend: str, arch: int,
                          warp_size: int) -> PrecompileSummary:
     """Load the candidate and call it once per planned (dtype, case) on CPU inputs under `compile_only`.
-    A candidate that fails to load raises CandidateFailure (its verification will say why)."""
+    A candidate that the static policy refuses or that fails to load raises CandidateFailure (its verification
+    will say why)."""
     task = get_task(job.task)
     summary = PrecompileSummary()
     seed = secrets.randbits(62)  # not the campaign's: the values must tell this process nothing
+    if campaign.static_policy:  # code its verification would refuse to load does not run here either
+        enforce_policy(job.source)
     with compile_only(backend, arch, warp_size, summary.launcher_errors):
         loaded = load_candidate(job.source, job.filename)
         for name in campaign.dtypes:

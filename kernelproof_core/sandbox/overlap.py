@@ -84,7 +84,12 @@ class OverlappedExecutors:
 
     def _execute(self, job: CandidateJob, campaign: Campaign, events: PipelineEvents | None,
                  ahead: Future[Precompiled] | None) -> Execution:
-        precompiled = ahead.result() if ahead is not None else None  # before taking a slot: others may go first
+        precompiled = None
+        if ahead is not None:  # waited for before taking a slot: others may go first
+            try:
+                precompiled = ahead.result()
+            except Exception:  # never the candidate's problem: its verification compiles for itself
+                log.exception("precompile failed")
         if precompiled is not None:
             self.precompiled.append((source_sha256(job.source), precompiled))
             if precompiled.note:

@@ -80,9 +80,13 @@ class Precompiler:
         self._threads = ThreadPoolExecutor(max_workers=width, thread_name_prefix="kp-precompile")
 
     def start(self, device: Device) -> None:
-        """Start every slot's fork server now (imports, no GPU), so none starts in the middle of a job."""
+        """Start every slot's fork server now (imports, no GPU), so none starts in the middle of a job. A server
+        that does not start is left to the first precompile to retry and report (as a note, never a verdict)."""
         for slot in self.slots:
-            slot.start(device)
+            try:
+                slot.start(device)
+            except Exception as exc:
+                log.warning("precompile server did not start: %s", exc)
 
     def submit(self, job: CandidateJob, campaign: Campaign, target: GpuTarget) -> Future[Precompiled]:
         return self._threads.submit(self._run, job, campaign, target)

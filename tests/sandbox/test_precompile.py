@@ -104,6 +104,13 @@ def test_a_candidate_that_does_not_load_gets_nothing_and_no_verdict(precompiler:
     assert len(done.failed) == 1 and done.failed[0].startswith("load: "), done.failed
 
 
+def test_code_the_static_policy_refuses_does_not_run_ahead(precompiler: Precompiler) -> None:
+    refused = source("honest") + b"\nimport threading\nraise SystemExit('ran')\n"
+    done = precompile(precompiler, refused, cuda_campaign(static_policy=True))
+    assert done.files == {} and done.calls == 0 and done.note == ""
+    assert len(done.failed) == 1 and "no-concurrency" in done.failed[0], done.failed
+
+
 def test_the_target_comes_from_the_probed_gpu() -> None:
     from kernelproof_core.report.models import Environment, GpuInfo
 
