@@ -245,12 +245,12 @@ def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, w
         pre = ahead.get(sha)
         per.append({"index": i, "source_sha256": sha, "failures": bad, "compile_phase_s": compile_phase_s(clock),
                     "precompile": None if pre is None else {
-                        "seconds": pre.seconds, "calls": pre.calls, "failed": pre.failed, "files": len(pre.files),
+                        "seconds": pre.seconds, "calls": pre.calls, "failed": pre.failed, "files": len(pre.file_names),
                         "bytes": pre.size_bytes, "dropped_entries": pre.dropped_entries, "note": pre.note,
                         "launcher_errors": pre.launcher_errors}})
         print(f"  C {i + 1}/{len(jobs)}: {'pass' if not bad else f'FAIL {bad}'}; compile phases "
               f"{per[-1]['compile_phase_s']:.2f} s" + ("" if pre is None else
-              f"; precompiled {pre.calls - len(pre.failed)}/{pre.calls} calls, {len(pre.files)} files, "
+              f"; precompiled {pre.calls - len(pre.failed)}/{pre.calls} calls, {len(pre.file_names)} files, "
               f"{pre.size_bytes / 1e3:.0f} kB in {pre.seconds:.2f} s{' (' + pre.note + ')' if pre.note else ''}"
               f"{'; launcher errors: ' + '; '.join(pre.launcher_errors) if pre.launcher_errors else ''}"),
               flush=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -31,6 +32,7 @@ from kernelproof_core.settings import Settings
 from kernelproof_core.verify import Execution
 
 log = logging.getLogger(__name__)
+PRECOMPILE_LOG_LENGTH = 256
 
 
 class OverlappedExecutors:
@@ -44,7 +46,8 @@ class OverlappedExecutors:
         self.executors = [SandboxExecutor(settings, arbiter=self.arbiter) for _ in range(width)]
         use = self.executors[0].settings.sandbox_precompile if precompile is None else precompile
         self.precompiler = Precompiler(width, self.executors[0].settings) if use else None
-        self.precompiled: list[tuple[str, Precompiled]] = []  # (source sha256, what its precompile did): benchmarks
+        # (source sha256, what its precompile did, without the bytes) of the latest jobs: benchmarks and tests.
+        self.precompiled: deque[tuple[str, Precompiled]] = deque(maxlen=PRECOMPILE_LOG_LENGTH)
         self._free: queue.Queue[SandboxExecutor] = queue.Queue()
         for executor in self.executors:
             self._free.put(executor)
@@ -91,7 +94,7 @@ class OverlappedExecutors:
             except Exception:  # never the candidate's problem: its verification compiles for itself
                 log.exception("precompile failed")
         if precompiled is not None:
-            self.precompiled.append((source_sha256(job.source), precompiled))
+            self.precompiled.append((source_sha256(job.source), precompiled.without_files()))
             if precompiled.note:
                 log.info("no precompiled kernels for this job: %s", precompiled.note)
         executor = self._free.get()

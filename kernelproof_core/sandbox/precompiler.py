@@ -25,7 +25,7 @@ import logging
 import queue
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelproof_core.campaign import Campaign, CandidateJob, Device
 from kernelproof_core.report.models import Environment
@@ -48,10 +48,12 @@ class Precompiled:
     dropped_entries: int = 0
     seconds: float = 0.0
     note: str = ""  # why there are no entries, when there are none
+    file_names: list[str] = field(default_factory=list)  # the entries' paths and total size, kept without the bytes
+    size_bytes: int = 0
 
-    @property
-    def size_bytes(self) -> int:
-        return sum(len(data) for data in self.files.values())
+    def without_files(self) -> Precompiled:
+        """This record without the bytes (what a long-running worker may keep)."""
+        return replace(self, files={})
 
 
 def gpu_target(environment: Environment) -> GpuTarget | None:
@@ -109,7 +111,8 @@ class Precompiler:
             why = classify(run.death, {}) if run.death is not None else None
             return Precompiled(seconds=seconds, note=f"no entries: {why[1] if why else 'child ended early'}")
         return Precompiled(files=msg.files, calls=msg.calls, failed=msg.failed, launcher_errors=msg.launcher_errors,
-                           dropped_entries=msg.dropped_entries, seconds=seconds)
+                           dropped_entries=msg.dropped_entries, seconds=seconds, file_names=sorted(msg.files),
+                           size_bytes=sum(len(data) for data in msg.files.values()))
 
     def close(self) -> None:
         self._threads.shutdown(wait=True)

@@ -60,6 +60,9 @@ def test_the_builtin_candidate_is_built_for_sm90_in_a_gpu_less_child(precompiler
     assert any(rel.split("/")[1].startswith("__grp__") for rel in done.files)
     metadata = [data for rel, data in done.files.items() if rel.endswith(".json") and "__grp__" not in rel]
     assert metadata and all(b'"arch": 90' in m or b'"arch":90' in m for m in metadata), metadata[0][:400]
+    kept = done.without_files()  # what an overlapped runner keeps of it
+    assert kept.files == {} and kept.file_names == sorted(done.files) == done.file_names
+    assert kept.size_bytes == done.size_bytes == sum(len(b) for b in done.files.values()) > 0
 
 
 def test_precompiled_entries_are_cache_hits_in_a_fresh_process(precompiler: Precompiler, tmp_path: Path) -> None:
