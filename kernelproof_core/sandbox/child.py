@@ -238,7 +238,7 @@ def _apply_settings(request: ChildRequest) -> None:
 def _arm(request: ChildRequest, config: ServerConfig, scratch: str, gpu: bool = True) -> Armed:
     """Apply this child's own layers; report exactly which took. Without `gpu` landlock grants nothing under /dev
     but the always-writable nodes: no GPU device node can even be opened for reading."""
-    layers = ["scratch-dir", "own-triton-cache"] if gpu else ["scratch-dir", "own-triton-cache", "no-gpu"]
+    layers = ["scratch-dir", "own-triton-cache"]
     missing: list[str] = []
     notes: list[str] = []
     applied = apply_rlimits(request.limits)
@@ -256,6 +256,8 @@ def _arm(request: ChildRequest, config: ServerConfig, scratch: str, gpu: bool = 
                 devices, write = list(ALWAYS_WRITABLE_DEVICES), [scratch]
                 read = [p for p in config.read_paths if p != "/dev" and not p.startswith("/dev/")]
             layers += restrict_self(read, write, devices)
+            if not gpu:
+                layers.append("no-gpu")
         except OSError as exc:
             missing.append("landlock-fs")
             notes.append(f"landlock: {exc}")
