@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelproof_core.sandbox.protocol import CHILD_DROPPED_ENV, ServerConfig, recv_ctl, send_ctl
+from kernelproof_core.sandbox.triton_cache import read_entries
 
 log = logging.getLogger("kernelproof.sandbox.forkserver")
 
@@ -91,8 +92,7 @@ def prewarm_triton(config: ServerConfig) -> dict[str, bytes]:
 
         CudaUtils()
         _build_harness_kernels(seed)
-        return {str(p.relative_to(seed)): p.read_bytes() for p in seed.rglob("*") if p.is_file()}  # entries and
-        # the helper module; the child installs them with their group indexes moved (sandbox/triton_cache.py)
+        return read_entries(seed)[0]  # the child installs them with their group indexes moved
     except Exception as exc:
         log.warning("triton prewarm failed (children will build it themselves): %s", exc)
         return {}
