@@ -101,4 +101,7 @@ def _measured_job() -> tuple:  # type: ignore[type-arg]
     from kernelproof_core.campaign import CandidateJob
     from tests.sandbox.candidates import source
 
-    return CandidateJob(task="rms_norm", source=source("honest")), campaign(measure=True)
+    # Deadlines well above the suite's 8 s: this run's gates share two cores with two standbys starting up, and an
+    # 8 s execution budget was missed once in CI (execution_timeout); deadlines are not what this test checks.
+    return CandidateJob(task="rms_norm", source=source("honest")), campaign(measure=True, compile_timeout_s=60.0,
+                                                                             execution_timeout_s=60.0)
