@@ -44,6 +44,7 @@ from sweep_parity import (
     swiglu_strided_trials,
     wide_looped_trials,
 )
+from sweep_resident import softmax_resident_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -339,7 +340,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_realigned_bounds": softmax_realigned_bounds_trials, "softmax_packed": softmax_packed_trials,
             "softmax_realigned_narrow": softmax_realigned_narrow_trials,
             "softmax_reread_odd": softmax_reread_odd_trials, "softmax_split_realigned": softmax_split_realigned_trials,
-            "wide_looped": wide_looped_trials}
+            "wide_looped": wide_looped_trials, "softmax_resident": softmax_resident_trials}
 
 
 def main() -> int:

@@ -1,0 +1,50 @@
+"""kernel_sweep.py family `softmax_resident`: experimental_resident.py's shared-memory softmax over warps, elements
+per thread and programs per SM, each config checked against an fp32 reference before it is timed, beside the
+built-in's planned launch on the same input."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from functools import partial
+
+import experimental_resident
+import torch
+from sweep_common import Trial
+
+from kernelproof_core.kernels import softmax
+
+SHAPES = ((2048, 32000), (4096, 32768), (1991, 33508), (1024, 40000), (1024, 65536), (512, 128256), (1024, 131072))
+
+
+def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
+    """Every element within 1% of the fp32 softmax (a 16-bit rounding is under 0.4%; NaN: never written)."""
+    bad = ~((y.float() - ref).abs() <= 1e-2 * ref.abs() + 1e-7)
+    if bad.any():
+        print(f"{label}: WRONG at {int(bad.sum())} elements", flush=True)
+        return False
+    return True
+
+
+def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Wide rows (32000-131072, aligned and 8-byte aligned) on the resident kernel against the planned launch."""
+    for m, n in SHAPES:
+        x = torch.randn(m, n, dtype=dtype, device=device) * 4
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        ref = torch.softmax(x.float(), -1)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for warps, k, per_sm in itertools.product((8, 16, 32), (4, 8, 16), (1, 2)):
+            elems = 32 * warps * k
+            if not 16 <= k * x.element_size() <= 32 or elems > n or (per_sm == 2 and warps == 32):
+                continue
+            launch = partial(experimental_resident.softmax_resident, x, y, warps, k, per_sm)
+            label = f"warps={warps} k={k} per_sm={per_sm}"
+            y.fill_(float("nan"))
+            try:
+                launch()
+            except ValueError as exc:  # a row this config cannot take
+                print(f"softmax.resident {m}x{n} {label}: {exc}", flush=True)
+                continue
+            if _correct(y, ref, f"softmax.resident {m}x{n} {label}"):
+                yield ("softmax.resident", (m, n), label, launch, moved, False)
