@@ -1,6 +1,6 @@
-"""kernel_sweep.py family `softmax_resident`: experimental_resident.py's shared-memory softmax over warps, elements
-per thread and programs per SM, each config checked against an fp32 reference before it is timed, beside the
-built-in's planned launch on the same input."""
+"""kernel_sweep.py family `softmax_resident`: the built-in softmax's resident path (rows held in shared memory) over
+warps, elements per thread and programs per SM, each config checked against an fp32 reference before it is timed,
+beside the built-in's planned launch on the same input (the resident path's default config, where it applies)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import itertools
 from collections.abc import Iterator
 from functools import partial
 
-import experimental_resident
 import torch
 from sweep_common import Trial
 
@@ -28,23 +27,29 @@ def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
 
 def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Wide rows (32000-131072, aligned and 8-byte aligned) on the resident kernel against the planned launch."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    sms, smem = softmax._cuda_sms(index), softmax._smem_per_sm(index)
     for m, n in SHAPES:
         x = torch.randn(m, n, dtype=dtype, device=device) * 4
         y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
+        es = x.element_size()
+        moved = 2 * x.numel() * es
         ref = torch.softmax(x.float(), -1)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         for warps, k, per_sm in itertools.product((8, 16, 32), (4, 8, 16), (1, 2)):
-            elems = 32 * warps * k
-            if not 16 <= k * x.element_size() <= 32 or elems > n or (per_sm == 2 and warps == 32):
+            if not 16 <= k * es <= 32 or 32 * warps * k > n or (per_sm == 2 and warps == 32):
                 continue
-            launch = partial(experimental_resident.softmax_resident, x, y, warps, k, per_sm)
             label = f"warps={warps} k={k} per_sm={per_sm}"
-            y.fill_(float("nan"))
             try:
-                launch()
-            except ValueError as exc:  # a row this config cannot take
+                plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm)
+            except ValueError as exc:  # a chunk larger than the budget
                 print(f"softmax.resident {m}x{n} {label}: {exc}", flush=True)
                 continue
+            if plan is None:
+                print(f"softmax.resident {m}x{n}: not applicable", flush=True)
+                break
+            launch = partial(plan[0], x, y, m, n, n, **plan[1])
+            y.fill_(float("nan"))
+            launch()
             if _correct(y, ref, f"softmax.resident {m}x{n} {label}"):
                 yield ("softmax.resident", (m, n), label, launch, moved, False)

@@ -9,20 +9,19 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
     40-41% addressed row by row; unaligned 16-bit rows of 2049-16384 take it too). A row whose window would double
     (unaligned, just below a power of two) is addressed row by row (pipelined or row path).
-  * 32768 < N <= 65536 on a GPU (split path): one program per chunk of a row (16 KB; fp32 and unaligned 16-bit
-    rows cut it from the row's vector window, 8 KB for 16-bit), held in registers from load to store; programs
-    publish (max, sum of exp) on a per-row counter, wait for their row's siblings and normalise in place: one HBM
-    read and one write. H200: 72% of copy at 65536 wide (staged: 66%), 60-67% unaligned, fp32 80-87%.
-  * wider rows, or under the interpreter (which runs programs one after another, so siblings could never meet):
-    one launch of small programs, each owning one 16 KB chunk of a row. Rows go in batches of about 8 MB: a batch's
-    partials programs reduce their chunks to (max, sum of exp), then its normalise programs (launched right after
-    the next batch's partials) merge the row's partials and rewrite their chunk, re-reading it from L2. HBM sees
-    one read and one write, and every SM has work whatever M is.
-  Rows this wide stay near 70% of copy bandwidth on every path tried (looped, two-kernel, persistent splits: 40-62%;
-  kernel_sweep.py): each program loads, reduces (and, split, waits), then stores; too few fit per SM to hide it.
-Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic,
-not autotuning: the first call is cheap and every run picks the same kernels. Reductions have a fixed
-order, so the output is bit-for-bit deterministic.
+  * 16-bit rows wider than 32768 whose rows and stride are multiples of 2 elements, on a GPU (resident path): each
+    row held in shared memory (see _softmax_resident; H200: 67-82% of copy at 33508-131072 wide, 65-71% below).
+  * other rows of 32769-65536 on a GPU (split path): one program per chunk of a row (16 KB; fp32 and unaligned
+    16-bit rows cut it from the row's vector window, 8 KB for 16-bit), held in registers from load to store;
+    programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and normalise in place:
+    one HBM read and one write. H200: 60-67% of copy for odd 16-bit widths, fp32 80-87%.
+  * other wide rows, or under the interpreter (which runs programs one after another, so siblings never meet): one
+    launch of programs owning a 16 KB chunk each, rows in batches of ~8 MB: a batch's partials programs reduce their
+    chunks to (max, sum of exp), its normalise programs (launched after the next batch's partials) merge a row's
+    partials and rewrite their chunk, re-read from L2. HBM sees one read and one write.
+Masked lanes read -inf, so they vanish from both the max and the sum. Configs come from a fixed heuristic, not
+autotuning: the first call is cheap and every run picks the same kernels. Reductions have a fixed order, so the
+output is bit-for-bit deterministic. One file, over the usual module size: a candidate is a single file.
 """
 
 from __future__ import annotations
@@ -34,6 +33,9 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
 _MAX_FUSED_N = 32768  # widest row held in registers (32 fp32 values per thread at 32 warps)
 _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the realigned or pipelined path
@@ -41,32 +43,31 @@ _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps
 _TILE = 8192  # elements per program for the fused path
 # Realigned path: (programs per SM, warps, FAST) per dtype for rows wider than _PIPELINED_MIN_N whose window is their
 # own tile, contiguous or padded; unaligned 16-bit rows of 2049-16384 padded by whole vectors take it on
-# _REALIGNED_SMALL up to 8192-element windows. H200, CUPTI kernel time (kernel_sweep.py --cupti --only
-# softmax_realigned, softmax_realigned_narrow; docs/TASKS.md has the tables): bf16 and fp16 79% of copy at
-# 1723 x 25249, 86% at 2048 x 32001, 37-87% padded (31-85% row by row); fp32 62-69% with FAST (22-52%); 16-bit
-# rows of 3001-12901 72-76% (52-63% row by row). FAST and 32 warps lose 1-12 points on 16-bit rows.
+# _REALIGNED_SMALL up to 8192-element windows. H200, CUPTI (kernel_sweep.py --only softmax_realigned(_narrow);
+# docs/TASKS.md): bf16/fp16 79% of copy at 1723 x 25249, 86% at 2048 x 32001, 37-87% padded (31-85% row by row);
+# fp32 62-69% with FAST (22-52%); 16-bit rows of 3001-12901 72-76% (52-63%). FAST, 32 warps: -1 to -12 on 16-bit.
 _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, False), torch.float32: (2, 16, True)}
 _REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8, False), 8192
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
 _NARROW_MIN_N, _NARROW_TILE, _NARROW_WARPS = 512, 2048, 4
-# Staged path (rows wider than _MAX_FUSED_N): bytes per program chunk, and rows per batch so that a batch (read by
-# its partials programs, then re-read by its normalise programs) stays in L2 (H200: 50 MB) next to the batch after.
-_STAGED_CHUNK_BYTES = 16384
-_STAGED_BATCH_BYTES = 8 << 20
-_STAGED_WARPS = 4
+# Staged path: chunk bytes, batch bytes (a batch, read by its partials programs then re-read by its normalise programs,
+# stays in L2 next to the batch after; H200: 50 MB), warps.
+_STAGED_CHUNK_BYTES, _STAGED_BATCH_BYTES, _STAGED_WARPS = 16384, 8 << 20, 4
 _STAGED_CHUNKS = 1  # chunks per program (benchmarks/kernel_sweep.py tries more: fewer programs and counters)
 # Split path (rows wider than _SPLIT_MIN_N, CUDA only): bytes per program chunk and warps per program.
 _SPLIT_MIN_N, _SPLIT_MAX_N = _MAX_FUSED_N, 65536  # wider: the staged path is level or ahead (kernel_sweep.py)
-_SPLIT_CHUNK_BYTES = 16384
-_SPLIT_WARPS = 8
+_SPLIT_CHUNK_BYTES, _SPLIT_WARPS = 16384, 8
 # Unaligned 16-bit rows, and fp32 rows: chunks cut from the output's vector window (REALIGNED), (bytes, warps) per
 # element size. H200 (sweep softmax_split_realigned): bf16/fp16 60-67% of copy at 33508-65535 wide (43-58% cut along
 # the row; aligned 16-bit rows would lose 9 points), fp32 80-87% at 33508-65536 (70-81%).
 _SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
-_WAVES = 2  # shrink tiles until the grid covers this many programs per SM
-_CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
+# Resident path: shared memory an SM gives rows (H200: 228 KB per SM; the rest is reduction scratch), kept free below
+# a smaller GPU's, and the narrowest copy cp.async makes (rows and their stride must be 4-byte aligned).
+_RESIDENT_CAP_BYTES, _RESIDENT_RESERVE_BYTES, _MIN_COPY_BYTES = 200 * 1024, 24 * 1024, 4
+_LOG2E = gl.constexpr(1.4426950408889634)
+_WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
 
 @functools.cache
@@ -357,6 +358,87 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
         tl.store(y_ptr + row.to(tl.int64) * N + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@gluon.jit
+def _slot(buf_a: gl.shared_memory_descriptor, buf_b: gl.shared_memory_descriptor, c: gl.constexpr,
+          RES_A: gl.constexpr, T: gl.constexpr) -> gl.shared_memory_descriptor:
+    # Chunk c's slot: the first RES_A chunks live in buf_a, the next ones in buf_b (allocations are powers of two).
+    if c < RES_A:
+        return buf_a.slice(c * T, T)
+    else:
+        return buf_b.slice((c - RES_A) * T, T)
+
+
+@gluon.jit
+def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
+                      NCHUNK: gl.constexpr, RES_A: gl.constexpr, RES_B: gl.constexpr, K: gl.constexpr,
+                      ALIGN: gl.constexpr) -> None:
+    # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
+    # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
+    # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
+    # per row). Output pass: chunk c is read back, normalised and stored, and its slot at once refilled with the
+    # next row's chunk c, so the next row's reads fly while this row's output is written. HBM: one read, one write.
+    # Two programs share an SM where two rows fit its shared memory (one's output pass overlaps the other's stats
+    # pass). Rows over the budget keep their first chunks resident and stream the rest (stats pass: evict_last;
+    # output pass: re-read from L2). Each thread reads back exactly what its own copies wrote (one layout for both),
+    # so cp.async.wait_group is all the ordering needed. Every wide-row design in Triton proper stopped near 70% of
+    # copy (each program loads, reduces, then stores, with nothing of its own in flight meanwhile).
+    W: gl.constexpr = gl.num_warps()
+    T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
+    CHUNK: gl.constexpr = T * K
+    NRES: gl.constexpr = RES_A + RES_B
+    layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
+    rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    buf_a = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [RES_A * T, K], smem_layout)
+    buf_b = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [max(RES_B, 1) * T, K], smem_layout)
+    N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
+    stride_x = (stride_x // ALIGN) * ALIGN
+    offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
+        None, :]
+    step = gl.num_programs(0)
+    row = gl.program_id(0)
+    for c in gl.static_range(NRES):
+        cols = c * CHUNK + offs
+        cp.async_copy_global_to_shared(_slot(buf_a, buf_b, c, RES_A, T), x_ptr + row.to(gl.int64) * stride_x + cols,
+                                       mask=(cols < N) & (row < M))
+        cp.commit_group()
+    while row < M:
+        x_row = x_ptr + row.to(gl.int64) * stride_x
+        m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
+        s_t = gl.zeros([T], gl.float32, rows_layout)
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            if c < NRES:
+                cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
+                x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+                x = gl.where(cols < N, x, float("-inf"))  # masked copies zero-fill
+            else:
+                x = gl.load(x_row + cols, mask=cols < N, other=float("-inf"),
+                            eviction_policy="evict_last").to(gl.float32)
+            m_new = gl.maximum(m_t, gl.max(x, axis=1))
+            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
+            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
+            m_t = m_new
+        m2 = gl.max(m_t, axis=0) * _LOG2E
+        inv = 1.0 / gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0)
+        y_row = y_ptr + row.to(gl.int64) * N
+        ahead = row + step
+        a_row = x_ptr + ahead.to(gl.int64) * stride_x
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            if c < NRES:
+                x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+            else:
+                x = gl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first").to(gl.float32)
+            gl.store(y_row + cols, (gl.exp2(x * _LOG2E - m2) * inv).to(y_ptr.dtype.element_ty), mask=cols < N)
+            if c < NRES:  # the slot is free: start the next row's chunk c (past the last row: no traffic)
+                cp.async_copy_global_to_shared(_slot(buf_a, buf_b, c, RES_A, T), a_row + cols,
+                                               mask=(cols < N) & (ahead < M))
+                cp.commit_group()
+        row = ahead
+    cp.wait_group(0)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
 
@@ -416,6 +498,47 @@ def _split_realigned_plan(m: int, n: int, stride: int, elsize: int, chunk_bytes:
     return _Split(_softmax_split[(m * n_parts,)], meta, n_parts)
 
 
+@functools.cache
+def _smem_per_sm(index: int) -> int:
+    """Shared memory per SM of a CUDA device; 0 before sm_80 (no cp.async: the resident path does not apply)."""
+    props = torch.cuda.get_device_properties(index)
+    return int(props.shared_memory_per_multiprocessor) if props.major >= 8 else 0
+
+
+def _resident_budget(smem_per_sm_bytes: int) -> int:
+    """Shared memory an SM gives rows: its shared memory less scratch, at most _RESIDENT_CAP_BYTES."""
+    return max(0, min(_RESIDENT_CAP_BYTES, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES))
+
+
+def _resident_chunks(n_chunks: int, chunk_bytes: int, budget: int) -> tuple[int, int]:
+    """(RES_A, RES_B): chunk slots held in shared memory, as two power-of-two buffers within `budget` bytes."""
+    fit = min(n_chunks, budget // chunk_bytes)
+    if fit < 1:
+        raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {budget} bytes of shared memory")
+    a = 1 << (fit.bit_length() - 1)
+    rest = fit - a
+    return a, (1 << (rest.bit_length() - 1) if rest else 0)
+
+
+def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
+                   k: int = 0, per_sm: int = 0) -> Launch | None:
+    """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
+    this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
+    the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
+    on 16 warps where one does, one on 32 warps streaming the rest otherwise. warps / k / per_sm override them."""
+    budget = _resident_budget(smem_per_sm_bytes)
+    if align * elsize < _MIN_COPY_BYTES or budget < 32 * 1024:
+        return None
+    row_bytes = n * elsize
+    per_sm = per_sm or (2 if 2 * row_bytes <= budget else 1)
+    warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= budget else 32)
+    k = k or 16 // elsize
+    n_chunks = _cdiv(n, 32 * warps * k)
+    res_a, res_b = _resident_chunks(n_chunks, 32 * warps * k * elsize, budget // per_sm)
+    return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "RES_A": res_a, "RES_B": res_b, "K": k,
+                                                          "ALIGN": align, "num_warps": warps}
+
+
 def _window(n: int, elsize: int) -> int:
     """The realigned path's tile: an unaligned row can start mid-vector, so it spans up to N + VEC - 1 elements."""
     return triton.next_power_of_2(n if n % (16 // elsize) == 0 else n + 16 // elsize - 1)
@@ -434,7 +557,12 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's)."""
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
-    if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction):
+    compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
+    if n > _MAX_FUSED_N and elsize == 2 and compiled_gpu:
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if (resident := _resident_plan(m, n, align, elsize, _cuda_sms(index), _smem_per_sm(index))) is not None:
+            return resident
+    if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and compiled_gpu:
         split = (_split_realigned_plan(m, n, stride, elsize) if elsize == 4 or n % 8 else
                  _split_plan(m, n, elsize, align))
         if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together

@@ -8,6 +8,11 @@ the tensors claim.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -89,3 +94,67 @@ def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.Mon
         plan = rms_norm._plan(64, n, n, 2, torch.device("cuda"))
         assert not isinstance(plan, rms_norm._Split)
         assert plan[1]["CHUNK"] > 0  # the looped path
+
+
+H200_SMS, H200_SMEM_PER_SM = 132, 233472
+
+
+@pytest.mark.parametrize(("m", "n", "align", "expected"), [
+    # (programs per SM, warps, K, NCHUNK, RES_A, RES_B): two rows per SM on 8 warps where they fit the 200 KB
+    # budget, one on 16 where one does, one on 32 streaming the chunks past the budget otherwise.
+    (1024, 40000, 8, (2, 8, 8, 20, 16, 4)), (1991, 33508, 4, (2, 8, 8, 17, 16, 1)),
+    (1024, 65536, 8, (1, 16, 8, 16, 16, 0)), (1024, 131072, 8, (1, 32, 8, 16, 8, 4)),
+    (512, 128256, 8, (1, 32, 8, 16, 8, 4)), (3, 65536, 2, (1, 16, 8, 16, 16, 0))])
+def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected: tuple[int, ...]) -> None:
+    _launch, meta = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM)  # type: ignore[misc]
+    per_sm, warps, k, n_chunks, res_a, res_b = expected
+    assert (meta["num_warps"], meta["K"], meta["NCHUNK"], meta["RES_A"], meta["RES_B"]) == (warps, k, n_chunks,
+                                                                                              res_a, res_b)
+    assert meta["ALIGN"] == align and 32 * warps * k * n_chunks >= n > 32 * warps * k * (n_chunks - 1)
+    assert (res_a + res_b) * 32 * warps * k * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
+
+
+@pytest.mark.parametrize(("align", "smem"), [(1, H200_SMEM_PER_SM), (8, 0), (8, 48 * 1024)])
+def test_resident_softmax_needs_4_byte_rows_and_shared_memory(align: int, smem: int) -> None:
+    """Odd 16-bit widths or strides (cp.async copies at least 4 bytes), GPUs before sm_80 (reported as 0 bytes) and
+    GPUs with little shared memory keep the register paths."""
+    assert softmax._resident_plan(64, 65536, align, 2, H200_SMS, smem) is None
+
+
+@pytest.mark.parametrize("n_chunks", range(1, 40))
+def test_resident_chunks_are_two_power_of_two_buffers_within_budget(n_chunks: int) -> None:
+    chunk_bytes, budget = 8192, 200 * 1024
+    a, b = softmax._resident_chunks(n_chunks, chunk_bytes, budget)
+    fit = min(n_chunks, budget // chunk_bytes)
+    assert a & (a - 1) == 0 and a >= 1 and (b == 0 or b & (b - 1) == 0)
+    assert fit * 3 // 4 <= a + b <= fit
+    with pytest.raises(ValueError, match="does not fit"):
+        softmax._resident_chunks(n_chunks, budget + 1, budget)
+
+
+_COMPILE_RESIDENT = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n, stride), 2, 132, 233472)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
+    out.append({"shared": kernel.metadata.shared, "copies": sorted(set(re.findall(
+        r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", kernel.asm["ptx"])))})
+print(json.dumps(out))
+"""
+
+
+def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
+    """The Gluon kernel built for the H200's target (no GPU needed; a fresh process, in case this one interprets):
+    every plan's shared memory fits a block's 227 KB, and copies are as wide as the rows' alignment allows."""
+    shapes = [(1024, 65536, 65536), (512, 131072, 131072), (1991, 33508, 33508), (7, 40000, 40002)]
+    done = subprocess.run([sys.executable, "-c", _COMPILE_RESIDENT, json.dumps(shapes)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(r["shared"] <= 227 * 1024 for r in results), results
+    assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results

@@ -24,14 +24,18 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
                                              ((5, 128256), softmax._Staged), ((2, 250007), softmax._Staged),
                                              ((5, 65535), softmax._Split), ((700, 49999), softmax._Split)])
 def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type, dtype: torch.dtype) -> None:
-    """Both wide-row paths (split up to 65536 wide, staged beyond) against an fp32 reference; fp32 and unaligned
-    16-bit rows take the split path's REALIGNED chunks."""
+    """Every wide-row path against an fp32 reference: 16-bit rows of an even width are held in shared memory
+    (resident path, 131072 and 128256 partly streamed); the others split up to 65536 wide, staged beyond; fp32 and
+    odd 16-bit rows take the split path's REALIGNED chunks."""
     m, n = shape
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     x[0, ::7] = float("-inf")  # masked logits, as attention produces
     x[-1, : n // 2] = float("-inf")  # whole chunks of -inf: their partials are (max=-inf, sum=0)
     plan = softmax._plan(m, n, n, x.element_size(), x.device)
-    assert isinstance(plan, path), plan
+    if dtype != torch.float32 and n % 2 == 0:
+        assert not isinstance(plan, (softmax._Split, softmax._Staged)) and "NCHUNK" in plan[1], plan
+    else:
+        assert isinstance(plan, path), plan
     if isinstance(plan, softmax._Split):
         assert plan.meta.get("REALIGNED", False) == (dtype == torch.float32 or n % 8 != 0), plan.meta
     y = softmax.candidate(x)
@@ -126,6 +130,34 @@ def test_realigned_split_softmax_on_padded_rows(pad: int, dtype: torch.dtype) ->
     plan = softmax._plan(37, 40001, x.stride(0), x.element_size(), x.device, dtype)
     assert isinstance(plan, softmax._Split) and plan.meta["REALIGNED"], plan
     _assert_softmax_matches_fp32(x)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad", "config"), [
+    (1, 40000, 0, None), (131, 32770, 2, None), (300, 65536, 6, None), (263, 98304, 0, None), (2, 131072, 4, None),
+    (270, 63554, 0, None), (400, 65536, 0, (8, 8, 2)), (133, 65536, 0, (16, 16, 1)), (140, 40000, 0, (32, 8, 1))])
+def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, config: tuple[int, int, int] | None,
+                                                 dtype: torch.dtype) -> None:
+    """The resident path (rows in shared memory, the next row's chunks copied in while this row's output is stored)
+    on what can break it: one row (M a compile-time 1), fewer and more rows than programs, rows ending mid-chunk,
+    strides aligned to 4 bytes only (narrowest copies), rows over the budget (streamed chunks), -inf logits and
+    whole chunks of them; default and forced configs (warps, elements per thread, programs per SM). Replays
+    bit-exact; nothing written outside the output."""
+    x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n, x.stride(0)), 2, softmax._cuda_sms(index),
+                                  softmax._smem_per_sm(index), *(config or ()))
+    assert plan is not None
+    if config is None:
+        assert softmax._plan(m, n, x.stride(0), 2, x.device, dtype)[1] == plan[1]
+        _assert_softmax_matches_fp32(x)
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+    plan[0](x, out, m, n, x.stride(0), **plan[1])
+    torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
 
 
 @requires_cuda
