@@ -13,7 +13,7 @@ from sweep_common import Trial
 
 from kernelproof_core.kernels import softmax
 
-SHAPES = ((2048, 32000), (4096, 32768), (1991, 33508), (1024, 40000), (1024, 65536), (512, 128256), (1024, 131072))
+SHAPES = ((2048, 32000), (1991, 33508), (1024, 40000), (1024, 65536), (683, 98304), (1024, 131072))
 
 
 def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
@@ -48,8 +48,12 @@ def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterato
             if plan is None:
                 print(f"softmax.resident {m}x{n}: not applicable", flush=True)
                 break
-            launch = partial(plan[0], x, y, m, n, n, **plan[1])
-            y.fill_(float("nan"))
-            launch()
-            if _correct(y, ref, f"softmax.resident {m}x{n} {label}"):
-                yield ("softmax.resident", (m, n), label, launch, moved, False)
+            for flags in ((), ("EARLY",), ("STREAM",), ("POLY",), ("EARLY", "POLY"), ("EARLY", "STREAM", "POLY")):
+                if flags and (warps, k) != (16 if per_sm == 1 else 8, 16 // es):
+                    continue  # the hints only on each row size's default config
+                launch = partial(plan[0], x, y, m, n, n, **plan[1], **dict.fromkeys(flags, True))
+                y.fill_(float("nan"))
+                launch()
+                flagged = " ".join((label, *flags))
+                if _correct(y, ref, f"softmax.resident {m}x{n} {flagged}"):
+                    yield ("softmax.resident", (m, n), flagged, launch, moved, False)
