@@ -48,12 +48,8 @@ def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterato
             if plan is None:
                 print(f"softmax.resident {m}x{n}: not applicable", flush=True)
                 break
-            for flags in ((), ("EARLY",), ("STREAM",), ("POLY",), ("EARLY", "POLY"), ("EARLY", "STREAM", "POLY")):
-                if flags and (warps, k) != (16 if per_sm == 1 else 8, 16 // es):
-                    continue  # the hints only on each row size's default config
-                launch = partial(plan[0], x, y, m, n, n, **plan[1], **dict.fromkeys(flags, True))
-                y.fill_(float("nan"))
-                launch()
-                flagged = " ".join((label, *flags))
-                if _correct(y, ref, f"softmax.resident {m}x{n} {flagged}"):
-                    yield ("softmax.resident", (m, n), flagged, launch, moved, False)
+            launch = partial(plan[0], x, y, m, n, n, **plan[1])
+            y.fill_(float("nan"))
+            launch()
+            if _correct(y, ref, f"softmax.resident {m}x{n} {label}"):
+                yield ("softmax.resident", (m, n), label, launch, moved, False)

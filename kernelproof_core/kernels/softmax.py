@@ -369,57 +369,22 @@ def _slot(buf_a: gl.shared_memory_descriptor, buf_b: gl.shared_memory_descriptor
 
 
 @gluon.jit
-def _exp2_fma(t: gl.tensor) -> gl.tensor:
-    # 2^t on the FMA pipe (the MUFU unit, 16 lanes per SM per clock, is a quarter of the FMA rate): 2^round(t) in
-    # the exponent bits times a degree-5 fit of 2^f on [-0.5, 0.5] (relative error 2.3e-7, ex2.approx's is 2.4e-7);
-    # 0 below 2^-125 (masked and -inf logits stay exactly 0).
-    c = gl.maximum(t, -125.0)
-    j = gl.floor(c + 0.5)
-    f = c - j
-    p = gl.fma(gl.fma(gl.fma(gl.fma(gl.fma(0.0013266970636323094, f, 0.009675459936261177), f,
-                                         0.05550742521882057), f, 0.24022121727466583), f, 0.6931469440460205), f,
-               1.0000001192092896)
-    r = (p.to(gl.int32, bitcast=True) + (j.to(gl.int32) << 23)).to(gl.float32, bitcast=True)
-    return gl.where(t < -125.0, 0.0, r)
-
-
-@gluon.jit
-def _exp2_mix(t: gl.tensor, c: gl.constexpr, POLY: gl.constexpr) -> gl.tensor:
-    # POLY: odd chunks take their exponentials from the FMA pipe, so both units work (see _exp2_fma)
-    if POLY and c % 2 == 1:
-        return _exp2_fma(t)
-    else:
-        return gl.exp2(t)
-
-
-@gluon.jit
-def _refill(buf_a: gl.shared_memory_descriptor, buf_b: gl.shared_memory_descriptor, c: gl.constexpr,
-            RES_A: gl.constexpr, T: gl.constexpr, a_row: gl.tensor, cols: gl.tensor, N: gl.tensor, live: gl.tensor,
-            EVICT: gl.constexpr) -> None:
-    # Start the next row's chunk c in its (now free) slot; past the last row (live false) the copy moves nothing.
-    cp.async_copy_global_to_shared(_slot(buf_a, buf_b, c, RES_A, T), a_row + cols, mask=(cols < N) & live,
-                                   eviction_policy="evict_first" if EVICT else "")
-    cp.commit_group()
-
-
-@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, RES_A: gl.constexpr, RES_B: gl.constexpr, K: gl.constexpr,
-                      ALIGN: gl.constexpr, EARLY: gl.constexpr = False, EVICT: gl.constexpr = False,
-                      STREAM: gl.constexpr = False, POLY: gl.constexpr = False) -> None:
+                      ALIGN: gl.constexpr) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
-    # per row). Output pass: chunk c is read back, normalised and stored, and its slot at once refilled with the
-    # next row's chunk c, so the next row's reads fly while this row's output is written. HBM: one read, one write.
+    # per row). Output pass: chunk c is read back and its slot at once refilled with the next row's chunk c, then
+    # normalised and stored, so the next row's reads fly while this row's output is written. HBM: 1 read, 1 write.
     # Two programs share an SM where two rows fit its shared memory (one's output pass overlaps the other's stats
     # pass). Rows over the budget keep their first chunks resident and stream the rest (stats pass: evict_last;
     # output pass: re-read from L2). Each thread reads back exactly what its own copies wrote (one layout for both),
     # so cp.async.wait_group is all the ordering needed. Every wide-row design in Triton proper stopped near 70% of
     # copy (each program loads, reduces, then stores, with nothing of its own in flight meanwhile).
-    # EARLY: a slot is refilled as soon as it is read, before its chunk is normalised and stored; EVICT: x's copies
-    # leave L2 first; STREAM: y is written with streaming stores; POLY: half the exponentials on the FMA pipe
-    # (benchmarks/kernel_sweep.py --only softmax_resident).
+    # H200 sweep (evidence/h200/2026-12-01_resident_rows/4_*): refilling a slot before its chunk is normalised
+    # rather than after gains 1-4 points; streaming stores +-1; half the exponentials on the FMA pipe (a degree-5
+    # fit) lose 15-20: the output pass is bound by instruction issue, not by the exp unit.
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
@@ -438,7 +403,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     for c in gl.static_range(NRES):
         cols = c * CHUNK + offs
         cp.async_copy_global_to_shared(_slot(buf_a, buf_b, c, RES_A, T), x_ptr + row.to(gl.int64) * stride_x + cols,
-                                       mask=(cols < N) & (row < M), eviction_policy="evict_first" if EVICT else "")
+                                       mask=(cols < N) & (row < M))
         cp.commit_group()
     while row < M:
         x_row = x_ptr + row.to(gl.int64) * stride_x
@@ -455,8 +420,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                             eviction_policy="evict_last").to(gl.float32)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
             m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
-            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(_exp2_mix(x * _LOG2E - m_safe[:, None], c, POLY),
-                                                                axis=1)
+            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
             m_t = m_new
         m2 = gl.max(m_t, axis=0) * _LOG2E
         inv = 1.0 / gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0)
@@ -467,14 +431,13 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             cols = c * CHUNK + offs
             if c < NRES:
                 x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+                # the slot is free: start the next row's chunk c (past the last row: no traffic)
+                cp.async_copy_global_to_shared(_slot(buf_a, buf_b, c, RES_A, T), a_row + cols,
+                                               mask=(cols < N) & (ahead < M))
+                cp.commit_group()
             else:
                 x = gl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first").to(gl.float32)
-            if c < NRES and EARLY:
-                _refill(buf_a, buf_b, c, RES_A, T, a_row, cols, N, ahead < M, EVICT)
-            y = (_exp2_mix(x * _LOG2E - m2, c, POLY) * inv).to(y_ptr.dtype.element_ty)
-            gl.store(y_row + cols, y, mask=cols < N, cache_modifier=".cs" if STREAM else "")
-            if c < NRES and not EARLY:
-                _refill(buf_a, buf_b, c, RES_A, T, a_row, cols, N, ahead < M, EVICT)
+            gl.store(y_row + cols, (gl.exp2(x * _LOG2E - m2) * inv).to(y_ptr.dtype.element_ty), mask=cols < N)
         row = ahead
     cp.wait_group(0)
 
