@@ -27,8 +27,7 @@ def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
 
 def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Wide rows (32000-131072, aligned and 8-byte aligned) on the resident kernel against the planned launch."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    sms, smem = softmax._cuda_sms(index), softmax._smem_per_sm(index)
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n in SHAPES:
         x = torch.randn(m, n, dtype=dtype, device=device) * 4
         y = torch.empty_like(x)

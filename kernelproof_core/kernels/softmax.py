@@ -76,10 +76,12 @@ def _cuda_sms(index: int) -> int:
     return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
 
+def _cuda_index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
 def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
-    return _CPU_SMS
+    return _cuda_sms(_cuda_index(device)) if device.type == "cuda" else _CPU_SMS
 
 
 def _align(elsize: int, *values: int) -> int:
@@ -563,8 +565,8 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
     if n > _MAX_FUSED_N and elsize == 2 and compiled_gpu:
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        if (resident := _resident_plan(m, n, align, elsize, _cuda_sms(index), _smem_per_sm(index))) is not None:
+        resident = _resident_plan(m, n, align, elsize, _num_sms(device), _smem_per_sm(_cuda_index(device)))
+        if resident is not None:
             return resident
     if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and compiled_gpu:
         split = (_split_realigned_plan(m, n, stride, elsize) if elsize == 4 or n % 8 else
