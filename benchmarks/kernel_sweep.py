@@ -45,6 +45,7 @@ from sweep_parity import (
     wide_looped_trials,
 )
 from sweep_resident import softmax_resident_trials
+from sweep_resident_ab import softmax_resident_ab_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -340,7 +341,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_realigned_bounds": softmax_realigned_bounds_trials, "softmax_packed": softmax_packed_trials,
             "softmax_realigned_narrow": softmax_realigned_narrow_trials,
             "softmax_reread_odd": softmax_reread_odd_trials, "softmax_split_realigned": softmax_split_realigned_trials,
-            "wide_looped": wide_looped_trials, "softmax_resident": softmax_resident_trials}
+            "wide_looped": wide_looped_trials, "softmax_resident": softmax_resident_trials,
+            "softmax_resident_ab": softmax_resident_ab_trials}
 
 
 def main() -> int:

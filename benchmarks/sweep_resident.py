@@ -1,6 +1,7 @@
 """kernel_sweep.py family `softmax_resident`: the built-in softmax's resident path (rows held in shared memory) over
-warps, elements per thread and programs per SM, each config checked against an fp32 reference before it is timed,
-beside the built-in's planned launch on the same input (the resident path's default config, where it applies)."""
+warps, programs per SM and the lag between a chunk's copy and its reduction, each config checked against an fp32
+reference before it is timed, beside the built-in's planned launch on the same input (the resident path's default
+config, where it applies)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sweep_common import Trial
 
 from kernelproof_core.kernels import softmax
 
-SHAPES = ((2048, 32000), (1991, 33508), (1024, 40000), (1024, 65536), (683, 98304), (1024, 131072))
+SHAPES = ((2048, 32000), (4096, 32768), (1991, 33508), (1024, 40000), (1024, 65536), (683, 98304), (1024, 131072))
 
 
 def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
@@ -35,12 +36,16 @@ def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterato
         moved = 2 * x.numel() * es
         ref = torch.softmax(x.float(), -1)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for warps, k, per_sm in itertools.product((8, 16, 32), (4, 8, 16), (1, 2)):
-            if not 16 <= k * es <= 32 or 32 * warps * k > n or (per_sm == 2 and warps == 32):
+        # one 16-byte vector per thread per chunk (32 bytes lost 5-25 points: evidence/h200/2026-12-01_resident_rows/)
+        k = 16 // es
+        for warps, per_sm, lag in itertools.product((8, 16, 32), (1, 2), (2, 4, 8, 16, 32)):
+            # 8 warps alone on an SM trailed every other config by 5-25 points (2026-12-01_fused_rows/1_*)
+            if (32 * warps * k > n or (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8)
+                    or lag > softmax._cdiv(n, 32 * warps * k)):
                 continue
-            label = f"warps={warps} k={k} per_sm={per_sm}"
+            label = f"warps={warps} per_sm={per_sm} lag={lag}"
             try:
-                plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm)
+                plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm, lag)
             except ValueError as exc:  # a chunk larger than the budget
                 print(f"softmax.resident {m}x{n} {label}: {exc}", flush=True)
                 continue
