@@ -1,7 +1,6 @@
 """kernel_sweep.py family `softmax_resident`: the built-in softmax's resident path (rows held in shared memory) over
-warps, programs per SM and the lag between a chunk's copy and its reduction, each config checked against an fp32
-reference before it is timed, beside the built-in's planned launch on the same input (the resident path's default
-config, where it applies)."""
+warps and programs per SM, each config checked against an fp32 reference before it is timed, beside the built-in's
+planned launch on the same input (the resident path's default config, where it applies)."""
 
 from __future__ import annotations
 
@@ -38,14 +37,13 @@ def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterato
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         # one 16-byte vector per thread per chunk (32 bytes lost 5-25 points: evidence/h200/2026-12-01_resident_rows/)
         k = 16 // es
-        for warps, per_sm, lag in itertools.product((8, 16, 32), (1, 2), (2, 4, 8, 16, 32)):
+        for warps, per_sm in itertools.product((8, 16, 32), (1, 2)):
             # 8 warps alone on an SM trailed every other config by 5-25 points (2026-12-01_fused_rows/1_*)
-            if (32 * warps * k > n or (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8)
-                    or lag > softmax._cdiv(n, 32 * warps * k)):
+            if 32 * warps * k > n or (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8):
                 continue
-            label = f"warps={warps} per_sm={per_sm} lag={lag}"
+            label = f"warps={warps} per_sm={per_sm}"
             try:
-                plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm, lag)
+                plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm)
             except ValueError as exc:  # a chunk larger than the budget
                 print(f"softmax.resident {m}x{n} {label}: {exc}", flush=True)
                 continue

@@ -67,7 +67,6 @@ _SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
 # Resident path: shared memory an SM gives rows (H200: 228 KB per SM; the rest is reduction scratch), kept free below
 # a smaller GPU's, and the narrowest copy cp.async makes (rows and their stride must be 4-byte aligned).
 _RESIDENT_CAP_BYTES, _RESIDENT_RESERVE_BYTES, _MIN_COPY_BYTES = 200 * 1024, 24 * 1024, 4
-_RESIDENT_LAG = 2  # chunks between a copy's issue and its reduction in the fused pass
 _LOG2E = gl.constexpr(1.4426950408889634)
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
@@ -375,7 +374,7 @@ def _slot(buf_a: gl.shared_memory_descriptor, buf_b: gl.shared_memory_descriptor
 @gluon.jit
 def _fetch(slot: gl.shared_memory_descriptor, src: gl.tensor, cols: gl.tensor, N: gl.tensor, live: gl.tensor,
            LAST: gl.constexpr) -> None:
-    # One chunk's copy group into its slot; only the row's last chunk can run past N (NCHUNK = cdiv(N, CHUNK)).
+    # One chunk's copy group into its slot; only a row's last chunk can run past N (NCHUNK = cdiv(N, CHUNK)).
     if LAST:
         cp.async_copy_global_to_shared(slot, src + cols, mask=(cols < N) & live)
     else:
@@ -384,50 +383,24 @@ def _fetch(slot: gl.shared_memory_descriptor, src: gl.tensor, cols: gl.tensor, N
 
 
 @gluon.jit
-def _reduce(x: gl.tensor, m_t: gl.tensor, s_t: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
-    # Per-thread online (max, sum of exp) over one chunk: nothing crosses threads.
-    m_new = gl.maximum(m_t, gl.max(x, axis=1))
-    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
-    s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
-    return m_new, s_t
-
-
-@gluon.jit
-def _reduce_chunk(buf_a: gl.shared_memory_descriptor, buf_b: gl.shared_memory_descriptor, x_row: gl.tensor,
-                  cols: gl.tensor, N: gl.tensor, m_t: gl.tensor, s_t: gl.tensor, c: gl.constexpr,
-                  NCHUNK: gl.constexpr, RES_A: gl.constexpr, NRES: gl.constexpr, T: gl.constexpr,
-                  layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # Chunk c of a row into the running stats: from its slot (its copy group has landed) or, past the resident
-    # chunks, from global memory (kept in L2 for the output pass's re-read).
-    if c < NRES:
-        x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
-        if c == NCHUNK - 1:
-            x = gl.where(cols < N, x, float("-inf"))  # masked copies zero-fill
-    elif c == NCHUNK - 1:
-        x = gl.load(x_row + cols, mask=cols < N, other=float("-inf"), eviction_policy="evict_last").to(gl.float32)
-    else:
-        x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
-    return _reduce(x, m_t, s_t)
-
-
-@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, RES_A: gl.constexpr, RES_B: gl.constexpr, K: gl.constexpr,
-                      ALIGN: gl.constexpr, LAG: gl.constexpr) -> None:
+                      ALIGN: gl.constexpr) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
-    # cp.async (no registers held while copies fly). One pass per row: chunk c of row r is read back from its slot,
-    # the slot at once refilled with row r+1's chunk c, and chunk c normalised and stored; LAG chunks behind, row
-    # r+1's chunk c-LAG (landed by then) is reduced into per-thread running (max, sum of exp). So the next row's
-    # reads, this row's writes and the next row's statistics all overlap: HBM is never idle while a program
-    # computes, and each element is read from HBM once and written once. Only the first row has a stats pass of
-    # its own. Two programs share an SM where two rows fit its shared memory. Rows over the budget keep their
-    # first chunks resident and stream the rest (stats: evict_last; output: re-read from L2). Each thread reads back
-    # exactly what its own copies wrote (one layout for both), so cp.async.wait_group is all the ordering needed.
-    # Every chunk but the last is whole (NCHUNK = cdiv(N, CHUNK)): column masks on the last chunk only. The
-    # normalisation is folded into the exponent: y = 2^(x log2 e - (max log2 e + log2 sum)).
-    # H200 sweeps (evidence/h200/2026-12-01_resident_rows/): the two-pass form (stats pass, then output pass) reached
-    # 81% of copy at 65536 wide; refilling a slot before its chunk is normalised gained 1-4 points; half the
-    # exponentials on the FMA pipe (a degree-5 fit) lost 15-20.
+    # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
+    # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
+    # per row). Output pass: chunk c is read back and its slot at once refilled with the next row's chunk c, then
+    # normalised and stored, so the next row's reads fly while this row's output is written. HBM: 1 read, 1 write.
+    # Two programs share an SM where two rows fit its shared memory (one's output pass overlaps the other's stats
+    # pass). Rows over the budget keep their first chunks resident and stream the rest (stats pass: evict_last;
+    # output pass: re-read from L2). Each thread reads back exactly what its own copies wrote (one layout for both),
+    # so cp.async.wait_group is all the ordering needed. Every chunk but the last is whole (NCHUNK = cdiv(N, CHUNK)),
+    # so column masks sit on the last chunk only, and the normalisation is folded into the exponent
+    # (y = 2^(x log2 e - (max log2 e + log2 sum))): +1.4 to +2.7 points on the H200.
+    # Tried and measured worse (evidence/h200/2026-12-01_resident_rows/4_*, 2026-12-01_fused_rows/): refilling a
+    # slot after its chunk is normalised (-1 to -4); half the exponentials on the FMA pipe (-15 to -20: the output
+    # pass is bound by instruction issue, not the exp unit); the next row's stats fused into this row's output pass
+    # a few chunks behind its copies (-3 to -8; +3 to +5 only on rows over the budget).
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
@@ -442,52 +415,51 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
         None, :]
     step = gl.num_programs(0)
-    row = gl.program_id(0)  # the host launches at most M programs
-    x_row = x_ptr + row.to(gl.int64) * stride_x
+    row = gl.program_id(0)
     for c in gl.static_range(NRES):
-        _fetch(_slot(buf_a, buf_b, c, RES_A, T), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1)
-    m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
-    s_t = gl.zeros([T], gl.float32, rows_layout)
-    for c in gl.static_range(NCHUNK):
-        if c < NRES:
-            cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
-        m_t, s_t = _reduce_chunk(buf_a, buf_b, x_row, c * CHUNK + offs, N, m_t, s_t, c, NCHUNK, RES_A, NRES, T,
-                                 layout)
+        _fetch(_slot(buf_a, buf_b, c, RES_A, T), x_ptr + row.to(gl.int64) * stride_x, c * CHUNK + offs, N, row < M,
+               c == NCHUNK - 1)
     while row < M:
+        x_row = x_ptr + row.to(gl.int64) * stride_x
+        m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
+        s_t = gl.zeros([T], gl.float32, rows_layout)
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            if c < NRES:
+                cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
+                x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+                if c == NCHUNK - 1:
+                    x = gl.where(cols < N, x, float("-inf"))  # masked copies zero-fill
+            elif c == NCHUNK - 1:
+                x = gl.load(x_row + cols, mask=cols < N, other=float("-inf"),
+                            eviction_policy="evict_last").to(gl.float32)
+            else:
+                x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
+            m_new = gl.maximum(m_t, gl.max(x, axis=1))
+            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
+            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
+            m_t = m_new
         m2 = gl.max(m_t, axis=0) * _LOG2E
         shift = m2 + gl.log2(gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0))
         y_row = y_ptr + row.to(gl.int64) * N
         ahead = row + step
         a_row = x_ptr + ahead.to(gl.int64) * stride_x
-        m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
-        s_t = gl.zeros([T], gl.float32, rows_layout)
-        for c in gl.static_range(NCHUNK + LAG):
-            if c < NCHUNK:
-                cols = c * CHUNK + offs
-                if c < NRES:
-                    x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
-                    # the slot is free: start the next row's chunk c (past the last row: no traffic)
-                    _fetch(_slot(buf_a, buf_b, c, RES_A, T), a_row, cols, N, ahead < M, c == NCHUNK - 1)
-                elif c == NCHUNK - 1:
-                    x = gl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first").to(gl.float32)
-                else:
-                    x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
-                y = gl.exp2(x * _LOG2E - shift).to(y_ptr.dtype.element_ty)
-                if c == NCHUNK - 1:
-                    gl.store(y_row + cols, y, mask=cols < N)
-                else:
-                    gl.store(y_row + cols, y)
-            # the next row's chunk c - LAG: its copy group, LAG groups back, has had time to land
-            if c >= LAG and c - LAG < NRES:
-                cp.wait_group(min(c, NRES - 1) - (c - LAG))
-                m_t, s_t = _reduce_chunk(buf_a, buf_b, a_row, (c - LAG) * CHUNK + offs, N, m_t, s_t, c - LAG, NCHUNK,
-                                         RES_A, NRES, T, layout)
-        for j in gl.static_range(NRES, NCHUNK):  # the next row's streamed chunks (rows over the budget)
-            if ahead < M:
-                m_t, s_t = _reduce_chunk(buf_a, buf_b, a_row, j * CHUNK + offs, N, m_t, s_t, j, NCHUNK, RES_A,
-                                         NRES, T, layout)
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            if c < NRES:
+                x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+                # the slot is free: start the next row's chunk c (past the last row: no traffic)
+                _fetch(_slot(buf_a, buf_b, c, RES_A, T), a_row, cols, N, ahead < M, c == NCHUNK - 1)
+            elif c == NCHUNK - 1:
+                x = gl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first").to(gl.float32)
+            else:
+                x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
+            y = gl.exp2(x * _LOG2E - shift).to(y_ptr.dtype.element_ty)
+            if c == NCHUNK - 1:
+                gl.store(y_row + cols, y, mask=cols < N)
+            else:
+                gl.store(y_row + cols, y)
         row = ahead
-        x_row = a_row
     cp.wait_group(0)
 
 
@@ -573,7 +545,7 @@ def _resident_chunks(n_chunks: int, chunk_bytes: int, budget: int) -> tuple[int,
 
 
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
-                   k: int = 0, per_sm: int = 0, lag: int = 0) -> Launch | None:
+                   k: int = 0, per_sm: int = 0) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -588,8 +560,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     n_chunks = _cdiv(n, 32 * warps * k)
     res_a, res_b = _resident_chunks(n_chunks, 32 * warps * k * elsize, budget // per_sm)
     return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "RES_A": res_a, "RES_B": res_b, "K": k,
-                                                          "ALIGN": align, "LAG": lag or _RESIDENT_LAG,
-                                                          "num_warps": warps}
+                                                          "ALIGN": align, "num_warps": warps}
 
 
 def _window(n: int, elsize: int) -> int:
