@@ -35,6 +35,7 @@ import experimental_kernels
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
     rms_norm_parity_trials,
+    rms_norm_realigned_trials,
     softmax_packed_trials,
     softmax_parity_trials,
     softmax_realigned_bounds_trials,
@@ -342,7 +343,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_realigned_narrow": softmax_realigned_narrow_trials,
             "softmax_reread_odd": softmax_reread_odd_trials, "softmax_split_realigned": softmax_split_realigned_trials,
             "wide_looped": wide_looped_trials, "softmax_resident": softmax_resident_trials,
-            "softmax_resident_ab": softmax_resident_ab_trials}
+            "softmax_resident_ab": softmax_resident_ab_trials,
+            "rms_norm_realigned": rms_norm_realigned_trials}
 
 
 def main() -> int:

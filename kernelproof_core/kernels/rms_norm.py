@@ -42,6 +42,9 @@ _L2_BUDGET_BYTES = 32 << 20
 _MAX_IMBALANCE = 1.25
 # Split path: elements per program (vectorised rows / rows with scalar accesses) and warps (kernel_sweep.py).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_WARPS = 8192, 4096, 4
+# Unaligned 16-bit rows of this many elements and more, in windows up to this wide, take the realigned kernel
+# (narrower rows lost 3 points on it: 32768 x 1027, 57.7% of copy with scalar accesses, 54-55% realigned).
+_REALIGNED_MIN_N, _REALIGNED_MAX_WINDOW = 2048, 16384
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
 
@@ -111,6 +114,48 @@ def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
     else:
         store_mask = (tl.arange(0, BLOCK_M) < M - row0)[:, None] & col_mask[None, :]
         tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=store_mask, cache_modifier=".cs" if STREAM else "")
+
+
+@triton.jit
+def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    # Window offsets (2 x VEC) of a row's first and last vectors, and the mask of the row's elements in them that the
+    # big tile does not hold (N > VEC: the two never coincide). The same helper as softmax.py's: a candidate is one
+    # file, so it cannot import it.
+    start = tl.where(tl.arange(0, 2)[:, None] == 0, 0, ((shift + N - 1) // VEC) * VEC)
+    offs = start + tl.arange(0, VEC)[None, :]
+    inside = (start >= shift) & (start + VEC <= shift + N)
+    return offs, (offs >= shift) & (offs < shift + N) & ~inside
+
+
+@triton.jit
+def _rms_norm_realigned(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
+                        stride_x: tl.tensor, eps: tl.tensor, WINDOW: tl.constexpr, VEC: tl.constexpr,
+                        ALIGN_X: tl.constexpr, REREAD: tl.constexpr) -> None:
+    # 16-bit rows whose width is not a multiple of the 16-byte vector: addressed row by row, every access is scalar
+    # (H200: 50% of copy at 3124 x 5999). One row per program, seen through the window of whole vectors of y that
+    # covers it (y is contiguous, so a row starts mid-vector): the big tile holds the vectors lying wholly inside the
+    # row (masked per vector, so loads and stores stay 16 bytes wide), a 2 x VEC tile the row's part of its two edge
+    # vectors. x is read at the same window positions (vectorised as far as ALIGN_X, a power of two dividing
+    # stride_x - N); the weight at window position p is w[p - shift], a misaligned read served by L1 (12 KB).
+    # REREAD: x read again for the scaling pass (from L1/L2) instead of held across the reduction.
+    vecs = tl.arange(0, WINDOW // VEC) * VEC
+    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    row = tl.program_id(0)
+    start = row.to(tl.int64) * N
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
+    x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN_X) * ALIGN_X  # x at window position 0
+    whole = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
+    e_offs, e_mask = _edges(shift, N, VEC)
+    x = tl.load(x_at + offs, mask=whole, other=0.0, eviction_policy="evict_last" if REREAD else "").to(tl.float32)
+    x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
+    inv = tl.rsqrt((tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)) / N + eps)
+    if REREAD:
+        x = tl.load(x_at + offs, mask=whole, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    w = tl.load(w_ptr + (offs - shift), mask=whole, other=0.0).to(tl.float32)
+    w_e = tl.load(w_ptr + (e_offs - shift), mask=e_mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + base + offs, (x * inv * w).to(y_ptr.dtype.element_ty), mask=whole)
+    tl.store(y_ptr + base + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
 
 
 @triton.jit
@@ -239,6 +284,8 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
                               n_parts)
         return _looped_plan(m, n, elsize, align, _num_sms(device))
     n_sm = _num_sms(device)
+    if elsize == 2 and not vectorised and _REALIGNED_MIN_N <= n and (window := _window(n)) <= _REALIGNED_MAX_WINDOW:
+        return _realigned_plan(m, n, stride, window)
     block_n = triton.next_power_of_2(n)
     if elsize == 2 and vectorised and _REREAD_MIN_N <= block_n <= _REREAD_MAX_N and (block_n == n or n >= 2048):
         return _reread_plan(m, n, block_n, align, n_sm)
@@ -263,6 +310,21 @@ def _reread_plan(m: int, n: int, block_n: int, align: int, n_sm: int) -> Launch:
     even = block_n == n and m % block_m == 0
     return _rms_norm_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
                                                    "EVEN": even, "REREAD": True, "num_warps": warps}
+
+
+def _window(n: int) -> int:
+    """The realigned tile: a 16-bit row that starts mid-vector spans up to n + 7 window positions."""
+    return triton.next_power_of_2(n + 7)
+
+
+def _realigned_plan(m: int, n: int, stride: int, window: int, warps: int = 0, reread: bool | None = None) -> Launch:
+    """Unaligned 16-bit rows (_rms_norm_realigned), one per program: 4 warps up to 8192-element windows (32-64
+    elements per thread), 8 warps re-reading x at 16384 (benchmarks/kernel_sweep.py --only rms_norm_realigned; H200,
+    bf16, CUPTI: 8192 x 2879 72.8% of copy, 3124 x 5999 65.0%, 2000 x 12345 66.1%, against 61%, 50% and 43% with
+    scalar accesses; torch.compile 35-44%)."""
+    warps = warps or max(4, window // 2048)
+    return _rms_norm_realigned[(m,)], {"WINDOW": window, "VEC": 8, "ALIGN_X": _align(2, stride - n),
+                                       "REREAD": window > 8192 if reread is None else reread, "num_warps": warps}
 
 
 def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
