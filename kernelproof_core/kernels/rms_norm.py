@@ -6,7 +6,9 @@ is about moving enough bytes per program with full-width vector accesses:
     2-D tile of about 8192 elements, 16 KB of bf16) so short rows still give each program real work, and
     weight is loaded once per program rather than once per row. 16-bit rows of 1024-8192 elements re-read their
     tile for the scaling pass instead of holding it across the reduction (_reread_plan): fewer registers, more
-    programs in flight, 90-103% of copy bandwidth on the H200;
+    programs in flight, 90-103% of copy bandwidth on the H200. Unaligned 16-bit rows of 2048-16377 (rows start
+    mid-vector) are seen through the output's vector window instead (_rms_norm_realigned): vector accesses, the
+    two edge vectors apart; H200 55-73% of copy where scalar accesses reached 40-60%;
   * wider rows, on a GPU (split path): one program per chunk of a row holds its chunk in registers, publishes
     its sum of squares on a per-row counter and waits for its siblings: one HBM read and one write, and many small
     programs per SM. On the H200 it beat the looped path below on every wide case swept (345 x 64803: 28% -> 40%
@@ -42,7 +44,8 @@ _L2_BUDGET_BYTES = 32 << 20
 _MAX_IMBALANCE = 1.25
 # Split path: elements per program (vectorised rows / rows with scalar accesses) and warps (kernel_sweep.py).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_WARPS = 8192, 4096, 4
-# Unaligned 16-bit rows of this many elements and more, in windows up to this wide, take the realigned kernel
+# 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
+# realigned kernel
 # (narrower rows lost 3 points on it: 32768 x 1027, 57.7% of copy with scalar accesses, 54-55% realigned).
 _REALIGNED_MIN_N, _REALIGNED_MAX_WINDOW = 2048, 16384
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
@@ -284,7 +287,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
                               n_parts)
         return _looped_plan(m, n, elsize, align, _num_sms(device))
     n_sm = _num_sms(device)
-    if elsize == 2 and not vectorised and _REALIGNED_MIN_N <= n and (window := _window(n)) <= _REALIGNED_MAX_WINDOW:
+    if elsize == 2 and n % 8 and _REALIGNED_MIN_N <= n and (window := _window(n)) <= _REALIGNED_MAX_WINDOW:
         return _realigned_plan(m, n, stride, window)
     block_n = triton.next_power_of_2(n)
     if elsize == 2 and vectorised and _REREAD_MIN_N <= block_n <= _REREAD_MAX_N and (block_n == n or n >= 2048):

@@ -10,8 +10,8 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     40-41% addressed row by row; unaligned 16-bit rows of 2049-16384 take it too). A row whose window would double
     (unaligned, just below a power of two) is addressed row by row (pipelined or row path).
   * 16-bit rows wider than 32768 whose rows and stride are multiples of 2 elements, on a GPU (resident path): each
-    row held in shared memory (see _softmax_resident; H200: 81% of copy at 65536 wide, 83% at 40000, 68-71% at
-    33508 and 131072, against 66-71% on the split and staged paths).
+    row held in shared memory (see _softmax_resident; H200: 81-82% of copy at 65536 wide, 84% at 40000, 71% at
+    33508, 77% at 131072, against 66-71% on the split and staged paths).
   * other rows of 32769-65536 on a GPU (split path): one program per chunk of a row (16 KB; fp32 and unaligned
     16-bit rows cut it from the row's vector window, 8 KB for 16-bit), held in registers from load to store;
     programs publish (max, sum of exp) on a per-row counter, wait for their row's siblings and normalise in place:
