@@ -32,6 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
+from experimental_resident_ws import softmax_resident_ws_trials
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
     rms_norm_parity_trials,
@@ -344,7 +345,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_reread_odd": softmax_reread_odd_trials, "softmax_split_realigned": softmax_split_realigned_trials,
             "wide_looped": wide_looped_trials, "softmax_resident": softmax_resident_trials,
             "softmax_resident_ab": softmax_resident_ab_trials,
-            "rms_norm_realigned": rms_norm_realigned_trials}
+            "rms_norm_realigned": rms_norm_realigned_trials,
+            "softmax_resident_ws": softmax_resident_ws_trials}
 
 
 def main() -> int:

@@ -264,3 +264,41 @@ def test_split_realigned_softmax_loads_the_right_columns(n: int, pad: int, chunk
         plan.launch(x, y, partials, done, m, n, x.stride(0), n_parts, **plan.meta)
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2 if dtype != torch.float32 else 1e-5,
                                atol=1e-6)
+
+
+_COMPILE_WS = """
+import json, re, sys, torch
+sys.path.insert(0, sys.argv[2])
+import experimental_resident_ws as ws
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, warps, programs in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        ptx = ws.launch(x, torch.empty_like(x), programs, warps).asm["ptx"]
+    out.append({"cta_bars": len(re.findall(r"bar\\.sync\\s+\\d+;", ptx)),
+                "partition_bars": sorted(set(re.findall(r"bar\\.sync\\s+\\d+, (\\d+);", ptx))),
+                "noinc": ptx.count("cp.async.mbarrier.arrive.noinc"), "wait_group": ptx.count("cp.async.wait_group")})
+print(json.dumps(out))
+"""
+
+
+def test_warp_specialised_resident_softmax_compiles_without_cta_wide_barriers() -> None:
+    """The experiment exists to take copy waits off the consumers' critical path: built for the H200's target (no
+    GPU needed; a fresh process, in case this one interprets), its consumers sync only among themselves (named
+    barriers counting the consumer threads, or the whole CTA once around set-up), copies complete through
+    mbarriers (one arrival per producer thread per chunk), never through cp.async.wait_group."""
+    import json
+    import os
+    import subprocess
+
+    shapes = [(1024, 65536, 16, 132), (1024, 40000, 8, 264)]
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_WS, json.dumps(shapes), bench], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for (_m, n, warps, _p), r in zip(shapes, results, strict=True):
+        assert r["cta_bars"] == 0, r
+        assert set(r["partition_bars"]) <= {str(32 * warps), str(32 * (warps + 1))}, r
+        assert r["noinc"] == -(-n // 4096) and r["wait_group"] == 0, r
