@@ -26,7 +26,7 @@ from functools import partial
 
 import torch
 from sweep_common import Trial
-from sweep_resident import _correct
+from sweep_resident import _correct, inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
@@ -143,10 +143,7 @@ def softmax_resident_ws_trials(device: torch.device, dtype: torch.dtype) -> Iter
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     budget = softmax._resident_budget(smem)
     for m, n in ((1024, 40000), (1024, 65536), (683, 98304)):
-        x = torch.randn(m, n, dtype=dtype, device=device) * 4
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        ref = torch.softmax(x.float(), -1)
+        x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         for warps, per_sm in ((8, 2), (16, 2), (16, 1), (32, 1)):
             row_bytes = -(-n // 4096) * 4096 * x.element_size()  # whole 512 x 8 chunks

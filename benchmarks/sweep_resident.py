@@ -25,15 +25,20 @@ def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
     return True
 
 
+def inputs(m: int, n: int, dtype: torch.dtype, device: torch.device,
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """x (logits spread enough that every row's max matters), an output buffer, the fp32 softmax and the bytes a pass
+    moves (x read, y written) for an m x n trial of the resident families."""
+    x = torch.randn(m, n, dtype=dtype, device=device) * 4
+    return x, torch.empty_like(x), torch.softmax(x.float(), -1), 2 * x.numel() * x.element_size()
+
+
 def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Wide rows (32000-131072, aligned and 8-byte aligned) on the resident kernel against the planned launch."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n in SHAPES:
-        x = torch.randn(m, n, dtype=dtype, device=device) * 4
-        y = torch.empty_like(x)
+        x, y, ref, moved = inputs(m, n, dtype, device)
         es = x.element_size()
-        moved = 2 * x.numel() * es
-        ref = torch.softmax(x.float(), -1)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         # one 16-byte vector per thread per chunk (32 bytes lost 5-25 points: evidence/h200/2026-12-01_resident_rows/)
         k = 16 // es

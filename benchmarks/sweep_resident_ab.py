@@ -12,7 +12,7 @@ from functools import partial
 
 import torch
 from sweep_common import Trial
-from sweep_resident import _correct
+from sweep_resident import _correct, inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
@@ -97,11 +97,8 @@ def softmax_resident_ab_trials(device: torch.device, dtype: torch.dtype) -> Iter
     """The planned resident launch (both cuts) against the kernel without one or both, at default configs."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n in SHAPES:
-        x = torch.randn(m, n, dtype=dtype, device=device) * 4
-        y = torch.empty_like(x)
+        x, y, ref, moved = inputs(m, n, dtype, device)
         es = x.element_size()
-        moved = 2 * x.numel() * es
-        ref = torch.softmax(x.float(), -1)
         plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem)
         if plan is None:
             print(f"softmax.resident {m}x{n}: not applicable", flush=True)
