@@ -45,8 +45,7 @@ _MAX_IMBALANCE = 1.25
 # Split path: elements per program (vectorised rows / rows with scalar accesses) and warps (kernel_sweep.py).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_WARPS = 8192, 4096, 4
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
-# realigned kernel
-# (narrower rows lost 3 points on it: 32768 x 1027, 57.7% of copy with scalar accesses, 54-55% realigned).
+# realigned kernel (narrower rows lost 3 points on it: 32768 x 1027, 57.7% of copy scalar, 54-55% realigned).
 _REALIGNED_MIN_N, _REALIGNED_MAX_WINDOW = 2048, 16384
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 

@@ -396,7 +396,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # output pass: re-read from L2). Each thread reads back exactly what its own copies wrote (one layout for both),
     # so cp.async.wait_group is all the ordering needed. Every chunk but the last is whole (NCHUNK = cdiv(N, CHUNK)),
     # so column masks sit on the last chunk only, and the normalisation is folded into the exponent
-    # (y = 2^(x log2 e - (max log2 e + log2 sum))): +1.4 to +2.7 points on the H200.
+    # (y = 2^(x log2 e - (max log2 e + log2 sum))): on the H200 +5.7 points on rows over the budget (their streamed
+    # loads lose their masks), +1.3 at 40000 wide, level at 65536 (evidence/h200/2026-12-01_fused_rows/4_final/).
     # Tried and measured worse (evidence/h200/2026-12-01_resident_rows/4_*, 2026-12-01_fused_rows/): refilling a
     # slot after its chunk is normalised (-1 to -4); half the exponentials on the FMA pipe (-15 to -20: the output
     # pass is bound by instruction issue, not the exp unit); the next row's stats fused into this row's output pass
