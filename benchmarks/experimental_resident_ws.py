@@ -145,7 +145,7 @@ def softmax_resident_ws_trials(device: torch.device, dtype: torch.dtype) -> Iter
     for m, n in ((1024, 40000), (1024, 65536), (683, 98304)):
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for warps, per_sm in ((8, 2), (16, 2), (16, 1), (32, 1)):
+        for warps, per_sm in ((8, 2), (16, 2), (8, 1), (16, 1)):  # 32 + 1 warps exceed a CTA
             row_bytes = -(-n // 4096) * 4096 * x.element_size()  # whole 512 x 8 chunks
             if per_sm * row_bytes > budget:
                 continue

@@ -43,12 +43,17 @@ _PIPELINED_MIN_N = 16384  # wider rows (up to _MAX_FUSED_N) take the realigned o
 _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps per program (kernel_sweep.py)
 _TILE = 8192  # elements per program for the fused path
 # Realigned path: (programs per SM, warps, FAST) per dtype for rows wider than _PIPELINED_MIN_N whose window is their
-# own tile, contiguous or padded; unaligned 16-bit rows of 2049-16384 padded by whole vectors take it on
-# _REALIGNED_SMALL up to 8192-element windows. H200, CUPTI (kernel_sweep.py --only softmax_realigned(_narrow);
-# docs/TASKS.md): bf16/fp16 79% of copy at 1723 x 25249, 86% at 2048 x 32001, 37-87% padded (31-85% row by row);
-# fp32 62-69% with FAST (22-52%); 16-bit rows of 3001-12901 72-76% (52-63%). FAST, 32 warps: -1 to -12 on 16-bit.
+# own tile, contiguous or padded; 16-bit rows of 2049-16384 padded by whole vectors take it when unaligned, and when
+# aligned above 8192 where the window's parts (_parts) idle fewer lanes than the row kernel's power-of-two tile, on
+# _narrow_config. H200, CUPTI (kernel_sweep.py --only softmax_realigned(_narrow, _parts); docs/TASKS.md): bf16/fp16
+# 79% of copy at 1723 x 25249, 86% at 2048 x 32001, 37-87% padded (31-85% row by row); fp32 62-69% with FAST
+# (22-52%); 16-bit rows of 3001-12901 72-76% (52-63%); in parts 71% at 9554 (52% on one 16384 window), 75% at 12345
+# (65%), 79% and 86% at aligned 9600 and 12288 (66%, 76% on the row kernel). FAST, 32 warps: -1 to -12 on 16-bit.
 _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, False), torch.float32: (2, 16, True)}
 _REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8, False), 8192
+_REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
+_REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
+_MIN_PART = 1024  # smallest part of a realigned window: half the vectors of 8 warps, 16-bit
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
@@ -181,18 +186,37 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 
 
 @triton.jit
+def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
+               N: tl.tensor, live: tl.tensor) -> tl.tensor:
+    # Window positions START .. START + SIZE of a row, read vector by vector: the vectors wholly inside the row only.
+    vecs = START + tl.arange(0, SIZE // VEC) * VEC
+    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
+    return tl.load(at + vecs[:, None] + tl.arange(0, VEC)[None, :], mask=whole[:, None] & live, other=float("-inf"))
+
+
+@triton.jit
+def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr,
+                shift: tl.tensor, N: tl.tensor) -> None:
+    vecs = START + tl.arange(0, SIZE // VEC) * VEC
+    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
+    tl.store(at + vecs[:, None] + tl.arange(0, VEC)[None, :], y, mask=whole[:, None])
+
+
+@triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr) -> None:
+                       WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
-    # vectors of y that covers it: the big tile holds the vectors lying wholly inside the row (masked per vector: no
-    # element needs a select), a 2 x VEC tile the row's part of its two edge vectors (element by element). x is read
-    # at the same window positions; padded rows start elsewhere in their vectors, so their loads vectorise as far as
-    # ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding and the tensor's end
-    # included. Persistent and prefetching like _softmax_pipelined (both tiles of the next row are loaded before
-    # this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for 16-bit rows).
-    vecs = tl.arange(0, WINDOW // VEC) * VEC  # first element of each vector, relative to the window
-    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
+    # element needs a select), a 2 x VEC tile the row's part of its two edge vectors (element by element). The window
+    # is cut in up to three power-of-two parts (WINDOW, PART1, PART2; 0: none), so a row of 9554 spans 9728 lanes,
+    # not 16384. x is read at the same window positions; padded rows start elsewhere in their vectors, so their loads
+    # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
+    # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
+    # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
+    # 16-bit rows).
+    START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
@@ -200,13 +224,21 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
-    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    nxt = tl.load(x_at + offs, mask=whole[:, None] & (row < M), other=float("-inf"))
+    live = row < M
+    nxt = _part_load(x_at, 0, WINDOW, VEC, shift, N, live)
+    if PART1 > 0:
+        nxt1 = _part_load(x_at, WINDOW, PART1, VEC, shift, N, live)
+    if PART2 > 0:
+        nxt2 = _part_load(x_at, START2, PART2, VEC, shift, N, live)
     e_offs, e_mask = _edges(shift, N, VEC)
-    nxt_e = tl.load(x_at + e_offs, mask=e_mask & (row < M), other=float("-inf"))
+    nxt_e = tl.load(x_at + e_offs, mask=e_mask & live, other=float("-inf"))
     nxt_shift = shift
     while row < M:
         v = nxt
+        if PART1 > 0:
+            v1 = nxt1
+        if PART2 > 0:
+            v2 = nxt2
         v_e = nxt_e
         shift = nxt_shift
         base = (row.to(tl.int64) * N // VEC) * VEC
@@ -216,25 +248,52 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         nxt_shift = (a_start - a_base).to(tl.int32)
         a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
         # past the last row: fully masked, so no memory traffic; the values are never used
-        a_whole = (vecs >= nxt_shift) & (vecs + VEC <= nxt_shift + N)
-        nxt = tl.load(a_at + offs, mask=a_whole[:, None] & (ahead < M), other=float("-inf"))
+        live = ahead < M
+        nxt = _part_load(a_at, 0, WINDOW, VEC, nxt_shift, N, live)
+        if PART1 > 0:
+            nxt1 = _part_load(a_at, WINDOW, PART1, VEC, nxt_shift, N, live)
+        if PART2 > 0:
+            nxt2 = _part_load(a_at, START2, PART2, VEC, nxt_shift, N, live)
         a_offs, a_mask = _edges(nxt_shift, N, VEC)
-        nxt_e = tl.load(a_at + a_offs, mask=a_mask & (ahead < M), other=float("-inf"))
+        nxt_e = tl.load(a_at + a_offs, mask=a_mask & live, other=float("-inf"))
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+        if PART1 > 0:
+            x1 = v1.to(tl.float32)
+            m = tl.maximum(m, tl.max(tl.max(x1, axis=1), axis=0))
+        if PART2 > 0:
+            x2 = v2.to(tl.float32)
+            m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
         if FAST:
             m2 = m * 1.4426950408889634  # log2(e)
             e = tl.math.exp2(x * 1.4426950408889634 - m2)
             e_e = tl.math.exp2(x_e * 1.4426950408889634 - m2)
+            if PART1 > 0:
+                e1 = tl.math.exp2(x1 * 1.4426950408889634 - m2)
+            if PART2 > 0:
+                e2 = tl.math.exp2(x2 * 1.4426950408889634 - m2)
         else:
             e = tl.exp(x - m)
             e_e = tl.exp(x_e - m)
-        inv = 1.0 / (tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0))
-        whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-        tl.store(y_ptr + base + offs, (e * inv).to(y_ptr.dtype.element_ty), mask=whole[:, None])
+            if PART1 > 0:
+                e1 = tl.exp(x1 - m)
+            if PART2 > 0:
+                e2 = tl.exp(x2 - m)
+        total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
+        if PART1 > 0:
+            total += tl.sum(tl.sum(e1, axis=1), axis=0)
+        if PART2 > 0:
+            total += tl.sum(tl.sum(e2, axis=1), axis=0)
+        inv = 1.0 / total
+        y_at = y_ptr + base
+        _part_store(y_at, (e * inv).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N)
+        if PART1 > 0:
+            _part_store(y_at, (e1 * inv).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N)
+        if PART2 > 0:
+            _part_store(y_at, (e2 * inv).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N)
         e_offs, e_mask = _edges(shift, N, VEC)
-        tl.store(y_ptr + base + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
+        tl.store(y_at + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
         row += step
 
 
@@ -569,12 +628,48 @@ def _window(n: int, elsize: int) -> int:
     return triton.next_power_of_2(n if n % (16 // elsize) == 0 else n + 16 // elsize - 1)
 
 
+def _parts(n: int, elsize: int) -> tuple[int, int, int]:
+    """The realigned window: spans of up to _PIPELINED_MIN_N cut in at most three power-of-two parts (0: none),
+    covering the span rounded up to an eighth of its largest power of two (at most 12.5% of the lanes idle, against
+    up to half for one window) and to _MIN_PART (a part under half a CTA's vectors is spread over several threads
+    each); one power-of-two window over wider spans, where parts measured slower (H200: 70.5% of copy at 25249 wide
+    on 16384+8192+2048 lanes against 78.7% on 32768; docs/TASKS.md)."""
+    vec = 16 // elsize
+    span = n if n % vec == 0 else n + vec - 1
+    top = 1 << (span.bit_length() - 1)
+    quantum = max(vec, top // 8, _MIN_PART)
+    rounded = _cdiv(span, quantum) * quantum
+    if rounded == 2 * top or span > _PIPELINED_MIN_N:
+        return triton.next_power_of_2(span), 0, 0
+    rest = [quantum << bit for bit in (2, 1, 0) if (rounded - top) & (quantum << bit)] + [0, 0]
+    return top, rest[0], rest[1]
+
+
+def _lanes(n: int, elsize: int) -> int:
+    return sum(_parts(n, elsize))
+
+
+def _narrow_config(parts: tuple[int, int, int]) -> tuple[int, int, bool]:
+    """(programs per SM, warps, FAST) for a 16-bit realigned window of at most _PIPELINED_MIN_N lanes: 8 programs per
+    SM up to _REALIGNED_SMALL_WINDOW lanes, on 4 warps to _REALIGNED_TINY_LANES (H200: 85% of copy at 8192 x 3001 on
+    2048+1024 lanes, 70% on 8 warps), then 2 x 16 warps, or 2 x 8 where a part would be spread four times over 16
+    warps' vectors (2000 x 12345 on 8192+4096+1024: 75.1% on 8 warps, 53.7% on 16)."""
+    lanes = sum(parts)
+    if lanes <= _REALIGNED_SMALL_WINDOW:
+        per_sm, warps, fast = _REALIGNED_SMALL
+        return per_sm, 4 if lanes <= _REALIGNED_TINY_LANES else warps, fast
+    smallest = min(p for p in parts if p)
+    return _REALIGNED_MID, 16 if 2 * smallest >= 32 * 16 * 8 else 8, False
+
+
 def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm: int, warps: int,
-                    fast: bool) -> Launch:
-    """_softmax_realigned on per_sm x n_sm persistent programs (benchmarks/kernel_sweep.py sweeps the arguments)."""
-    return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": _window(n, elsize), "VEC": 16 // elsize,
-                                                            "FAST": fast, "ALIGN_X": _align(elsize, stride - n),
-                                                            "num_warps": warps}
+                    fast: bool, parts: tuple[int, int, int] | None = None) -> Launch:
+    """_softmax_realigned on per_sm x n_sm persistent programs (benchmarks/kernel_sweep.py sweeps the arguments);
+    the window in `parts` (default _parts(n, elsize); (_window(n, elsize), 0, 0) is the one-window kernel)."""
+    window, part1, part2 = parts or _parts(n, elsize)
+    return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "PART1": part1, "PART2": part2,
+                                                            "VEC": 16 // elsize, "FAST": fast,
+                                                            "ALIGN_X": _align(elsize, stride - n), "num_warps": warps}
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
@@ -596,12 +691,12 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
     key = dtype if dtype in _REALIGNED_CONFIG else torch.float32 if elsize == 4 else torch.bfloat16
-    if n > _PIPELINED_MIN_N and _window(n, elsize) == triton.next_power_of_2(n):
+    if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
         return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
-    if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and n % 8 and (stride - n) % 8 == 0 and (
-            window := _window(n, elsize)) == triton.next_power_of_2(n):
-        config = _REALIGNED_SMALL if window <= _REALIGNED_SMALL_WINDOW else _REALIGNED_CONFIG[key]
-        return _realigned_plan(m, n, stride, elsize, n_sm, *config)
+    if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
+            lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
+            n % 8 or (_REALIGNED_SMALL_WINDOW < n and lanes < triton.next_power_of_2(n))):
+        return _realigned_plan(m, n, stride, elsize, n_sm, *_narrow_config(_parts(n, elsize)))
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}
