@@ -61,9 +61,11 @@ def rms_norm_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator
 
 
 def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Unaligned 16-bit rows (widths not a multiple of 8) on the realigned kernel over warps, x held or re-read,
-    against the row kernel as the plan picked it before (scalar accesses), torch.compile and Liger."""
-    for m, n in ((3124, 5999), (8192, 2879), (4096, 4097), (2000, 12345), (32768, 1027)):
+    """Unaligned 16-bit rows (widths not a multiple of 8) on the realigned kernel, its window in parts or one, over
+    warps, x held or re-read, against the row kernel as the plan picked it before (scalar accesses), torch.compile
+    and Liger."""
+    for m, n in ((3124, 5999), (8192, 2879), (4096, 4097), (2000, 12345), (32768, 1027), (3000, 9001),
+                 (8192, 2100)):
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
@@ -75,13 +77,13 @@ def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Itera
         launch = partial(rms_norm._rms_norm_rows[(-(-m // block_m),)], x, w, y, m, n, n, 1e-6, **before)
         if _checked(launch, y, ref, f"rms_norm.rows {m}x{n} before"):
             yield ("rms_norm.rows", (m, n), "before (scalar rows)", launch, moved, False)
-        window = rms_norm._window(n)
-        for warps, reread in itertools.product((4, 8, 16, 32), (False, True)):
-            if window // (32 * warps) < 8:
+        cuts = {(rms_norm._window(n), 0, 0), rms_norm._parts(n)}
+        for cut, warps, reread in itertools.product(sorted(cuts), (4, 8, 16, 32), (False, True)):
+            if sum(cut) // (32 * warps) < 8:
                 continue
-            plan, meta = rms_norm._realigned_plan(m, n, n, window, warps, reread)
+            plan, meta = rms_norm._realigned_plan(m, n, n, cut, warps, reread)
             launch = partial(plan, x, w, y, m, n, n, 1e-6, **meta)
-            label = f"warps={warps}" + (" reread" if reread else "")
+            label = "+".join(str(p) for p in cut if p) + f" warps={warps}" + (" reread" if reread else "")
             if _checked(launch, y, ref, f"rms_norm.realigned {m}x{n} {label}"):
                 yield ("rms_norm.realigned", (m, n), label, launch, moved, False)
         for name, other in _others("rms_norm", (x, w, 1e-6)):

@@ -47,6 +47,7 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_WARPS = 8192, 4096, 4
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
 # realigned kernel (narrower rows lost 3 points on it: 32768 x 1027, 57.7% of copy scalar, 54-55% realigned).
 _REALIGNED_MIN_N, _REALIGNED_MAX_WINDOW = 2048, 16384
+_MIN_PART = 1024  # smallest part of a realigned window: the vectors of 4 warps
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
 
@@ -130,34 +131,65 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 
 
 @triton.jit
+def _part(START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
+          N: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
+    # Offsets (SIZE // VEC x VEC) of window positions START .. START + SIZE, and the mask of the vectors wholly
+    # inside the row (masked per vector, so loads and stores stay 16 bytes wide).
+    vecs = START + tl.arange(0, SIZE // VEC) * VEC
+    return vecs[:, None] + tl.arange(0, VEC)[None, :], ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
+
+
+@triton.jit
 def _rms_norm_realigned(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                         stride_x: tl.tensor, eps: tl.tensor, WINDOW: tl.constexpr, VEC: tl.constexpr,
-                        ALIGN_X: tl.constexpr, REREAD: tl.constexpr) -> None:
+                        ALIGN_X: tl.constexpr, REREAD: tl.constexpr, PART1: tl.constexpr = 0,
+                        PART2: tl.constexpr = 0) -> None:
     # 16-bit rows whose width is not a multiple of the 16-byte vector: addressed row by row, every access is scalar
     # (H200: 50% of copy at 3124 x 5999). One row per program, seen through the window of whole vectors of y that
-    # covers it (y is contiguous, so a row starts mid-vector): the big tile holds the vectors lying wholly inside the
-    # row (masked per vector, so loads and stores stay 16 bytes wide), a 2 x VEC tile the row's part of its two edge
-    # vectors. x is read at the same window positions (vectorised as far as ALIGN_X, a power of two dividing
-    # stride_x - N); the weight at window position p is w[p - shift], a misaligned read served by L1 (12 KB).
-    # REREAD: x read again for the scaling pass (from L1/L2) instead of held across the reduction.
-    vecs = tl.arange(0, WINDOW // VEC) * VEC
-    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    # covers it (y is contiguous, so a row starts mid-vector): the big tiles hold the vectors lying wholly inside the
+    # row, a 2 x VEC tile the row's part of its two edge vectors. The window is cut in up to three power-of-two parts
+    # (WINDOW, PART1, PART2; 0: none; _parts), so a row of 5999 spans 6144 lanes, not 8192. x is read at the same
+    # window positions (vectorised as far as ALIGN_X, a power of two dividing stride_x - N); the weight at window
+    # position p is w[p - shift], a misaligned read served by L1 (12 KB). REREAD: x read again for the scaling pass
+    # (from L1/L2) instead of held across the reduction.
+    START2: tl.constexpr = WINDOW + PART1
     row = tl.program_id(0)
     start = row.to(tl.int64) * N
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN_X) * ALIGN_X  # x at window position 0
-    whole = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
+    hint: tl.constexpr = "evict_last" if REREAD else ""
+    offs, whole = _part(0, WINDOW, VEC, shift, N)
     e_offs, e_mask = _edges(shift, N, VEC)
-    x = tl.load(x_at + offs, mask=whole, other=0.0, eviction_policy="evict_last" if REREAD else "").to(tl.float32)
+    x = tl.load(x_at + offs, mask=whole, other=0.0, eviction_policy=hint).to(tl.float32)
     x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
-    inv = tl.rsqrt((tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)) / N + eps)
+    total = tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
+    if PART1 > 0:
+        offs1, whole1 = _part(WINDOW, PART1, VEC, shift, N)
+        x1 = tl.load(x_at + offs1, mask=whole1, other=0.0, eviction_policy=hint).to(tl.float32)
+        total += tl.sum(tl.sum(x1 * x1, axis=1), axis=0)
+    if PART2 > 0:
+        offs2, whole2 = _part(START2, PART2, VEC, shift, N)
+        x2 = tl.load(x_at + offs2, mask=whole2, other=0.0, eviction_policy=hint).to(tl.float32)
+        total += tl.sum(tl.sum(x2 * x2, axis=1), axis=0)
+    inv = tl.rsqrt(total / N + eps)
+    y_at = y_ptr + base
     if REREAD:
         x = tl.load(x_at + offs, mask=whole, other=0.0, eviction_policy="evict_first").to(tl.float32)
     w = tl.load(w_ptr + (offs - shift), mask=whole, other=0.0).to(tl.float32)
+    tl.store(y_at + offs, (x * inv * w).to(y_ptr.dtype.element_ty), mask=whole)
     w_e = tl.load(w_ptr + (e_offs - shift), mask=e_mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + base + offs, (x * inv * w).to(y_ptr.dtype.element_ty), mask=whole)
-    tl.store(y_ptr + base + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+    tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+    if PART1 > 0:
+        if REREAD:
+            x1 = tl.load(x_at + offs1, mask=whole1, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w1 = tl.load(w_ptr + (offs1 - shift), mask=whole1, other=0.0).to(tl.float32)
+        tl.store(y_at + offs1, (x1 * inv * w1).to(y_ptr.dtype.element_ty), mask=whole1)
+    if PART2 > 0:
+        if REREAD:
+            x2 = tl.load(x_at + offs2, mask=whole2, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w2 = tl.load(w_ptr + (offs2 - shift), mask=whole2, other=0.0).to(tl.float32)
+        tl.store(y_at + offs2, (x2 * inv * w2).to(y_ptr.dtype.element_ty), mask=whole2)
 
 
 @triton.jit
@@ -287,7 +319,8 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
         return _looped_plan(m, n, elsize, align, _num_sms(device))
     n_sm = _num_sms(device)
     if elsize == 2 and n % 8 and _REALIGNED_MIN_N <= n and (window := _window(n)) <= _REALIGNED_MAX_WINDOW:
-        return _realigned_plan(m, n, stride, window)
+        parts = _parts(n)
+        return _realigned_plan(m, n, stride, parts if 4 * sum(parts) < 3 * window else (window, 0, 0))
     block_n = triton.next_power_of_2(n)
     if elsize == 2 and vectorised and _REREAD_MIN_N <= block_n <= _REREAD_MAX_N and (block_n == n or n >= 2048):
         return _reread_plan(m, n, block_n, align, n_sm)
@@ -319,14 +352,34 @@ def _window(n: int) -> int:
     return triton.next_power_of_2(n + 7)
 
 
-def _realigned_plan(m: int, n: int, stride: int, window: int, warps: int = 0, reread: bool | None = None) -> Launch:
-    """Unaligned 16-bit rows (_rms_norm_realigned), one per program: 4 warps up to 8192-element windows (32-64
-    elements per thread), 8 warps re-reading x at 16384 (benchmarks/kernel_sweep.py --only rms_norm_realigned; H200,
-    bf16, CUPTI: 8192 x 2879 72.8% of copy, 3124 x 5999 65.0%, 2000 x 12345 66.1%, against 61%, 50% and 43% with
-    scalar accesses; torch.compile 35-44%)."""
-    warps = warps or max(4, window // 2048)
-    return _rms_norm_realigned[(m,)], {"WINDOW": window, "VEC": 8, "ALIGN_X": _align(2, stride - n),
-                                       "REREAD": window > 8192 if reread is None else reread, "num_warps": warps}
+def _parts(n: int) -> tuple[int, int, int]:
+    """The realigned window in at most three power-of-two parts (0: none) covering the n + 7 positions rounded up to
+    an eighth of their largest power of two and to _MIN_PART (softmax._parts' rule: at most 12.5% of the lanes
+    idle, or one part's worth, against up to half for one window). The plan takes them only where they save over a
+    quarter of the window: H200, bf16, CUPTI, 4096 x 4097 70.9% of copy on 4096+1024 lanes against 55.7% on 8192,
+    but 3124 x 5999 65-68% against 66-67%, 8192 x 2879 70.9% against 74.0%, 2000 x 12345 63.4% against 66.4%."""
+    span = n + 7
+    top = 1 << (span.bit_length() - 1)
+    quantum = max(top // 8, _MIN_PART)
+    rounded = -(-span // quantum) * quantum
+    if rounded == 2 * top:
+        return rounded, 0, 0
+    rest = [quantum << bit for bit in (2, 1, 0) if (rounded - top) & (quantum << bit)] + [0, 0]
+    return top, rest[0], rest[1]
+
+
+def _realigned_plan(m: int, n: int, stride: int, parts: tuple[int, int, int], warps: int = 0,
+                    reread: bool | None = None) -> Launch:
+    """Unaligned 16-bit rows (_rms_norm_realigned), one per program, the window in `parts` (_parts(n); (_window(n),
+    0, 0) is one window): 4 warps up to 8192 lanes (32-64 elements per thread), 8 warps re-reading x beyond
+    (benchmarks/kernel_sweep.py --only rms_norm_realigned; H200, bf16, CUPTI, one window: 8192 x 2879 72.8% of
+    copy, 3124 x 5999 65.0%, 2000 x 12345 66.1%, against 61%, 50% and 43% with scalar accesses; torch.compile
+    35-44%)."""
+    lanes = sum(parts)
+    warps = warps or (4 if lanes <= 8192 else 8)
+    return _rms_norm_realigned[(m,)], {"WINDOW": parts[0], "PART1": parts[1], "PART2": parts[2], "VEC": 8,
+                                       "ALIGN_X": _align(2, stride - n),
+                                       "REREAD": lanes > 8192 if reread is None else reread, "num_warps": warps}
 
 
 def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

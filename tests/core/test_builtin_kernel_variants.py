@@ -44,25 +44,29 @@ def test_rms_norm_row_kernel_variants_agree_bit_for_bit(m: int, n: int, block_m:
                                              (9, 2050, 2), (6, 8185, 0)])
 def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: int) -> None:
     """Unaligned 16-bit rows (each starts at another place in its vector) through the output's vector window: the
-    plan takes it for every row stride, both variants (x held or re-read) give the same bits within a bf16 rounding
-    of fp32, and nothing is written past the output (a guard row after it). Rows at both window bounds."""
+    plan takes it for every row stride, its window in power-of-two parts or one; each variant (x held or re-read;
+    parts or one window) is within a bf16 rounding of fp32, held and re-read give the same bits, and nothing is
+    written past the output (a guard row after it). Rows at both window bounds."""
     gen = torch.Generator().manual_seed(11)
     x = torch.randn(m, n + pad, generator=gen).to(torch.bfloat16).to(DEVICE)[:, :n]
     w = (1 + 0.1 * torch.randn(n, generator=gen)).to(torch.bfloat16).to(DEVICE)
     _launch, meta = rms_norm._plan(m, n, x.stride(0), 2, DEVICE)  # type: ignore[misc]
     assert "WINDOW" in meta, meta  # only the realigned plan has a window
+    parts = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+    cuts = {rms_norm._parts(n), (rms_norm._window(n), 0, 0)}
+    assert parts in cuts and all(n + 7 <= sum(cut) <= rms_norm._window(n) for cut in cuts)
     ref = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-    outs = []
-    for reread in (False, True):
+    outs = {}
+    for cut, reread in itertools.product(cuts, (False, True)):
         out = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
-        rms_norm._realigned_plan(m, n, x.stride(0), meta["WINDOW"], reread=reread)[0](x, w, out, m, n, x.stride(0),
-                                                                                      1e-6, **{**meta,
-                                                                                               "REREAD": reread})
+        launch, variant = rms_norm._realigned_plan(m, n, x.stride(0), cut, reread=reread)
+        launch(x, w, out, m, n, x.stride(0), 1e-6, **variant)
         assert bool((out[m] == 7.0).all()), "wrote past the output"
-        outs.append(out[:m])
-    torch.testing.assert_close(outs[0].float(), ref, rtol=1.6e-2, atol=1e-2)
-    assert torch.equal(outs[0], outs[1])
-    assert torch.equal(rms_norm.candidate(x, w, 1e-6), outs[0])
+        torch.testing.assert_close(out[:m].float(), ref, rtol=1.6e-2, atol=1e-2)
+        outs[cut, reread] = out[:m]
+    for cut in cuts:
+        assert torch.equal(outs[cut, False], outs[cut, True])
+    assert torch.equal(rms_norm.candidate(x, w, 1e-6), outs[parts, False])
 
 
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])

@@ -109,24 +109,28 @@ def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.Mon
         assert plan[1]["CHUNK"] > 0  # the looped path
 
 
-@pytest.mark.parametrize(("n", "stride", "elsize", "window", "warps", "reread"), [
-    (2047, 2047, 2, None, 0, False), (2048, 2049, 2, None, 0, False), (2049, 2049, 2, 4096, 4, False),
-    (4100, 4103, 2, 8192, 4, False), (5999, 5999, 2, 8192, 4, False), (8185, 8185, 2, 8192, 4, False),
-    (8186, 8186, 2, 16384, 8, True), (16377, 16377, 2, 16384, 8, True), (2879, 2879, 4, None, 0, False),
-    (4096, 4096, 2, None, 0, False), (6000, 6000, 2, None, 0, False)])
+@pytest.mark.parametrize(("n", "stride", "elsize", "parts", "warps", "reread"), [
+    (2047, 2047, 2, None, 0, False), (2048, 2049, 2, None, 0, False), (2049, 2049, 2, (4096, 0, 0), 4, False),
+    (4100, 4103, 2, (4096, 1024, 0), 4, False), (5999, 5999, 2, (8192, 0, 0), 4, False),
+    (8185, 8185, 2, (8192, 0, 0), 4, False), (8186, 8186, 2, (8192, 1024, 0), 8, True),
+    (12345, 12345, 2, (16384, 0, 0), 8, True), (16377, 16377, 2, (16384, 0, 0), 8, True),
+    (2879, 2879, 2, (4096, 0, 0), 4, False), (9001, 9007, 2, (8192, 1024, 0), 8, True),
+    (2879, 2879, 4, None, 0, False), (4096, 4096, 2, None, 0, False), (6000, 6000, 2, None, 0, False)])
 def test_rms_norm_takes_the_realigned_kernel_on_unaligned_16_bit_rows(
-        n: int, stride: int, elsize: int, window: int | None, warps: int, reread: bool,
+        n: int, stride: int, elsize: int, parts: tuple[int, int, int] | None, warps: int, reread: bool,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """16-bit rows of 2048-16377 whose width is not a multiple of 8 (any stride) go through the output's vector
-    window, 4 warps up to 8192-element windows and 8 re-reading x at 16384 (H200 sweep); narrower rows, fp32 rows
-    and widths that are whole vectors (padded by an odd stride or not) keep the other paths."""
+    window, cut in power-of-two parts where that saves over a quarter of it (5999 and 12345 keep one window), 4
+    warps up to 8192 lanes and 8 re-reading x beyond (H200 sweep); narrower rows, fp32 rows and widths that are
+    whole vectors (padded by an odd stride or not) keep the other paths."""
     monkeypatch.setattr(rms_norm, "_num_sms", lambda device: H200_SMS)
     plan = rms_norm._plan(1024, n, stride, elsize, torch.device("cpu"))
     meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
-    if window is None:
+    if parts is None:
         assert "WINDOW" not in meta, meta
     else:
-        assert (meta["WINDOW"], meta["num_warps"], meta["REREAD"]) == (window, warps, reread), meta
+        assert ((meta["WINDOW"], meta["PART1"], meta["PART2"]), meta["num_warps"], meta["REREAD"]) == (
+            parts, warps, reread), meta
         assert meta["ALIGN_X"] == rms_norm._align(2, stride - n)
 
 
