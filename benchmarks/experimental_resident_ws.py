@@ -15,8 +15,10 @@ consumers' own barriers only sync the consumer warps and never wait for memory.
 Phases: `full[c]` completes once per row; the consumers wait for parity (row count & 1). The producer waits on
 `empty[c]` for parity (row count & 1) ^ 1, which a fresh barrier satisfies at once (its previous phase counts as
 complete), so the first row's copies start without waiting. Rows must fit the shared-memory budget (no streamed
-chunks). Timed by `kernel_sweep.py --only softmax_resident_ws`; a wrong barrier count would hang the kernel, so run
-it under a time box (KP_TIMEOUT_SWEEP). Not yet run on a GPU (written when the session's device time was spent).
+chunks). Timed by `kernel_sweep.py --only softmax_resident_ws` (run it under a time box, KP_TIMEOUT_SWEEP: a
+wrong barrier count would hang the kernel). Measured on the H200 (evidence/h200/2026-12-01_window_parts/1_*): correct,
+and slower than the shipped kernel at every config (40000 wide: 72.8% of copy at best against 83.2%; 65536: 79.8%
+against 81.4%); benchmarks/NOTES.md has the reading.
 """
 
 from __future__ import annotations
