@@ -7,8 +7,9 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
   * 16384 < N <= 32768: one or two rows fit per SM, so a persistent grid walks rows, each program loading its
     next row before reducing and storing the current one (72-77% of copy bandwidth on the H200 without it), through
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
-    40-41% addressed row by row; unaligned 16-bit rows of 2049-16384 take it too). A row whose window would double
-    (unaligned, just below a power of two) is addressed row by row (pipelined or row path).
+    40-41% addressed row by row). Unaligned 16-bit rows of 2049-16384 take it too, and aligned ones of 8193-16383,
+    their window cut in up to three power-of-two parts (9554: 8192+2048 lanes, not 16384). A row over 16384 whose
+    window would double (unaligned, just below 32768) is addressed row by row (pipelined path).
   * 16-bit rows wider than 32768 whose rows and stride are multiples of 2 elements, on a GPU (resident path): each
     row held in shared memory (see _softmax_resident; H200: 81-82% of copy at 65536 wide, 84% at 40000, 71% at
     33508, 77% at 131072, against 66-71% on the split and staged paths).
