@@ -17,15 +17,18 @@ from kernelproof_core.kernels import softmax
 
 SHAPES = ((1877, 9554), (2000, 12345), (3124, 5999), (4096, 9600), (4096, 12288), (4096, 8191), (4056, 5207),
           (8192, 3001), (4096, 2049), (4096, 4097), (4096, 10000), (1723, 25249))
+# Aligned 16-bit rows of 2049-8191 that are not a power of two: the row kernel holds them in a power-of-two tile.
+ALIGNED_SMALL = ((3921, 6608), (4096, 5000), (8192, 3000), (4096, 7000), (4096, 2560))
 CONFIGS = ((1, 16), (1, 32), (2, 8), (2, 16), (2, 32), (4, 8), (4, 16), (8, 4), (8, 8))
 
 
-def softmax_realigned_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Every shape: the planned launch, the row kernel (one row per program, as the plan launches it), the one-window
-    kernel and the parted kernel over CONFIGS with 8-64 elements per thread."""
+def softmax_realigned_parts_trials(device: torch.device, dtype: torch.dtype,
+                                   shapes: tuple[tuple[int, int], ...] = SHAPES) -> Iterator[Trial]:
+    """Every shape: the planned launch, the row kernel (one row per program), the one-window kernel and the parted
+    kernel over CONFIGS with 8-64 elements per thread."""
     sms = softmax._num_sms(device)
     elsize = torch.tensor([], dtype=dtype).element_size()
-    for m, n in SHAPES:
+    for m, n in shapes:
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         block = 1 << (n - 1).bit_length()
@@ -50,3 +53,8 @@ def softmax_realigned_parts_trials(device: torch.device, dtype: torch.dtype) -> 
                 name = f"{label} per_sm={per_sm} warps={warps}"
                 if _correct(y, ref, f"softmax.realigned {m}x{n} {name}"):
                     yield ("softmax.realigned", (m, n), name, run, moved, False)
+
+
+def softmax_realigned_parts_aligned_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_realigned_parts_aligned`: the same trials over ALIGNED_SMALL (row kernel today)."""
+    return softmax_realigned_parts_trials(device, dtype, ALIGNED_SMALL)

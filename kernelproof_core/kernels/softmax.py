@@ -7,7 +7,7 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
   * 16384 < N <= 32768: one or two rows fit per SM, so a persistent grid walks rows, each program loading its
     next row before reducing and storing the current one (72-77% of copy bandwidth on the H200 without it), through
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
-    40-41% addressed row by row). Unaligned 16-bit rows of 2049-16384 take it too, and aligned ones of 8193-16383,
+    40-41% addressed row by row). Unaligned 16-bit rows of 2049-16384 take it too, and aligned ones of 4097-16383,
     their window cut in up to three power-of-two parts (9554: 8192+2048 lanes, not 16384). A row over 16384 whose
     window would double (unaligned, just below 32768) is addressed row by row (pipelined path).
   * 16-bit rows wider than 32768 whose rows and stride are multiples of 2 elements, on a GPU (resident path): each
@@ -45,7 +45,7 @@ _PIPELINED_PER_SM, _PIPELINED_WARPS = 2, 16  # persistent programs per SM, warps
 _TILE = 8192  # elements per program for the fused path
 # Realigned path: (programs per SM, warps, FAST) per dtype for rows wider than _PIPELINED_MIN_N whose window is their
 # own tile, contiguous or padded; 16-bit rows of 2049-16384 padded by whole vectors take it when unaligned, and when
-# aligned above 8192 where the window's parts (_parts) idle fewer lanes than the row kernel's power-of-two tile, on
+# aligned above 4096 where the window's parts (_parts) idle fewer lanes than the row kernel's power-of-two tile, on
 # _narrow_config. H200, CUPTI (kernel_sweep.py --only softmax_realigned(_narrow, _parts); docs/TASKS.md): bf16/fp16
 # 79% of copy at 1723 x 25249, 86% at 2048 x 32001, 37-87% padded (31-85% row by row); fp32 62-69% with FAST
 # (22-52%); 16-bit rows of 3001-12901 72-76% (52-63%); in parts 71% at 9554 (52% on one 16384 window), 75% at 12345
@@ -54,6 +54,10 @@ _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, Fals
 _REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8, False), 8192
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
+# Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
+# lanes than the row kernel's tile (H200: 4096 x 5000 79.5% of copy against 64.5%, 3921 x 6608 84.6% against 80.3%;
+# narrower ones lose: 8192 x 3000 84.5% against 86.7%).
+_REALIGNED_ALIGNED_MIN_N = 4096
 _MIN_PART = 1024  # smallest part of a realigned window: half the vectors of 8 warps, 16-bit
 # 16-bit rows of 512 to 2048 elements: a 2048-element tile on 4 warps (16 per thread), unmasked where the rows allow.
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
@@ -651,15 +655,17 @@ def _lanes(n: int, elsize: int) -> int:
 
 
 def _narrow_config(parts: tuple[int, int, int]) -> tuple[int, int, bool]:
-    """(programs per SM, warps, FAST) for a 16-bit realigned window of at most _PIPELINED_MIN_N lanes: 8 programs per
-    SM up to _REALIGNED_SMALL_WINDOW lanes, on 4 warps to _REALIGNED_TINY_LANES (H200: 85% of copy at 8192 x 3001 on
-    2048+1024 lanes, 70% on 8 warps), then 2 x 16 warps, or 2 x 8 where a part would be spread four times over 16
-    warps' vectors (2000 x 12345 on 8192+4096+1024: 75.1% on 8 warps, 53.7% on 16)."""
+    """(programs per SM, warps, FAST) for a 16-bit realigned window of at most _PIPELINED_MIN_N lanes. A part smaller
+    than a CTA's vectors (32 x warps x 8 elements) is replicated across threads and costs far more than its lanes,
+    so the warps follow the smallest part. Up to _REALIGNED_SMALL_WINDOW lanes: 8 programs per SM on 4 warps up to
+    _REALIGNED_TINY_LANES or with a 1024 part, else 8 (H200: 8192 x 3001 on 2048+1024 lanes 85% of copy on 4
+    warps, 70% on 8; 3921 x 6608 on 4096+2048+1024 85% against 69%); then 2 programs per SM on 16 warps, or on 8
+    where a part is under 2048 (2000 x 12345 on 8192+4096+1024: 75.1% on 8 warps, 53.7% on 16)."""
     lanes = sum(parts)
+    smallest = min(p for p in parts if p)
     if lanes <= _REALIGNED_SMALL_WINDOW:
         per_sm, warps, fast = _REALIGNED_SMALL
-        return per_sm, 4 if lanes <= _REALIGNED_TINY_LANES else warps, fast
-    smallest = min(p for p in parts if p)
+        return per_sm, 4 if lanes <= _REALIGNED_TINY_LANES or smallest < 2048 else warps, fast
     return _REALIGNED_MID, 16 if 2 * smallest >= 32 * 16 * 8 else 8, False
 
 
@@ -696,7 +702,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
         return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
-            n % 8 or (_REALIGNED_SMALL_WINDOW < n and lanes < triton.next_power_of_2(n))):
+            n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):
         return _realigned_plan(m, n, stride, elsize, n_sm, *_narrow_config(_parts(n, elsize)))
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {

@@ -56,15 +56,16 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
     (12901, 12901, "realigned"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
     (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "realigned"), (32767, 32780, "pipelined"),
     (2049, 2049, "realigned"), (2047, 2047, "rows"), (3001, 3001, "realigned"), (5207, 5215, "realigned"),
-    (5207, 5212, "rows"), (8191, 8191, "realigned"), (5208, 5208, "rows"), (6000, 6004, "rows"),
+    (5207, 5212, "rows"), (8191, 8191, "realigned"), (5208, 5208, "realigned"), (6000, 6004, "rows"),
+    (3000, 3000, "rows"), (6608, 6608, "realigned"), (4096, 4096, "rows"),
     (9600, 9600, "realigned"), (12288, 12296, "realigned"), (12288, 12290, "rows"), (16000, 16000, "rows"),
     (9554, 9554, "realigned"), (12345, 12345, "realigned")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
     their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path. Unaligned
     16-bit rows of 2049-16384 take it too where x's padding is whole vectors (else their loads would be scalar), and
-    so do aligned ones of 8193-16383 whose window parts are fewer lanes than the row kernel's tile (9600: 8192 +
-    2048; not 16000, one 16384 window either way)."""
+    so do aligned ones of 4097-16383 whose window parts are fewer lanes than the row kernel's tile (9600: 8192 +
+    2048; not 16000, one 16384 window either way; not 3000, where the row kernel wins)."""
     _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
     taken = "realigned" if "WINDOW" in meta else "rows" if "BLOCK_M" in meta else "pipelined"
     assert taken == path
@@ -82,10 +83,11 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
             assert min(p for p in parts if p) >= 1024 and lanes - span < max(parts[0] // 8, 1024)
         # padded rows' loads vectorise as far as their padding allows
         assert meta["ALIGN_X"] == softmax._align(2, stride - n) and (stride - n) % meta["ALIGN_X"] == 0
-        # up to 8192 lanes: 8 programs per SM on 4 warps to 5120 lanes, else 8 (H200 sweep); wider: 16 warps unless
-        # a part is under 2048
-        narrow = 4 if lanes <= 5120 else 8
-        expected = narrow if lanes <= 8192 else 8 if n <= 16384 and min(p for p in parts if p) < 2048 else 16
+        # up to 8192 lanes: 8 programs per SM on 4 warps to 5120 lanes or with a 1024 part, else 8 (H200 sweep);
+        # wider: 16 warps unless a part is under 2048
+        smallest = min(p for p in parts if p)
+        narrow = 4 if lanes <= 5120 or smallest < 2048 else 8
+        expected = narrow if lanes <= 8192 else 8 if n <= 16384 and smallest < 2048 else 16
         assert meta["num_warps"] == expected
 
 
