@@ -47,7 +47,7 @@ from sweep_parity import (
     wide_looped_trials,
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
-from sweep_resident import softmax_resident_trials
+from sweep_resident import softmax_resident_realigned_trials, softmax_resident_trials
 from sweep_resident_ab import softmax_resident_ab_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
@@ -349,7 +349,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_realigned": rms_norm_realigned_trials,
             "softmax_resident_ws": softmax_resident_ws_trials,
             "softmax_realigned_parts": softmax_realigned_parts_trials,
-            "softmax_realigned_parts_aligned": softmax_realigned_parts_aligned_trials}
+            "softmax_realigned_parts_aligned": softmax_realigned_parts_aligned_trials,
+            "softmax_resident_realigned": softmax_resident_realigned_trials}
 
 
 def main() -> int:

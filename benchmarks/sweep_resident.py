@@ -38,25 +38,62 @@ def softmax_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterato
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n in SHAPES:
         x, y, ref, moved = inputs(m, n, dtype, device)
-        es = x.element_size()
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        # one 16-byte vector per thread per chunk (32 bytes lost 5-25 points: evidence/h200/2026-12-01_resident_rows/)
-        k = 16 // es
-        for warps, per_sm in itertools.product((8, 16, 32), (1, 2)):
-            # 8 warps alone on an SM trailed every other config by 5-25 points (2026-12-01_fused_rows/1_*)
-            if 32 * warps * k > n or (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8):
-                continue
-            label = f"warps={warps} per_sm={per_sm}"
-            try:
-                plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm)
-            except ValueError as exc:  # a chunk larger than the budget
-                print(f"softmax.resident {m}x{n} {label}: {exc}", flush=True)
-                continue
-            if plan is None:
-                print(f"softmax.resident {m}x{n}: not applicable", flush=True)
-                break
-            launch = partial(plan[0], x, y, m, n, n, **plan[1])
-            y.fill_(float("nan"))
-            launch()
-            if _correct(y, ref, f"softmax.resident {m}x{n} {label}"):
-                yield ("softmax.resident", (m, n), label, launch, moved, False)
+        yield from _configs(x, y, ref, moved, sms, smem, False)
+
+
+REALIGNED_SHAPES = ((1991, 33508), (1024, 40001), (700, 49999), (512, 50257), (1024, 65535), (683, 98301),
+                    (1024, 131071))
+
+
+def softmax_resident_realigned_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_realigned`: contiguous rows off the 16-byte grid (widths not a multiple of 8) on the
+    resident kernel through their vector windows (REALIGN: 16-byte copies and stores), against the path the plan
+    took before (4- or 8-byte copies where the width is even, the split or staged path where it is odd) and the
+    planned launch."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in REALIGNED_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        softmax._RESIDENT_REALIGN = False
+        try:
+            before = softmax._plan(m, n, n, x.element_size(), device, dtype)
+        finally:
+            softmax._RESIDENT_REALIGN = True
+        launch = partial(softmax._run, before, x, y, m, n, n)
+        y.fill_(float("nan"))
+        launch()
+        if _correct(y, ref, f"softmax.before {m}x{n}"):
+            yield ("softmax.before", (m, n), "resident" if type(before) is tuple else type(before).__name__.strip("_"),
+                   launch, moved, False)
+        yield from _configs(x, y, ref, moved, sms, smem, True)
+
+
+def _configs(x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, moved: int, sms: int, smem: int,
+             realign: bool) -> Iterator[Trial]:
+    """The resident kernel over warps and programs per SM on x, each config checked against ref before it is
+    timed."""
+    m, n = x.shape
+    es = x.element_size()
+    name = "softmax.resident_realigned" if realign else "softmax.resident"
+    # one 16-byte vector per thread per chunk (32 bytes lost 5-25 points: evidence/h200/2026-12-01_resident_rows/)
+    k = 16 // es
+    for warps, per_sm in itertools.product((8, 16, 32), (1, 2)):
+        # 8 warps alone on an SM trailed every other config by 5-25 points (2026-12-01_fused_rows/1_*)
+        if 32 * warps * k > n or (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8):
+            continue
+        label = f"warps={warps} per_sm={per_sm}"
+        try:
+            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, warps, k, per_sm,
+                                          realign)
+        except ValueError as exc:  # a chunk larger than the budget
+            print(f"{name} {m}x{n} {label}: {exc}", flush=True)
+            continue
+        if plan is None:
+            print(f"{name} {m}x{n}: not applicable", flush=True)
+            break
+        launch = partial(plan[0], x, y, m, n, n, **plan[1])
+        y.fill_(float("nan"))
+        launch()
+        if _correct(y, ref, f"{name} {m}x{n} {label}"):
+            yield (name, (m, n), label, launch, moved, False)

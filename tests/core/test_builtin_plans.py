@@ -161,6 +161,24 @@ def test_resident_softmax_needs_4_byte_rows_and_shared_memory(align: int, smem: 
     assert softmax._resident_plan(64, 65536, align, 2, H200_SMS, smem) is None
 
 
+@pytest.mark.parametrize(("m", "n", "expected"), [
+    # (programs per SM, warps, NCHUNK): the window spans n + 7 positions, so NCHUNK counts them, not n
+    (1991, 33508, (2, 8, 17)), (1024, 40001, (2, 8, 20)), (1024, 65535, (1, 16, 17)), (1024, 131071, (1, 32, 17)),
+    (5, 32761, (2, 8, 16))])
+def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, int, int]) -> None:
+    """Contiguous rows off the 16-byte grid (odd widths included: 16-byte copies of the row's window, not copies of
+    the row's own alignment) take the resident kernel with REALIGN; chunks cover every window position a row can
+    span and the slots stay within the budget."""
+    _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, H200_SMS,  # type: ignore[misc]
+                                           H200_SMEM_PER_SM, realign=True)
+    per_sm, warps, n_chunks = expected
+    chunk = 32 * warps * 8
+    assert (meta["num_warps"], meta["NCHUNK"], meta["K"], meta["ALIGN"], meta["REALIGN"]) == (warps, n_chunks, 8, 1,
+                                                                                              True)
+    assert chunk * n_chunks >= n + 7 > chunk * (n_chunks - 1)
+    assert (meta["RES_A"] + meta["RES_B"]) * chunk * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
+
+
 @pytest.mark.parametrize("n_chunks", range(1, 40))
 def test_resident_chunks_are_two_power_of_two_buffers_within_budget(n_chunks: int) -> None:
     chunk_bytes, budget = 8192, 200 * 1024

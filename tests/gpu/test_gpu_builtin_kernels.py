@@ -24,16 +24,17 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
                                              ((5, 128256), softmax._Staged), ((2, 250007), softmax._Staged),
                                              ((5, 65535), softmax._Split), ((700, 49999), softmax._Split)])
 def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type, dtype: torch.dtype) -> None:
-    """Every wide-row path against an fp32 reference: 16-bit rows of an even width are held in shared memory
-    (resident path, 131072 and 128256 partly streamed); the others split up to 65536 wide, staged beyond; fp32 and
-    odd 16-bit rows take the split path's REALIGNED chunks."""
+    """Every wide-row path against an fp32 reference: contiguous 16-bit rows are held in shared memory (resident
+    path, 131072, 128256 and 250007 partly streamed; widths off the 16-byte grid through their vector windows,
+    REALIGN); fp32 rows split up to 65536 wide (the split path's REALIGNED chunks), staged beyond."""
     m, n = shape
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     x[0, ::7] = float("-inf")  # masked logits, as attention produces
     x[-1, : n // 2] = float("-inf")  # whole chunks of -inf: their partials are (max=-inf, sum=0)
     plan = softmax._plan(m, n, n, x.element_size(), x.device)
-    if dtype != torch.float32 and n % 2 == 0:
+    if dtype != torch.float32:
         assert not isinstance(plan, (softmax._Split, softmax._Staged)) and "NCHUNK" in plan[1], plan
+        assert plan[1]["REALIGN"] == (n % 8 != 0), plan[1]
     else:
         assert isinstance(plan, path), plan
     if isinstance(plan, softmax._Split):
@@ -127,12 +128,16 @@ def test_split_softmax_on_padded_rows() -> None:
 @pytest.mark.parametrize("pad", [0, 3, 8, 12])
 def test_realigned_split_softmax_on_padded_rows(pad: int, dtype: torch.dtype) -> None:
     """Unaligned rows of the split range, padded by nothing, an odd amount, a whole vector and half of one: x is read
-    at the output window's positions (vectorised as far as the padding allows); -inf chunks included."""
+    at the output window's positions (vectorised as far as the padding allows); -inf chunks included. Contiguous
+    16-bit rows take the resident path through their windows instead."""
     x = (torch.randn(37, 40001 + pad, device="cuda") * 4).to(dtype)[:, :40001]
     x[0, ::7] = float("-inf")
     x[-1, :20000] = float("-inf")
     plan = softmax._plan(37, 40001, x.stride(0), x.element_size(), x.device, dtype)
-    assert isinstance(plan, softmax._Split) and plan.meta["REALIGNED"], plan
+    if pad == 0 and dtype != torch.float32:
+        assert not isinstance(plan, softmax._Split) and plan[1]["REALIGN"], plan
+    else:
+        assert isinstance(plan, softmax._Split) and plan.meta["REALIGNED"], plan
     _assert_softmax_matches_fp32(x)
 
 
@@ -154,14 +159,42 @@ def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, confi
     x[0, ::5] = float("-inf")
     x[-1, n // 3:] = float("-inf")
     index = torch.cuda.current_device()
+    realign = config is None and pad == 0 and n % 8 != 0  # the plan sees contiguous rows off the grid through windows
     plan = softmax._resident_plan(m, n, softmax._align(2, n, x.stride(0)), 2, softmax._cuda_sms(index),
-                                  softmax._smem_per_sm(index), *(config or ()))
+                                  softmax._smem_per_sm(index), *(config or (0, 0, 0)), realign=realign)
     assert plan is not None
     if config is None:
         assert softmax._plan(m, n, x.stride(0), 2, x.device, dtype)[1] == plan[1]
         _assert_softmax_matches_fp32(x)
     out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
     plan[0](x, out, m, n, x.stride(0), **plan[1])
+    torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "config"), [
+    (1, 40001, None), (131, 33508, None), (700, 49999, None), (5, 65535, None), (3, 131071, None),
+    (263, 32771, None), (140, 40003, (32, 8, 1)), (133, 65533, (16, 8, 2)), (9, 36866, (8, 8, 2))])
+def test_realigned_resident_softmax_matches_fp32_reference(m: int, n: int, config: tuple[int, int, int] | None,
+                                                           dtype: torch.dtype) -> None:
+    """Contiguous 16-bit rows off the 16-byte grid on the resident path through their vector windows (REALIGN):
+    rows starting at every offset inside a vector, one row, rows over the budget (streamed chunks), a tensor whose
+    end is not a whole vector (131 x 33508), -inf logits and a row that is -inf from a third of the way; default
+    configs are the plan's and replay bit-exact; nothing is written outside the output (a guard row after it)."""
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
+                                  *(config or (0, 0, 0)), realign=True)
+    assert plan is not None and plan[1]["REALIGN"]
+    if config is None:
+        assert softmax._plan(m, n, n, 2, x.device, dtype)[1] == plan[1]
+        _assert_softmax_matches_fp32(x)
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+    plan[0](x, out, m, n, n, **plan[1])
     torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
     assert bool((out[m] == 7.0).all()), "wrote past the output"
 
