@@ -203,6 +203,22 @@ def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.c
 
 
 @triton.jit
+def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
+               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr) -> tuple[tl.tensor, ...]:
+    # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
+    # _softmax_realigned prefetches them.
+    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live)
+    p1 = 0.0
+    p2 = 0.0
+    if PART1 > 0:
+        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live)
+    if PART2 > 0:
+        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live)
+    e_offs, e_mask = _edges(shift, N, VEC)
+    return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
+
+
+@triton.jit
 def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr,
                 shift: tl.tensor, N: tl.tensor) -> None:
     vecs = START + tl.arange(0, SIZE // VEC) * VEC
@@ -232,22 +248,10 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
-    live = row < M
-    nxt = _part_load(x_at, 0, WINDOW, VEC, shift, N, live)
-    if PART1 > 0:
-        nxt1 = _part_load(x_at, WINDOW, PART1, VEC, shift, N, live)
-    if PART2 > 0:
-        nxt2 = _part_load(x_at, START2, PART2, VEC, shift, N, live)
-    e_offs, e_mask = _edges(shift, N, VEC)
-    nxt_e = tl.load(x_at + e_offs, mask=e_mask & live, other=float("-inf"))
+    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
     nxt_shift = shift
     while row < M:
-        v = nxt
-        if PART1 > 0:
-            v1 = nxt1
-        if PART2 > 0:
-            v2 = nxt2
-        v_e = nxt_e
+        v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
         shift = nxt_shift
         base = (row.to(tl.int64) * N // VEC) * VEC
         ahead = row + step
@@ -256,14 +260,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         nxt_shift = (a_start - a_base).to(tl.int32)
         a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
         # past the last row: fully masked, so no memory traffic; the values are never used
-        live = ahead < M
-        nxt = _part_load(a_at, 0, WINDOW, VEC, nxt_shift, N, live)
-        if PART1 > 0:
-            nxt1 = _part_load(a_at, WINDOW, PART1, VEC, nxt_shift, N, live)
-        if PART2 > 0:
-            nxt2 = _part_load(a_at, START2, PART2, VEC, nxt_shift, N, live)
-        a_offs, a_mask = _edges(nxt_shift, N, VEC)
-        nxt_e = tl.load(a_at + a_offs, mask=a_mask & live, other=float("-inf"))
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
