@@ -362,6 +362,8 @@ def _parts(n: int) -> tuple[int, int, int]:
     top = 1 << (span.bit_length() - 1)
     quantum = max(top // 8, _MIN_PART)
     rounded = -(-span // quantum) * quantum
+    if bin(rounded - top).count("1") > 2:  # seven eighths: four parts; the kernel takes three
+        rounded = 2 * top
     if rounded == 2 * top:
         return rounded, 0, 0
     rest = [quantum << bit for bit in (2, 1, 0) if (rounded - top) & (quantum << bit)] + [0, 0]

@@ -69,6 +69,25 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
     assert torch.equal(rms_norm.candidate(x, w, 1e-6), outs[parts, False])
 
 
+@pytest.mark.parametrize(("n", "pad", "parts"), [
+    (9554, 0, (8192, 2048, 0)), (12345, 8, (8192, 4096, 1024)), (8191, 0, (8192, 1024, 0)),
+    (6608, 0, (4096, 2048, 1024)), (5000, 0, (4096, 1024, 0)), (14329, 0, (8192, 4096, 2048)),
+    (14330, 0, (16384, 0, 0)), (14344, 0, None), (15353, 0, (16384, 0, 0))])
+def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tuple[int, int, int] | None) -> None:
+    """16-bit rows on the realigned kernel with their window in parts (two, three, and the widths where seven
+    eighths would need four parts and one window is taken instead; 14344 is aligned and stays on the row kernel):
+    every element within a bf16 rounding of fp32, rows starting at every offset inside a vector; an output element
+    no part covers would be left as the NaN the buffer starts with."""
+    x = (torch.randn(9, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(torch.bfloat16).to(DEVICE)[:, :n]
+    x[0, ::5] = float("-inf")
+    launch, meta = softmax._plan(9, n, x.stride(0), 2, DEVICE, torch.bfloat16)  # type: ignore[misc]
+    assert (None if "WINDOW" not in meta else (meta["WINDOW"], meta["PART1"], meta["PART2"])) == parts, meta
+    y = torch.full((9, n), float("nan"), dtype=torch.bfloat16, device=DEVICE)
+    launch(x, y, 9, n, x.stride(0), **meta)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
+    assert torch.equal(softmax.candidate(x), y)
+
+
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
 def test_softmax_row_kernel_with_and_without_masks_agree_bit_for_bit(m: int, n: int, block_m: int) -> None:
     x = torch.randn(m, n, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).to(DEVICE)

@@ -91,6 +91,29 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         assert meta["num_warps"] == expected
 
 
+@pytest.mark.parametrize("elsize", [2, 4])
+def test_realigned_window_parts_cover_every_span(elsize: int) -> None:
+    """For every width the realigned kernels can see (2049-32768), the parts cover the span a row can take (N + VEC
+    - 1 positions when unaligned), are powers of two, largest first, at most three, no smaller than 1024 (a part
+    smaller than a CTA's vectors is replicated), idle at most an eighth of the lanes or one 1024 part, and never
+    more lanes than one power-of-two window; past 16384 positions, one window. rms_norm's parts follow the same
+    rule for its 16-bit spans."""
+    vec = 16 // elsize
+    for n in range(2049, 32769):
+        span = n if n % vec == 0 else n + vec - 1
+        parts = softmax._parts(n, elsize)
+        used = [p for p in parts if p]
+        lanes = sum(parts)
+        assert span <= lanes <= softmax._window(n, elsize), (n, parts)
+        assert used == sorted(used, reverse=True) and all(p & (p - 1) == 0 for p in used), (n, parts)
+        if span > 16384:
+            assert parts == (softmax._window(n, elsize), 0, 0), (n, parts)
+        else:
+            assert min(used) >= 1024 and lanes - span < max(used[0] // 8, 1024), (n, parts)
+        if elsize == 2 and n % 8 and n + 7 <= 16384:
+            assert rms_norm._parts(n) == parts, n
+
+
 @pytest.mark.parametrize(("dtype", "expected"), [(torch.bfloat16, (16, False)), (torch.float16, (16, False)),
                                                  (torch.float32, (16, True)), (None, (16, False))])
 def test_realigned_softmax_config_follows_the_dtype(dtype: torch.dtype | None, expected: tuple[int, bool]) -> None:
