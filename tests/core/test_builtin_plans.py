@@ -202,6 +202,23 @@ def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, in
     assert (meta["RES_A"] + meta["RES_B"]) * chunk * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
 
 
+def test_realigned_resident_chunks_leave_partial_vectors_to_the_masked_ones() -> None:
+    """The REALIGN kernel masks only its first chunk and its last two (`_masked_chunk`): for every width from 32769
+    up and every place a row can start inside its vector, the row's window positions fit the chunks, and every
+    other chunk lies wholly inside the row (no partial vector, nothing past the row's end)."""
+    for n in [*range(32769, 33000), *range(65400, 65600, 7), 98301, 131071, 250007]:
+        if n % 8 == 0:
+            continue
+        _launch, meta = softmax._resident_plan(64, n, softmax._align(2, n), 2, H200_SMS,  # type: ignore[misc]
+                                               H200_SMEM_PER_SM, realign=True)
+        chunk, n_chunks = 32 * meta["num_warps"] * meta["K"], meta["NCHUNK"]
+        for sh in range(8):
+            assert sh + n <= n_chunks * chunk, (n, sh)
+            for c in range(n_chunks):
+                if not softmax._masked_chunk(c, n_chunks, True):
+                    assert sh <= c * chunk and (c + 1) * chunk <= sh + n, (n, sh, c)
+
+
 @pytest.mark.parametrize("n_chunks", range(1, 40))
 def test_resident_chunks_are_two_power_of_two_buffers_within_budget(n_chunks: int) -> None:
     chunk_bytes, budget = 8192, 200 * 1024
