@@ -234,7 +234,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
     # element needs a select), a 2 x VEC tile the row's part of its two edge vectors (element by element). The window
-    # is cut in up to three power-of-two parts (WINDOW, PART1, PART2; 0: none), so a row of 9554 spans 9728 lanes,
+    # is cut in up to three power-of-two parts (WINDOW, PART1, PART2; 0: none), so a row of 9554 spans 10240 lanes,
     # not 16384. x is read at the same window positions; padded rows start elsewhere in their vectors, so their loads
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
