@@ -55,11 +55,7 @@ def softmax_resident_realigned_trials(device: torch.device, dtype: torch.dtype) 
     for m, n in REALIGNED_SHAPES:
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        softmax._RESIDENT_REALIGN = False
-        try:
-            before = softmax._plan(m, n, n, x.element_size(), device, dtype)
-        finally:
-            softmax._RESIDENT_REALIGN = True
+        before = softmax._plan(m, n, n, x.element_size(), device, dtype, resident_realign=False)
         launch = partial(softmax._run, before, x, y, m, n, n)
         y.fill_(float("nan"))
         launch()

@@ -79,7 +79,6 @@ _SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
 # Resident path: shared memory an SM gives rows (H200: 228 KB per SM; the rest is reduction scratch), kept free below
 # a smaller GPU's, and the narrowest copy cp.async makes (rows and their stride must be 4-byte aligned).
 _RESIDENT_CAP_BYTES, _RESIDENT_RESERVE_BYTES, _MIN_COPY_BYTES = 200 * 1024, 24 * 1024, 4
-_RESIDENT_REALIGN = True  # contiguous 16-bit rows off the 16-byte grid take the resident path through their windows
 _LOG2E = gl.constexpr(1.4426950408889634)
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
@@ -752,14 +751,15 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
                                                             "ALIGN_X": _align(elsize, stride - n), "num_warps": warps}
 
 
-def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
-          dtype: torch.dtype | None = None) -> Launch | _Staged | _Split:
-    """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's)."""
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
+          resident_realign: bool = True) -> Launch | _Staged | _Split:
+    """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's).
+    resident_realign=False: the plan as it was before REALIGN (benchmarks time it beside the built-in's)."""
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
     if n > _MAX_FUSED_N and elsize == 2 and compiled_gpu:
-        realign = _RESIDENT_REALIGN and align * elsize < 16 and stride == n  # contiguous rows off the 16-byte grid
+        realign = resident_realign and align * elsize < 16 and stride == n  # contiguous rows off the 16-byte grid
         resident = _resident_plan(m, n, align, elsize, _num_sms(device), _smem_per_sm(_cuda_index(device)),
                                   realign=realign)
         if resident is not None:

@@ -256,3 +256,47 @@ def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
     results = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(r["shared"] <= 227 * 1024 for r in results), results
     assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results
+
+
+_PLAN_ON_H200 = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+softmax._smem_per_sm = lambda index: 233472
+softmax._cuda_index = lambda device: 0
+out = []
+for m, n, stride, realign in json.loads(sys.argv[1]):
+    plan = softmax._plan(m, n, stride, 2, torch.device("cuda"), torch.bfloat16, resident_realign=realign)
+    if type(plan) is not tuple:
+        out.append({"path": type(plan).__name__.strip("_")})
+        continue
+    launch, meta = plan
+    x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
+    out.append({"path": "resident", "realign": meta["REALIGN"], "copies": sorted(set(re.findall(
+        r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", kernel.asm["ptx"])))})
+print(json.dumps(out))
+"""
+
+
+def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_rows_off_the_grid() -> None:
+    """On the H200's topology (compiled kernels, a fresh process, no GPU needed): contiguous 16-bit rows wider than
+    32768 whose width is not a multiple of 8 take the resident kernel with REALIGN (16-byte copies, odd widths
+    included); aligned rows keep it without; padded odd rows keep the split path. resident_realign=False gives the
+    plan as it was before (8-byte copies at 33508, split at 40001, staged at 131071)."""
+    cases = [(1991, 33508, 33508, True), (1991, 33508, 33508, False), (1024, 40001, 40001, True),
+             (1024, 40001, 40001, False), (1024, 40001, 40003, True), (1024, 65536, 65536, True),
+             (64, 131071, 131071, True), (64, 131071, 131071, False)]
+    done = subprocess.run([sys.executable, "-c", _PLAN_ON_H200, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        {"path": "resident", "realign": True, "copies": ["0x10"]},
+        {"path": "resident", "realign": False, "copies": ["0x8"]},
+        {"path": "resident", "realign": True, "copies": ["0x10"]},
+        {"path": "Split"}, {"path": "Split"},
+        {"path": "resident", "realign": False, "copies": ["0x10"]},
+        {"path": "resident", "realign": True, "copies": ["0x10"]},
+        {"path": "Staged"}]
