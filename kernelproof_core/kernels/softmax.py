@@ -157,13 +157,30 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
 
 
 @triton.jit
+def _spin(cycles: tl.constexpr) -> None:
+    # Half the programs (alternate ones; of two sharing an SM, one) spin `cycles` SM clocks before starting, so
+    # persistent programs doing equal work do not reduce (and leave HBM idle) in lockstep. Compiled only.
+    pid = tl.program_id(0)
+    if (pid % 2 == 1) ^ (2 * pid >= tl.num_programs(0)):
+        z = tl.zeros([32], tl.int32)
+        t0 = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=tl.int64, is_pure=False, pack=1)
+        waited = tl.max(t0 - t0, axis=0)
+        while waited < cycles:
+            now = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=tl.int64, is_pure=False,
+                                            pack=1)
+            waited = tl.max(now - t0, axis=0)
+
+
+@triton.jit
 def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       BLOCK_N: tl.constexpr, ALIGN: tl.constexpr) -> None:
+                       BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, STAGGER: tl.constexpr = 0) -> None:
     # Persistent: program p takes rows p, p + P, ... The next row's loads are issued before the current row is
     # reduced and stored, kept in the input dtype until its turn (one or two programs fit per SM: without it each SM
     # idles HBM through every reduction and store; benchmarks/experimental_kernels.py has the A/B and a packed form).
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
+    if STAGGER > 0:
+        _spin(STAGGER)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
     step = tl.num_programs(0)
@@ -228,7 +245,7 @@ def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.const
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, STAGGER: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -240,6 +257,8 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
     # 16-bit rows).
     START2: tl.constexpr = WINDOW + PART1
+    if STAGGER > 0:
+        _spin(STAGGER)
     pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
@@ -462,9 +481,40 @@ def _fetch(slot: gl.shared_memory_descriptor, src: gl.tensor, cols: gl.tensor, N
 
 
 @gluon.jit
+def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
+    # Half the programs (alternate ones; of two sharing an SM, one) spin `cycles` SM clocks before starting, so
+    # persistent programs doing equal work do not pass through their stats passes (no HBM traffic) in lockstep.
+    pid = gl.program_id(0)
+    if (pid % 2 == 1) ^ (2 * pid >= gl.num_programs(0)):
+        z = gl.zeros([32 * gl.num_warps()], gl.int32, layout)
+        t0 = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=gl.int64, is_pure=False, pack=1)
+        waited = gl.max(t0 - t0, axis=0)
+        while waited < cycles:
+            now = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=gl.int64, is_pure=False,
+                                            pack=1)
+            waited = gl.max(now - t0, axis=0)
+
+
+@gluon.jit
+def _prefetch_l2(row: gl.tensor, first: gl.constexpr, end: gl.tensor, live: gl.tensor, SEG: gl.constexpr,
+                 layout: gl.constexpr) -> None:
+    # Asks L2 for a row's elements first .. end (a 16-byte aligned row; end rounded down to 16 bytes), SEG elements
+    # per thread, as bulk prefetches (sm_90): the row's HBM reads start now, while its copies are issued later.
+    T: gl.constexpr = 32 * gl.num_warps()
+    es: gl.constexpr = row.dtype.element_ty.primitive_bitwidth // 8
+    start = first + gl.arange(0, T, layout=layout) * SEG
+    stop = gl.minimum(start + SEG, (end // (16 // es)) * (16 // es))
+    nbytes = gl.where(live & (stop > start), (stop - start) * es, 0)
+    gl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.u32 p, $2, 0; @p cp.async.bulk.prefetch.L2.global [$1], $2; }\n\tmov.u32 $0, 0;",
+        "=r,l,r", [(row + start).to(gl.int64), nbytes], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, RES_A: gl.constexpr, RES_B: gl.constexpr, K: gl.constexpr,
-                      ALIGN: gl.constexpr, REALIGN: gl.constexpr = False) -> None:
+                      ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
+                      PREFETCH: gl.constexpr = 0) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -500,6 +550,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
         None, :]
+    if STAGGER > 0:
+        _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)
     row = gl.program_id(0)
     if REALIGN:
@@ -520,6 +572,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             _fetch(_slot(buf_a, buf_b, c, RES_A, T), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
                    c * CHUNK + offs < N)
     while row < M:
+        if PREFETCH > 0:  # the next row's last PREFETCH chunks (16-byte aligned rows or REALIGN windows)
+            nxt = row + step
+            if REALIGN:
+                p_base = (nxt.to(gl.int64) * N // K) * K
+                _prefetch_l2(x_ptr + p_base, (NCHUNK - PREFETCH) * CHUNK, (nxt.to(gl.int64) * N - p_base) + N,
+                             nxt < M, PREFETCH * K, rows_layout)
+            else:
+                _prefetch_l2(x_ptr + nxt.to(gl.int64) * stride_x, (NCHUNK - PREFETCH) * CHUNK, N, nxt < M,
+                             PREFETCH * K, rows_layout)
         if REALIGN:
             base = (row.to(gl.int64) * N // K) * K
             sh = (row.to(gl.int64) * N - base).to(gl.int32)
@@ -676,7 +737,8 @@ def _resident_chunks(n_chunks: int, chunk_bytes: int, budget: int) -> tuple[int,
 
 
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
-                   k: int = 0, per_sm: int = 0, realign: bool = False) -> Launch | None:
+                   k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int = 0,
+                   prefetch: int = 0) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -694,6 +756,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     res_a, res_b = _resident_chunks(n_chunks, 32 * warps * k * elsize, budget // per_sm)
     return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "RES_A": res_a, "RES_B": res_b, "K": k,
                                                           "ALIGN": 1 if realign else align, "REALIGN": realign,
+                                                          "STAGGER": stagger, "PREFETCH": min(prefetch, n_chunks),
                                                           "num_warps": warps}
 
 
