@@ -32,6 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
+from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
@@ -49,7 +50,7 @@ from sweep_parity import (
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
 from sweep_resident import softmax_resident_realigned_trials, softmax_resident_trials
 from sweep_resident_ab import softmax_resident_ab_trials
-from sweep_stagger import softmax_resident_prefetch_trials, softmax_stagger_trials
+from sweep_stagger import softmax_stagger_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -353,7 +354,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_realigned_parts_aligned": softmax_realigned_parts_aligned_trials,
             "softmax_resident_realigned": softmax_resident_realigned_trials,
             "softmax_stagger": softmax_stagger_trials,
-            "softmax_resident_prefetch": softmax_resident_prefetch_trials}
+            "softmax_resident_ring": softmax_resident_ring_trials}
 
 
 def main() -> int:

@@ -79,6 +79,11 @@ _SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
 # Resident path: shared memory an SM gives rows (H200: 228 KB per SM; the rest is reduction scratch), kept free below
 # a smaller GPU's, and the narrowest copy cp.async makes (rows and their stride must be 4-byte aligned).
 _RESIDENT_CAP_BYTES, _RESIDENT_RESERVE_BYTES, _MIN_COPY_BYTES = 200 * 1024, 24 * 1024, 4
+# SM clocks half the programs wait before starting, where one 16-warp program per SM holds a whole row: without it
+# their stats passes (no HBM traffic) line up. H200 (sweep softmax_stagger): 1024 x 65536 84.6-86.4% of copy against
+# 81.3-82.3%, 683 x 98304 76.7-76.9% against 74.1-74.4%, level from 1000 to 5000 clocks; where two programs share an
+# SM or 32 warps stream part of the row it lost 1-3 points (evidence/h200/2026-12-01_stagger_prefetch/).
+_RESIDENT_STAGGER = 2500
 _LOG2E = gl.constexpr(1.4426950408889634)
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
@@ -157,30 +162,13 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
 
 
 @triton.jit
-def _spin(cycles: tl.constexpr) -> None:
-    # Half the programs (alternate ones; of two sharing an SM, one) spin `cycles` SM clocks before starting, so
-    # persistent programs doing equal work do not reduce (and leave HBM idle) in lockstep. Compiled only.
-    pid = tl.program_id(0)
-    if (pid % 2 == 1) ^ (2 * pid >= tl.num_programs(0)):
-        z = tl.zeros([32], tl.int32)
-        t0 = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=tl.int64, is_pure=False, pack=1)
-        waited = tl.max(t0 - t0, axis=0)
-        while waited < cycles:
-            now = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=tl.int64, is_pure=False,
-                                            pack=1)
-            waited = tl.max(now - t0, axis=0)
-
-
-@triton.jit
 def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                       BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, STAGGER: tl.constexpr = 0) -> None:
+                       BLOCK_N: tl.constexpr, ALIGN: tl.constexpr) -> None:
     # Persistent: program p takes rows p, p + P, ... The next row's loads are issued before the current row is
     # reduced and stored, kept in the input dtype until its turn (one or two programs fit per SM: without it each SM
     # idles HBM through every reduction and store; benchmarks/experimental_kernels.py has the A/B and a packed form).
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
-    if STAGGER > 0:
-        _spin(STAGGER)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
     step = tl.num_programs(0)
@@ -245,7 +233,7 @@ def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.const
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, STAGGER: tl.constexpr = 0) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -257,8 +245,6 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
     # 16-bit rows).
     START2: tl.constexpr = WINDOW + PART1
-    if STAGGER > 0:
-        _spin(STAGGER)
     pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
@@ -496,25 +482,9 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
-def _prefetch_l2(row: gl.tensor, first: gl.constexpr, end: gl.tensor, live: gl.tensor, SEG: gl.constexpr,
-                 layout: gl.constexpr) -> None:
-    # Asks L2 for a row's elements first .. end (a 16-byte aligned row; end rounded down to 16 bytes), SEG elements
-    # per thread, as bulk prefetches (sm_90): the row's HBM reads start now, while its copies are issued later.
-    T: gl.constexpr = 32 * gl.num_warps()
-    es: gl.constexpr = row.dtype.element_ty.primitive_bitwidth // 8
-    start = first + gl.arange(0, T, layout=layout) * SEG
-    stop = gl.minimum(start + SEG, (end // (16 // es)) * (16 // es))
-    nbytes = gl.where(live & (stop > start), (stop - start) * es, 0)
-    gl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.u32 p, $2, 0; @p cp.async.bulk.prefetch.L2.global [$1], $2; }\n\tmov.u32 $0, 0;",
-        "=r,l,r", [(row + start).to(gl.int64), nbytes], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, RES_A: gl.constexpr, RES_B: gl.constexpr, K: gl.constexpr,
-                      ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      PREFETCH: gl.constexpr = 0) -> None:
+                      ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -536,7 +506,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # slot after its chunk is normalised (-1 to -4); half the exponentials on the FMA pipe (-15 to -20: the output
     # pass is bound by instruction issue, not the exp unit); the next row's stats fused into this row's output pass
     # a few chunks behind its copies (-3 to -8; +3 to +5 only on rows over the budget); a warp-specialised form
-    # (benchmarks/experimental_resident_ws.py; -2 to -10).
+    # (benchmarks/experimental_resident_ws.py; -2 to -10); bulk L2 prefetches of the next row as a row starts (-1 to
+    # -12, worse the more is prefetched); a ring of slots holding the next row's first chunks, copied as a row's
+    # stats pass starts (benchmarks/experimental_resident_ring.py: level with the best of these configs, 82-86%).
+    # STAGGER (clocks; one program per SM holding whole rows): half the programs start late, so the SMs' stats
+    # passes, which leave HBM idle, stop lining up (+2.5 to +4 points at 65536 and 98304 wide).
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
@@ -572,15 +546,6 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             _fetch(_slot(buf_a, buf_b, c, RES_A, T), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
                    c * CHUNK + offs < N)
     while row < M:
-        if PREFETCH > 0:  # the next row's last PREFETCH chunks (16-byte aligned rows or REALIGN windows)
-            nxt = row + step
-            if REALIGN:
-                p_base = (nxt.to(gl.int64) * N // K) * K
-                _prefetch_l2(x_ptr + p_base, (NCHUNK - PREFETCH) * CHUNK, (nxt.to(gl.int64) * N - p_base) + N,
-                             nxt < M, PREFETCH * K, rows_layout)
-            else:
-                _prefetch_l2(x_ptr + nxt.to(gl.int64) * stride_x, (NCHUNK - PREFETCH) * CHUNK, N, nxt < M,
-                             PREFETCH * K, rows_layout)
         if REALIGN:
             base = (row.to(gl.int64) * N // K) * K
             sh = (row.to(gl.int64) * N - base).to(gl.int32)
@@ -737,13 +702,13 @@ def _resident_chunks(n_chunks: int, chunk_bytes: int, budget: int) -> tuple[int,
 
 
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
-                   k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int = 0,
-                   prefetch: int = 0) -> Launch | None:
+                   k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
-    on 16 warps where one does, one on 32 warps streaming the rest otherwise. warps / k / per_sm override them.
-    realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN), any width."""
+    on 16 warps where one does (half of them started _RESIDENT_STAGGER clocks late), one on 32 warps streaming the
+    rest otherwise. warps / k / per_sm / stagger override them. realign (contiguous rows only): each row through its
+    window of whole k-element vectors (REALIGN), any width."""
     budget = _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -754,10 +719,11 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= budget else 32)
     n_chunks = _cdiv(span, 32 * warps * k)
     res_a, res_b = _resident_chunks(n_chunks, 32 * warps * k * elsize, budget // per_sm)
+    if stagger is None:
+        stagger = _RESIDENT_STAGGER if per_sm == 1 and res_a + res_b == n_chunks else 0
     return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "RES_A": res_a, "RES_B": res_b, "K": k,
                                                           "ALIGN": 1 if realign else align, "REALIGN": realign,
-                                                          "STAGGER": stagger, "PREFETCH": min(prefetch, n_chunks),
-                                                          "num_warps": warps}
+                                                          "STAGGER": stagger, "num_warps": warps}
 
 
 def _window(n: int, elsize: int) -> int:

@@ -175,6 +175,8 @@ def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected:
                                                                                               res_a, res_b)
     assert meta["ALIGN"] == align and 32 * warps * k * n_chunks >= n > 32 * warps * k * (n_chunks - 1)
     assert (res_a + res_b) * 32 * warps * k * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
+    # one program per SM holding whole rows: half of them start late (their stats passes would line up)
+    assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if per_sm == 1 and res_a + res_b == n_chunks else 0)
 
 
 @pytest.mark.parametrize(("align", "smem"), [(1, H200_SMEM_PER_SM), (8, 0), (8, 48 * 1024)])
@@ -200,6 +202,7 @@ def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, in
                                                                                               True)
     assert chunk * n_chunks >= n + 7 > chunk * (n_chunks - 1)
     assert (meta["RES_A"] + meta["RES_B"]) * chunk * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
+    assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if warps == 16 else 0)
 
 
 def test_realigned_resident_chunks_leave_partial_vectors_to_the_masked_ones() -> None:
@@ -275,8 +278,10 @@ for m, n, stride, realign in json.loads(sys.argv[1]):
     x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
-    out.append({"path": "resident", "realign": meta["REALIGN"], "copies": sorted(set(re.findall(
-        r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", kernel.asm["ptx"])))})
+    ptx = kernel.asm["ptx"]
+    assert ("%clock64" in ptx) == bool(meta["STAGGER"]), meta  # the stagger's spin is compiled in where planned
+    out.append({"path": "resident", "realign": meta["REALIGN"], "stagger": meta["STAGGER"], "copies": sorted(set(
+        re.findall(r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", ptx)))})
 print(json.dumps(out))
 """
 
@@ -285,7 +290,8 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
     """On the H200's topology (compiled kernels, a fresh process, no GPU needed): contiguous 16-bit rows wider than
     32768 whose width is not a multiple of 8 take the resident kernel with REALIGN (16-byte copies, odd widths
     included); aligned rows keep it without; padded odd rows keep the split path. resident_realign=False gives the
-    plan as it was before (8-byte copies at 33508, split at 40001, staged at 131071)."""
+    plan as it was before (8-byte copies at 33508, split at 40001, staged at 131071). One program per SM holding
+    whole rows (65536) compiles the stagger's spin in; the others do not."""
     cases = [(1991, 33508, 33508, True), (1991, 33508, 33508, False), (1024, 40001, 40001, True),
              (1024, 40001, 40001, False), (1024, 40001, 40003, True), (1024, 65536, 65536, True),
              (64, 131071, 131071, True), (64, 131071, 131071, False)]
@@ -293,10 +299,10 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
                           timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [
-        {"path": "resident", "realign": True, "copies": ["0x10"]},
-        {"path": "resident", "realign": False, "copies": ["0x8"]},
-        {"path": "resident", "realign": True, "copies": ["0x10"]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
+        {"path": "resident", "realign": False, "stagger": 0, "copies": ["0x8"]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
         {"path": "Split"}, {"path": "Split"},
-        {"path": "resident", "realign": False, "copies": ["0x10"]},
-        {"path": "resident", "realign": True, "copies": ["0x10"]},
+        {"path": "resident", "realign": False, "stagger": softmax._RESIDENT_STAGGER, "copies": ["0x10"]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
         {"path": "Staged"}]

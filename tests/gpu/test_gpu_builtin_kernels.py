@@ -154,7 +154,7 @@ def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, confi
     strides aligned to 4 bytes only (narrowest copies), rows over the budget (streamed chunks), -inf logits and
     whole chunks of them; default and forced configs (warps, elements per thread, programs per SM; three chunks a
     row; a row of exactly 16 whole chunks). Default configs replay bit-exact; nothing is written outside the
-    output."""
+    output; a staggered plan (half the programs start late) writes exactly what it writes without the stagger."""
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
     x[0, ::5] = float("-inf")
     x[-1, n // 3:] = float("-inf")
@@ -170,6 +170,10 @@ def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, confi
     plan[0](x, out, m, n, x.stride(0), **plan[1])
     torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
     assert bool((out[m] == 7.0).all()), "wrote past the output"
+    if plan[1]["STAGGER"]:
+        plain = torch.empty_like(out[:m])
+        plan[0](x, plain, m, n, x.stride(0), **{**plan[1], "STAGGER": 0})
+        assert torch.equal(plain, out[:m])
 
 
 @requires_cuda
@@ -197,6 +201,10 @@ def test_realigned_resident_softmax_matches_fp32_reference(m: int, n: int, confi
     plan[0](x, out, m, n, n, **plan[1])
     torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
     assert bool((out[m] == 7.0).all()), "wrote past the output"
+    if plan[1]["STAGGER"]:  # one program per SM holding whole rows: the stagger changes timing, not results
+        plain = torch.empty_like(out[:m])
+        plan[0](x, plain, m, n, n, **{**plan[1], "STAGGER": 0})
+        assert torch.equal(plain, out[:m])
 
 
 @requires_cuda
