@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
+from resident_slots import _resident_chunks, _slot
 from sweep_common import Trial
 from sweep_resident import _correct, inputs
 from triton.experimental import gluon
@@ -35,7 +36,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.ampere import mbarrier
 
 from kernelproof_core.kernels import softmax
-from kernelproof_core.kernels.softmax import _LOG2E, _resident_chunks, _slot
+from kernelproof_core.kernels.softmax import _LOG2E
 
 PRODUCER_REGS = gl.constexpr(48)  # registers per producer thread: addresses and a mask only
 

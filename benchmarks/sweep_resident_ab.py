@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
+from resident_slots import _slot
 from sweep_common import Trial
 from sweep_resident import _correct, inputs
 from triton.experimental import gluon
@@ -18,7 +19,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
 from kernelproof_core.kernels import softmax
-from kernelproof_core.kernels.softmax import _LOG2E, _slot
+from kernelproof_core.kernels.softmax import _LOG2E
 
 SHAPES = ((1024, 40000), (1024, 65536), (1024, 131072))
 
@@ -106,9 +107,13 @@ def softmax_resident_ab_trials(device: torch.device, dtype: torch.dtype) -> Iter
         launch, meta = plan
         grid = (min(m, (2 if meta["num_warps"] == 8 else 1) * sms),)
         variants = [("planned", partial(launch, x, y, m, n, n, **meta))]
+        # the planned slots in this kernel's two power-of-two buffers (every shape here splits exactly)
+        res_a = 1 << (meta["NRES"].bit_length() - 1)
+        ab_meta = {"NCHUNK": meta["NCHUNK"], "RES_A": res_a, "RES_B": meta["NRES"] - res_a, "K": meta["K"],
+                   "ALIGN": meta["ALIGN"], "num_warps": meta["num_warps"]}
         for fold, lastmask in ((False, False), (False, True), (True, False)):
             variants.append((f"fold={int(fold)} lastmask={int(lastmask)}",
-                             partial(_two_pass[grid], x, y, m, n, n, **meta, FOLD=fold, LASTMASK=lastmask)))
+                             partial(_two_pass[grid], x, y, m, n, n, **ab_meta, FOLD=fold, LASTMASK=lastmask)))
         for label, run in variants:
             y.fill_(float("nan"))
             run()

@@ -430,16 +430,6 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
 
 
 @gluon.jit
-def _slot(buf_a: gl.shared_memory_descriptor, buf_b: gl.shared_memory_descriptor, c: gl.constexpr,
-          RES_A: gl.constexpr, T: gl.constexpr) -> gl.shared_memory_descriptor:
-    # Chunk c's slot: the first RES_A chunks live in buf_a, the next ones in buf_b (allocations are powers of two).
-    if c < RES_A:
-        return buf_a.slice(c * T, T)
-    else:
-        return buf_b.slice((c - RES_A) * T, T)
-
-
-@gluon.jit
 def _whole(c: gl.constexpr, T: gl.constexpr, K: gl.constexpr, sh: gl.tensor, N: gl.tensor,
            rows_layout: gl.constexpr) -> gl.tensor:
     # REALIGN: which of chunk c's K-element vectors lie wholly inside the row (window positions sh .. sh + N), [T, 1].
@@ -483,7 +473,7 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 @gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
-                      NCHUNK: gl.constexpr, RES_A: gl.constexpr, RES_B: gl.constexpr, K: gl.constexpr,
+                      NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
@@ -514,12 +504,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
-    NRES: gl.constexpr = RES_A + RES_B
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-    buf_a = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [RES_A * T, K], smem_layout)
-    buf_b = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [max(RES_B, 1) * T, K], smem_layout)
+    buf = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], smem_layout)  # chunk c: buf.index(c)
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -540,10 +528,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NRES):
         if REALIGN:
-            _fetch(_slot(buf_a, buf_b, c, RES_A, T), x_row, c * CHUNK + offs, N, row < M,
+            _fetch(buf.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
         else:
-            _fetch(_slot(buf_a, buf_b, c, RES_A, T), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
+            _fetch(buf.index(c), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
                    c * CHUNK + offs < N)
     while row < M:
         if REALIGN:
@@ -569,7 +557,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
                 cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
-                x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+                x = buf.index(c).load(layout).to(gl.float32)
                 if _masked_chunk(c, NCHUNK, REALIGN):
                     x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
             elif _masked_chunk(c, NCHUNK, REALIGN):
@@ -601,9 +589,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             if _masked_chunk(c, NCHUNK, REALIGN):
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
-                x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
+                x = buf.index(c).load(layout).to(gl.float32)
                 # the slot is free: start the next row's chunk c (past the last row: no traffic)
-                _fetch(_slot(buf_a, buf_b, c, RES_A, T), a_row, cols, N, ahead < M, _masked_chunk(c, NCHUNK, REALIGN),
+                _fetch(buf.index(c), a_row, cols, N, ahead < M, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
             elif _masked_chunk(c, NCHUNK, REALIGN):
                 x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
@@ -691,16 +679,6 @@ def _resident_budget(smem_per_sm_bytes: int) -> int:
     return max(0, min(_RESIDENT_CAP_BYTES, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES))
 
 
-def _resident_chunks(n_chunks: int, chunk_bytes: int, budget: int) -> tuple[int, int]:
-    """(RES_A, RES_B): chunk slots held in shared memory, as two power-of-two buffers within `budget` bytes."""
-    fit = min(n_chunks, budget // chunk_bytes)
-    if fit < 1:
-        raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {budget} bytes of shared memory")
-    a = 1 << (fit.bit_length() - 1)
-    rest = fit - a
-    return a, (1 << (rest.bit_length() - 1) if rest else 0)
-
-
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
@@ -718,10 +696,13 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     per_sm = per_sm or (2 if 2 * row_bytes <= budget else 1)
     warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= budget else 32)
     n_chunks = _cdiv(span, 32 * warps * k)
-    res_a, res_b = _resident_chunks(n_chunks, 32 * warps * k * elsize, budget // per_sm)
+    chunk_bytes = 32 * warps * k * elsize
+    n_res = min(n_chunks, budget // per_sm // chunk_bytes)  # chunk slots in shared memory; the rest are streamed
+    if n_res < 1:
+        raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {budget // per_sm} bytes of shared memory")
     if stagger is None:
-        stagger = _RESIDENT_STAGGER if per_sm == 1 and res_a + res_b == n_chunks else 0
-    return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "RES_A": res_a, "RES_B": res_b, "K": k,
+        stagger = _RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0
+    return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "NRES": n_res, "K": k,
                                                           "ALIGN": 1 if realign else align, "REALIGN": realign,
                                                           "STAGGER": stagger, "num_warps": warps}
 

@@ -163,20 +163,36 @@ H200_SMS, H200_SMEM_PER_SM = 132, 233472
 
 
 @pytest.mark.parametrize(("m", "n", "align", "expected"), [
-    # (programs per SM, warps, K, NCHUNK, RES_A, RES_B): two rows per SM on 8 warps where they fit the 200 KB
-    # budget, one on 16 where one does, one on 32 streaming the chunks past the budget otherwise.
-    (1024, 40000, 8, (2, 8, 8, 20, 16, 4)), (1991, 33508, 4, (2, 8, 8, 17, 16, 1)),
-    (1024, 65536, 8, (1, 16, 8, 16, 16, 0)), (1024, 131072, 8, (1, 32, 8, 16, 8, 4)),
-    (512, 128256, 8, (1, 32, 8, 16, 8, 4)), (3, 65536, 2, (1, 16, 8, 16, 16, 0))])
+    # (programs per SM, warps, K, NCHUNK, NRES): two rows per SM on 8 warps where they fit the 200 KB budget, one on
+    # 16 where one does, one on 32 streaming the chunks past the budget otherwise.
+    (1024, 40000, 8, (2, 8, 8, 20, 20)), (1991, 33508, 4, (2, 8, 8, 17, 17)), (1024, 65536, 8, (1, 16, 8, 16, 16)),
+    (800, 60000, 8, (1, 16, 8, 15, 15)), (1024, 131072, 8, (1, 32, 8, 16, 12)), (512, 128256, 8, (1, 32, 8, 16, 12)),
+    (3, 65536, 2, (1, 16, 8, 16, 16))])
 def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected: tuple[int, ...]) -> None:
     _launch, meta = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM)  # type: ignore[misc]
-    per_sm, warps, k, n_chunks, res_a, res_b = expected
-    assert (meta["num_warps"], meta["K"], meta["NCHUNK"], meta["RES_A"], meta["RES_B"]) == (warps, k, n_chunks,
-                                                                                              res_a, res_b)
+    per_sm, warps, k, n_chunks, n_res = expected
+    assert (meta["num_warps"], meta["K"], meta["NCHUNK"], meta["NRES"]) == (warps, k, n_chunks, n_res)
     assert meta["ALIGN"] == align and 32 * warps * k * n_chunks >= n > 32 * warps * k * (n_chunks - 1)
-    assert (res_a + res_b) * 32 * warps * k * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
+    assert n_res * 32 * warps * k * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
     # one program per SM holding whole rows: half of them start late (their stats passes would line up)
-    assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if per_sm == 1 and res_a + res_b == n_chunks else 0)
+    assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0)
+
+
+@pytest.mark.parametrize("realign", [False, True])
+def test_resident_rows_within_the_budget_are_held_whole(realign: bool) -> None:
+    """Every 16-bit row the budget can hold keeps all its chunks in shared memory (slots are one buffer of any
+    count: as two power-of-two buffers, 60000-wide rows streamed 3 of their 15 chunks, 58.6% of copy bandwidth on
+    the H200); wider ones stream only what does not fit, and a chunk larger than the budget is refused."""
+    budget = softmax._resident_budget(H200_SMEM_PER_SM)
+    for n in range(32776, 140000, 1000):
+        _launch, meta = softmax._resident_plan(64, n, 8, 2, H200_SMS, H200_SMEM_PER_SM,  # type: ignore[misc]
+                                               realign=realign)
+        chunk_bytes = 32 * meta["num_warps"] * meta["K"] * 2
+        per_sm = 2 if meta["num_warps"] == 8 else 1
+        assert meta["NRES"] == min(meta["NCHUNK"], budget // per_sm // chunk_bytes), n
+        assert meta["NRES"] * chunk_bytes * per_sm <= budget
+    with pytest.raises(ValueError, match="does not fit"):
+        softmax._resident_plan(64, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM, warps=32, k=256)
 
 
 @pytest.mark.parametrize(("align", "smem"), [(1, H200_SMEM_PER_SM), (8, 0), (8, 48 * 1024)])
@@ -201,7 +217,7 @@ def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, in
     assert (meta["num_warps"], meta["NCHUNK"], meta["K"], meta["ALIGN"], meta["REALIGN"]) == (warps, n_chunks, 8, 1,
                                                                                               True)
     assert chunk * n_chunks >= n + 7 > chunk * (n_chunks - 1)
-    assert (meta["RES_A"] + meta["RES_B"]) * chunk * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
+    assert meta["NRES"] * chunk * 2 * per_sm <= softmax._RESIDENT_CAP_BYTES
     assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if warps == 16 else 0)
 
 
@@ -220,17 +236,6 @@ def test_realigned_resident_chunks_leave_partial_vectors_to_the_masked_ones() ->
             for c in range(n_chunks):
                 if not softmax._masked_chunk(c, n_chunks, True):
                     assert sh <= c * chunk and (c + 1) * chunk <= sh + n, (n, sh, c)
-
-
-@pytest.mark.parametrize("n_chunks", range(1, 40))
-def test_resident_chunks_are_two_power_of_two_buffers_within_budget(n_chunks: int) -> None:
-    chunk_bytes, budget = 8192, 200 * 1024
-    a, b = softmax._resident_chunks(n_chunks, chunk_bytes, budget)
-    fit = min(n_chunks, budget // chunk_bytes)
-    assert a & (a - 1) == 0 and a >= 1 and (b == 0 or b & (b - 1) == 0)
-    assert fit * 3 // 4 <= a + b <= fit
-    with pytest.raises(ValueError, match="does not fit"):
-        softmax._resident_chunks(n_chunks, budget + 1, budget)
 
 
 _COMPILE_RESIDENT = """
