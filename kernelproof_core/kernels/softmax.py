@@ -11,9 +11,10 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     their window cut in up to three power-of-two parts (9554: 8192+2048 lanes, not 16384). A row over 16384 whose
     window would double (unaligned, just below 32768) is addressed row by row (pipelined path).
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
-    (resident path): each row held in shared memory (see _softmax_resident; H200: 81-82% of copy at 65536 wide, 84%
-    at 40000, 77% at 131072, against 66-71% on the split and staged paths); contiguous rows whose width is not a
-    multiple of 8 through their vector windows (REALIGN: 68-78% at 33508-65535, 71% at 131071, against 42-66%).
+    (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
+    half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);
+    contiguous rows whose width is not a multiple of 8 through their vector windows (REALIGN: 68-78% at
+    33508-65535, 71% at 131071, against 42-66%).
   * other rows of 32769-65536 on a GPU (split path: fp32 rows, odd 16-bit rows with padding): one program per chunk
     of a row (16 KB; fp32 and unaligned 16-bit rows cut it from the row's vector window, 8 KB for 16-bit), held in
     registers from load to store; programs publish (max, sum of exp) on a per-row counter, wait for their row's
@@ -80,8 +81,8 @@ _SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
 # a smaller GPU's, and the narrowest copy cp.async makes (rows and their stride must be 4-byte aligned).
 _RESIDENT_CAP_BYTES, _RESIDENT_RESERVE_BYTES, _MIN_COPY_BYTES = 200 * 1024, 24 * 1024, 4
 # SM clocks half the programs wait before starting, where one 16-warp program per SM holds a whole row: without it
-# their stats passes (no HBM traffic) line up. H200 (sweep softmax_stagger): 1024 x 65536 84.6-86.4% of copy against
-# 81.3-82.3%, 683 x 98304 76.7-76.9% against 74.1-74.4%, level from 1000 to 5000 clocks; where two programs share an
+# their stats passes (no HBM traffic) line up. H200 (sweep softmax_stagger): 1024 x 65536 83.5-86.4% of copy against
+# 81.3-82.3%, 683 x 98304 76.7-78.6% against 74.1-75.3%, level from 1000 to 5000 clocks; where two programs share an
 # SM or 32 warps stream part of the row it lost 1-3 points (evidence/h200/2026-12-01_stagger_prefetch/).
 _RESIDENT_STAGGER = 2500
 _LOG2E = gl.constexpr(1.4426950408889634)
