@@ -35,3 +35,29 @@ def softmax_stagger_trials(device: torch.device, dtype: torch.dtype) -> Iterator
             label = f"stagger={stagger} (planned {meta['STAGGER']}, {meta['num_warps']} warps)"
             if _correct(y, ref, f"softmax.stagger {m}x{n} {label}"):
                 yield ("softmax.stagger", (m, n), label, run, moved, False)
+
+
+BUDGET_SHAPES = ((1024, 131072), (512, 128256), (600, 110000), (800, 104000))
+BUDGETS_KB = (200, 212, 224)  # a block may take 227 KB on the H200; the plan gives one program per SM 224
+
+
+def softmax_resident_budget_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_budget`: rows over 200 KB of shared memory, one program per SM, given more of it
+    (fewer chunks streamed; 16 warps holding the whole row where it then fits); the plan takes 224 KB."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in BUDGET_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for kb in BUDGETS_KB:
+            plan = softmax._resident_plan(m, n, softmax._align(2, n, n), x.element_size(), sms, smem, per_sm=1,
+                                          budget_bytes=kb * 1024)
+            if plan is None:
+                continue
+            launch, meta = plan
+            run = partial(launch, x, y, m, n, n, **meta)
+            y.fill_(float("nan"))
+            run()
+            label = f"budget={kb}KB warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} " \
+                    f"stagger={meta['STAGGER']}"
+            if _correct(y, ref, f"softmax.budget {m}x{n} {label}"):
+                yield ("softmax.budget", (m, n), label, run, moved, False)

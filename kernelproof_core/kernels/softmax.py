@@ -80,6 +80,11 @@ _SPLIT_REALIGNED = {2: (8192, 4), 4: (16384, 4)}
 # Resident path: shared memory an SM gives rows (H200: 228 KB per SM; the rest is reduction scratch), kept free below
 # a smaller GPU's, and the narrowest copy cp.async makes (rows and their stride must be 4-byte aligned).
 _RESIDENT_CAP_BYTES, _RESIDENT_RESERVE_BYTES, _MIN_COPY_BYTES = 200 * 1024, 24 * 1024, 4
+# One program alone on an SM may take more (a block may have 227 KB on the H200; a few KB stay for scratch): H200,
+# sweep softmax_resident_budget, 800 x 104000 80.0% of copy held whole on 16 warps against 70.4% streaming 1 of 13
+# chunks on 32, 600 x 110000 76.7% against 73.6%, 512 x 128256 76.4% against 75.1% (14 of 16 chunks held, not 12),
+# 1024 x 131072 level (77.9% against 77.7%).
+_RESIDENT_SOLO_CAP_BYTES, _RESIDENT_SOLO_RESERVE_BYTES = 224 * 1024, 4 * 1024
 # SM clocks half the programs wait before starting, where one 16-warp program per SM holds a whole row: without it
 # their stats passes (no HBM traffic) line up. H200 (sweep softmax_stagger): 1024 x 65536 83.5-86.4% of copy against
 # 81.3-82.3%, 683 x 98304 76.7-78.6% against 74.1-75.3%, level from 1000 to 5000 clocks; where two programs share an
@@ -680,27 +685,36 @@ def _resident_budget(smem_per_sm_bytes: int) -> int:
     return max(0, min(_RESIDENT_CAP_BYTES, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES))
 
 
+def _solo_budget(smem_per_sm_bytes: int) -> int:
+    """Shared memory one program alone on an SM gives its row: at most _RESIDENT_SOLO_CAP_BYTES."""
+    return max(_resident_budget(smem_per_sm_bytes),
+               min(_RESIDENT_SOLO_CAP_BYTES, smem_per_sm_bytes - _RESIDENT_SOLO_RESERVE_BYTES))
+
+
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
-                   k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None) -> Launch | None:
+                   k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
+                   budget_bytes: int = 0) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
-    on 16 warps where one does (half of them started _RESIDENT_STAGGER clocks late), one on 32 warps streaming the
-    rest otherwise. warps / k / per_sm / stagger override them. realign (contiguous rows only): each row through its
-    window of whole k-element vectors (REALIGN), any width."""
-    budget = _resident_budget(smem_per_sm_bytes)
+    on 16 warps where one does in _solo_budget (half of them started _RESIDENT_STAGGER clocks late), one on 32 warps
+    streaming the rest otherwise. warps / k / per_sm / stagger / budget_bytes (shared memory an SM gives rows)
+    override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
+    any width."""
+    budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
     k = k or 16 // elsize
     span = n + k - 1 if realign else n  # an unaligned row can start mid-vector
     row_bytes = span * elsize
     per_sm = per_sm or (2 if 2 * row_bytes <= budget else 1)
-    warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= budget else 32)
+    room = (budget_bytes or _solo_budget(smem_per_sm_bytes)) if per_sm == 1 else budget // per_sm  # per program
+    warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= room else 32)
     n_chunks = _cdiv(span, 32 * warps * k)
     chunk_bytes = 32 * warps * k * elsize
-    n_res = min(n_chunks, budget // per_sm // chunk_bytes)  # chunk slots in shared memory; the rest are streamed
+    n_res = min(n_chunks, room // chunk_bytes)  # chunk slots in shared memory; the rest are streamed
     if n_res < 1:
-        raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {budget // per_sm} bytes of shared memory")
+        raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {room} bytes of shared memory")
     if stagger is None:
         stagger = _RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0
     return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "NRES": n_res, "K": k,

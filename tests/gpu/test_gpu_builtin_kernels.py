@@ -178,6 +178,24 @@ def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, confi
 
 
 @requires_cuda
+@pytest.mark.parametrize(("m", "n", "budget_kb"), [(140, 131072, 224), (133, 110000, 224), (3, 104000, 212),
+                                                   (135, 131071, 224)])
+def test_resident_softmax_with_more_shared_memory_matches_fp32_reference(m: int, n: int, budget_kb: int) -> None:
+    """The resident kernel given up to 224 KB of shared memory (a block may take 227 KB on the H200): fewer chunks
+    streamed, or 16 warps holding a row the 200 KB budget would stream. Correct and within the output."""
+    x = (torch.randn(m, n, device="cuda") * 4).to(torch.bfloat16)
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
+                                  per_sm=1, realign=n % 8 != 0, budget_bytes=budget_kb * 1024)
+    assert plan is not None
+    out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
+    plan[0](x, out, m, n, n, **plan[1])
+    torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+
+
+@requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "config"), [
     (1, 40001, None), (131, 33508, None), (700, 49999, None), (5, 65535, None), (3, 131071, None), (150, 98301, None),
