@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
+from resident_common import _row_shift, _running_stats
 from sweep_common import Trial
 from sweep_resident import _correct, inputs
 from triton.experimental import gluon
@@ -66,12 +67,8 @@ def _softmax_ring(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor
             x = buf.index((base + c) % NS).load(layout).to(gl.float32)
             if c == NCHUNK - 1:
                 x = gl.where(c * CHUNK + offs < N, x, float("-inf"))  # masked copies zero-fill
-            m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E
-            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
-            m_t = m_new
-        m2 = gl.max(m_t, axis=0) * _LOG2E
-        shift = m2 + gl.log2(gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0))
+            m_t, s_t = _running_stats(m_t, s_t, x)
+        shift = _row_shift(m_t, s_t)
         y_row = y_ptr + row.to(gl.int64) * N
         for c in gl.static_range(NCHUNK):
             slot = buf.index((base + c) % NS)

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
-from resident_slots import _resident_chunks, _slot
+from resident_common import _resident_chunks, _row_shift, _running_stats, _slot
 from sweep_common import Trial
 from sweep_resident import _correct, inputs
 from triton.experimental import gluon
@@ -87,12 +87,8 @@ def _consumer(y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, buf_a: gl.shared_mem
             x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)
             if c == NCHUNK - 1:
                 x = gl.where(c * T * K + offs < N, x, float("-inf"))  # masked copies zero-fill
-            m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E
-            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
-            m_t = m_new
-        m2 = gl.max(m_t, axis=0) * _LOG2E
-        shift = m2 + gl.log2(gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0))
+            m_t, s_t = _running_stats(m_t, s_t, x)
+        shift = _row_shift(m_t, s_t)
         y_row = y_ptr + row.to(gl.int64) * N
         for c in gl.static_range(NCHUNK):
             x = _slot(buf_a, buf_b, c, RES_A, T).load(layout).to(gl.float32)

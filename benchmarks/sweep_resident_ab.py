@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
-from resident_slots import _slot
+from resident_common import _slot
 from sweep_common import Trial
 from sweep_resident import _correct, inputs
 from triton.experimental import gluon
