@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
-from resident_common import _row_shift, _running_stats
+from resident_common import _chunk_offsets, _row_shift, _running_stats
 from sweep_common import Trial
 from sweep_resident import _correct, inputs
 from triton.experimental import gluon
@@ -43,8 +43,7 @@ def _softmax_ring(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor
     buf = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NS, T, K], smem_layout)
     N = (N // K) * K  # the host guarantees K divides N and the stride
     stride_x = (stride_x // K) * K
-    offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
-        None, :]
+    offs = _chunk_offsets(T, K, layout)
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)

@@ -44,3 +44,10 @@ def _row_shift(m_t: gl.tensor, s_t: gl.tensor) -> gl.tensor:
     # The row's max log2 e + log2 of its sum of exp: y = 2^(x log2 e - shift).
     m2 = gl.max(m_t, axis=0) * _LOG2E
     return m2 + gl.log2(gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0))
+
+
+@gluon.jit
+def _chunk_offsets(T: gl.constexpr, K: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+    # A chunk's element offsets, [T, K]: K contiguous elements per thread.
+    return (gl.arange(0, T, layout=gl.SliceLayout(1, layout)) * K)[:, None] + gl.arange(
+        0, K, layout=gl.SliceLayout(0, layout))[None, :]
