@@ -200,6 +200,20 @@ def test_resident_rows_within_the_budget_are_held_whole(realign: bool) -> None:
         softmax._resident_plan(64, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM, warps=32, k=256)
 
 
+@pytest.mark.parametrize(("smem_per_sm", "block_max"), [
+    (233472, 232448), (167936, 166912), (102400, 101376)])  # H100/H200, A100, sm_86/sm_89 (bytes)
+def test_resident_plans_fit_a_block_on_every_topology(smem_per_sm: int, block_max: int) -> None:
+    """Whatever a GPU's shared memory, a plan's slots (two programs per SM or one alone) leave room for the kernel's
+    reduction scratch within the most a block may take."""
+    for n in range(32776, 260000, 997):
+        plan = softmax._resident_plan(64, n, 8, 2, 100, smem_per_sm)
+        assert plan is not None
+        meta = plan[1]
+        per_sm = 2 if meta["num_warps"] == 8 else 1
+        slots = meta["NRES"] * 32 * meta["num_warps"] * meta["K"] * 2
+        assert per_sm * (slots + 1024) <= smem_per_sm and slots + 1024 <= block_max, (n, meta)
+
+
 @pytest.mark.parametrize(("align", "smem"), [(1, H200_SMEM_PER_SM), (8, 0), (8, 48 * 1024)])
 def test_resident_softmax_needs_4_byte_rows_and_shared_memory(align: int, smem: int) -> None:
     """Odd 16-bit widths or strides (cp.async copies at least 4 bytes), GPUs before sm_80 (reported as 0 bytes) and
