@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import experimental_kernels
 import experimental_looped
 import experimental_wide
+import resident_common
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -302,3 +303,17 @@ def test_warp_specialised_resident_softmax_compiles_without_cta_wide_barriers() 
         assert r["cta_bars"] == 0, r
         assert set(r["partition_bars"]) <= {str(32 * warps), str(32 * (warps + 1))}, r
         assert r["noinc"] == -(-n // 4096) and r["wait_group"] == 0, r
+
+
+@pytest.mark.parametrize("n_chunks", range(1, 40))
+def test_resident_experiments_slots_are_two_power_of_two_buffers_within_budget(n_chunks: int) -> None:
+    """The earlier slot layout the warp-specialised and ablation experiments keep (resident_common.py): two
+    power-of-two buffers holding at least three quarters of what fits, never more; a chunk over the budget is
+    refused."""
+    chunk_bytes, budget = 8192, 200 * 1024
+    a, b = resident_common._resident_chunks(n_chunks, chunk_bytes, budget)
+    fit = min(n_chunks, budget // chunk_bytes)
+    assert a & (a - 1) == 0 and a >= 1 and (b == 0 or b & (b - 1) == 0)
+    assert fit * 3 // 4 <= a + b <= fit
+    with pytest.raises(ValueError, match="does not fit"):
+        resident_common._resident_chunks(n_chunks, budget + 1, budget)
