@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import experimental_kernels
 from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
+from experimental_swiglu import swiglu_odd_trials
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
     rms_norm_parity_trials,
@@ -355,7 +356,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_realigned": softmax_resident_realigned_trials,
             "softmax_stagger": softmax_stagger_trials,
             "softmax_resident_ring": softmax_resident_ring_trials,
-            "softmax_resident_budget": softmax_resident_budget_trials}
+            "softmax_resident_budget": softmax_resident_budget_trials, "swiglu_odd": swiglu_odd_trials}
 
 
 def main() -> int:

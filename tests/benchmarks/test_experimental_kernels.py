@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import experimental_kernels
 import experimental_looped
+import experimental_swiglu
 import experimental_wide
 import resident_common
 
@@ -317,3 +318,27 @@ def test_resident_experiments_slots_are_two_power_of_two_buffers_within_budget(n
     assert fit * 3 // 4 <= a + b <= fit
     with pytest.raises(ValueError, match="does not fit"):
         resident_common._resident_chunks(n_chunks, budget + 1, budget)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(("m", "n", "pad_g", "pad_u"), [
+    (37, 23, 3, 1),  # odd width, odd paddings: most vectors straddle a row end
+    (5, 8, 1, 0),  # one vector a row, g padded, u contiguous
+    (3, 1001, 5, 2),  # the last block partial
+    (1, 17, 0, 0),  # one row
+])
+def test_swiglu_out_vectors_matches_the_reference(m: int, n: int, pad_g: int, pad_u: int, dtype: torch.dtype) -> None:
+    """The output-vector swiglu (rows off the 16-byte grid) computes silu(g) * u everywhere, vectors straddling row
+    ends included, and writes nothing past the output."""
+    g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
+    u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
+    y = experimental_swiglu.swiglu_out_vectors(g, u, block=64, warps=1)
+    assert y.shape == (m, n) and y.stride() == (n, 1)
+    ref = torch.nn.functional.silu(g.float()) * u.float()
+    torch.testing.assert_close(y.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
+    out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
+    experimental_swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0),
+                                                                BLOCK=64, VEC=16 // g.element_size(), WIDE=False)
+    assert torch.equal(out[:m * n].view(m, n), y) and bool((out[m * n:] == 7.0).all())
+    with pytest.raises(ValueError, match="not supported"):
+        experimental_swiglu.swiglu_out_vectors(g[:, :3], u[:, :3])
