@@ -51,7 +51,7 @@ from sweep_parity import (
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
 from sweep_resident import softmax_resident_realigned_trials, softmax_resident_trials
 from sweep_resident_ab import softmax_resident_ab_trials
-from sweep_stagger import softmax_resident_budget_trials, softmax_stagger_trials
+from sweep_stagger import softmax_resident_apart_trials, softmax_resident_budget_trials, softmax_stagger_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -356,7 +356,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_realigned": softmax_resident_realigned_trials,
             "softmax_stagger": softmax_stagger_trials,
             "softmax_resident_ring": softmax_resident_ring_trials,
-            "softmax_resident_budget": softmax_resident_budget_trials, "swiglu_odd": swiglu_odd_trials}
+            "softmax_resident_budget": softmax_resident_budget_trials, "swiglu_odd": swiglu_odd_trials,
+            "softmax_resident_apart": softmax_resident_apart_trials}
 
 
 def main() -> int:

@@ -480,7 +480,8 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 @gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
-                      ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0) -> None:
+                      ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
+                      APART: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -513,7 +514,17 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-    buf = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], smem_layout)  # chunk c: buf.index(c)
+    # chunk c's slot: slots[c]. APART: each slot its own allocation, so Triton's barrier pass can tell slots apart
+    # (one buffer: a barrier after every prologue copy and before every output-pass read, after the previous slot's
+    # refill; not yet timed: kernel_sweep.py --only softmax_resident_apart).
+    slots = ()  # tuples grow by concatenation: Gluon's frontend has no starred expressions
+    if APART:
+        for _ in gl.static_range(NRES):
+            slots = slots + (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [T, K], smem_layout),)  # noqa: RUF005
+    else:
+        buf = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], smem_layout)
+        for c in gl.static_range(NRES):
+            slots = slots + (buf.index(c),)  # noqa: RUF005
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -534,10 +545,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NRES):
         if REALIGN:
-            _fetch(buf.index(c), x_row, c * CHUNK + offs, N, row < M,
+            _fetch(slots[c], x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
         else:
-            _fetch(buf.index(c), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
+            _fetch(slots[c], x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
                    c * CHUNK + offs < N)
     while row < M:
         if REALIGN:
@@ -563,7 +574,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
                 cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
-                x = buf.index(c).load(layout).to(gl.float32)
+                x = slots[c].load(layout).to(gl.float32)
                 if _masked_chunk(c, NCHUNK, REALIGN):
                     x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
             elif _masked_chunk(c, NCHUNK, REALIGN):
@@ -595,9 +606,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             if _masked_chunk(c, NCHUNK, REALIGN):
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
-                x = buf.index(c).load(layout).to(gl.float32)
+                x = slots[c].load(layout).to(gl.float32)
                 # the slot is free: start the next row's chunk c (past the last row: no traffic)
-                _fetch(buf.index(c), a_row, cols, N, ahead < M, _masked_chunk(c, NCHUNK, REALIGN),
+                _fetch(slots[c], a_row, cols, N, ahead < M, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
             elif _masked_chunk(c, NCHUNK, REALIGN):
                 x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
