@@ -517,7 +517,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # chunk c's slot: slots[c]. APART: each slot its own allocation, so Triton's barrier pass can tell slots apart
     # (one buffer: a barrier after every prologue copy and before every output-pass read, after the previous slot's
     # refill; not yet timed: kernel_sweep.py --only softmax_resident_apart).
-    slots = ()  # tuples grow by concatenation: Gluon's frontend has no starred expressions
+    # Grown by concatenation (Gluon has no starred expressions); the annotation quoted, as Gluon evaluates it.
+    slots: "tuple[gl.shared_memory_descriptor, ...]" = ()  # noqa: UP037
     if APART:
         for _ in gl.static_range(NRES):
             slots = slots + (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [T, K], smem_layout),)  # noqa: RUF005
