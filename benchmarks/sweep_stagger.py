@@ -5,8 +5,9 @@ launch (which staggers one-program-per-SM plans by softmax._RESIDENT_STAGGER).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
+from typing import Any
 
 import torch
 from sweep_common import Trial
@@ -19,22 +20,31 @@ SHAPES = ((1024, 65536), (1024, 65535), (800, 60000), (683, 98304), (683, 98301)
 STAGGERS = (0, 2500, 5000)  # SM clocks (H200: about 1.98 per ns at boost)
 
 
+def _resident_variants(family: str, m: int, n: int, device: torch.device, dtype: torch.dtype,
+                       variants: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]]) -> Iterator[Trial]:
+    """The planned launch of an m x n softmax, then its resident plan with each variant's overrides (label, meta
+    changes), each checked against fp32 before it is timed."""
+    x, y, ref, moved = inputs(m, n, dtype, device)
+    yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+    plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+    if type(plan) is not tuple or "NRES" not in plan[1]:
+        print(f"softmax_{family} {m}x{n}: not resident", flush=True)
+        return
+    launch, meta = plan
+    for label, overrides in variants(meta):
+        run = partial(launch, x, y, m, n, n, **{**meta, **overrides})
+        y.fill_(float("nan"))
+        run()
+        if _correct(y, ref, f"softmax.{family} {m}x{n} {label}"):
+            yield (f"softmax.{family}", (m, n), label, run, moved, False)
+
+
 def softmax_stagger_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_stagger`: the planned resident launch with STAGGER at each of STAGGERS."""
     for m, n in SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
-        if type(plan) is not tuple or "STAGGER" not in plan[1]:
-            print(f"softmax_stagger {m}x{n}: not resident", flush=True)
-            continue
-        launch, meta = plan
-        for stagger in STAGGERS:
-            run = partial(launch, x, y, m, n, n, **{**meta, "STAGGER": stagger})
-            y.fill_(float("nan"))
-            run()
-            label = f"stagger={stagger} (planned {meta['STAGGER']}, {meta['num_warps']} warps)"
-            if _correct(y, ref, f"softmax.stagger {m}x{n} {label}"):
-                yield ("softmax.stagger", (m, n), label, run, moved, False)
+        yield from _resident_variants("stagger", m, n, device, dtype, lambda meta: [
+            (f"stagger={st} (planned {meta['STAGGER']}, {meta['num_warps']} warps)", {"STAGGER": st})
+            for st in STAGGERS])
 
 
 BUDGET_SHAPES = ((1024, 131072), (512, 128256), (600, 110000), (800, 104000))
@@ -72,17 +82,6 @@ def softmax_resident_apart_trials(device: torch.device, dtype: torch.dtype) -> I
     allocation (APART: Triton's barrier pass then tells slots apart, about 40% fewer CTA-wide barriers at 65536 wide)
     against the same plan on one slot buffer."""
     for m, n in APART_SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
-        if type(plan) is not tuple or "NRES" not in plan[1]:
-            print(f"softmax_resident_apart {m}x{n}: not resident", flush=True)
-            continue
-        launch, meta = plan
-        for apart in (False, True):
-            run = partial(launch, x, y, m, n, n, **{**meta, "APART": apart})
-            y.fill_(float("nan"))
-            run()
-            label = f"apart={int(apart)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}"
-            if _correct(y, ref, f"softmax.apart {m}x{n} {label}"):
-                yield ("softmax.apart", (m, n), label, run, moved, False)
+        yield from _resident_variants("apart", m, n, device, dtype, lambda meta: [
+            (f"apart={int(apart)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}", {"APART": apart})
+            for apart in (False, True)])
