@@ -505,7 +505,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # a few chunks behind its copies (-3 to -8; +3 to +5 only on rows over the budget); a warp-specialised form
     # (benchmarks/experimental_resident_ws.py; -2 to -10); bulk L2 prefetches of the next row as a row starts (-1 to
     # -12, worse the more is prefetched); a ring of slots holding the next row's first chunks, copied as a row's
-    # stats pass starts (benchmarks/experimental_resident_ring.py: level with the best of these configs, 82-86%).
+    # stats pass starts (benchmarks/experimental_resident_ring.py: level with the best of these configs, 82-86%);
+    # rows split over a thread-block cluster, parts in registers (benchmarks/experimental_cluster.py: -6 at 65536,
+    # +1 to +2 at 128256-131072).
     # STAGGER (clocks; one program per SM holding whole rows): half the programs start late, so the SMs' stats
     # passes, which leave HBM idle, stop lining up (+2.5 to +4 points at 65536 and 98304 wide).
     W: gl.constexpr = gl.num_warps()
@@ -516,7 +518,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # chunk c's slot: slots[c]. APART: each slot its own allocation, so Triton's barrier pass can tell slots apart
     # (one buffer: a barrier after every prologue copy and before every output-pass read, after the previous slot's
-    # refill; not yet timed: kernel_sweep.py --only softmax_resident_apart).
+    # refill; on the H200 both time within +-1.6 points: evidence/h200/2026-12-01_cluster_apart/1_*).
     # Grown by concatenation (Gluon has no starred expressions); the annotation quoted, as Gluon evaluates it.
     slots: "tuple[gl.shared_memory_descriptor, ...]" = ()  # noqa: UP037
     if APART:

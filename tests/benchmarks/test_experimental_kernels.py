@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import experimental_kernels
 import experimental_looped
-import experimental_swiglu
 import experimental_wide
 import resident_common
 
@@ -320,25 +319,41 @@ def test_resident_experiments_slots_are_two_power_of_two_buffers_within_budget(n
         resident_common._resident_chunks(n_chunks, budget + 1, budget)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-@pytest.mark.parametrize(("m", "n", "pad_g", "pad_u"), [
-    (37, 23, 3, 1),  # odd width, odd paddings: most vectors straddle a row end
-    (5, 8, 1, 0),  # one vector a row, g padded, u contiguous
-    (3, 1001, 5, 2),  # the last block partial
-    (1, 17, 0, 0),  # one row
-])
-def test_swiglu_out_vectors_matches_the_reference(m: int, n: int, pad_g: int, pad_u: int, dtype: torch.dtype) -> None:
-    """The output-vector swiglu (rows off the 16-byte grid) computes silu(g) * u everywhere, vectors straddling row
-    ends included, and writes nothing past the output."""
-    g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
-    u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
-    y = experimental_swiglu.swiglu_out_vectors(g, u, block=64, warps=1)
-    assert y.shape == (m, n) and y.stride() == (n, 1)
-    ref = torch.nn.functional.silu(g.float()) * u.float()
-    torch.testing.assert_close(y.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
-    experimental_swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0),
-                                                                BLOCK=64, VEC=16 // g.element_size(), WIDE=False)
-    assert torch.equal(out[:m * n].view(m, n), y) and bool((out[m * n:] == 7.0).all())
-    with pytest.raises(ValueError, match="not supported"):
-        experimental_swiglu.swiglu_out_vectors(g[:, :3], u[:, :3])
+_COMPILE_CLUSTER = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import experimental_cluster as ec
+from kernelproof_core.precompile import compile_only
+out = []
+for n, g, warps in json.loads(sys.argv[1]):
+    x = torch.empty((4, n), dtype=torch.bfloat16)
+    part = ec.triton_next_pow2(-(-n // g))
+    with compile_only("cuda", 90, 32):
+        kernel = ec._softmax_cluster[(4,)](x, x, torch.empty(8 * g), n, n, G=g, PART=part, VEC=8, KEEP_E=True,
+                                           num_warps=warps, num_ctas=g)
+    ptx = kernel.asm["ptx"]
+    out.append({"ctas": kernel.metadata.num_ctas, "cluster": f".reqnctapercluster {g}" in ptx,
+                "arrive": ptx.count("barrier.cluster.arrive"), "wait": ptx.count("barrier.cluster.wait"),
+                "rank_reads": ptx.count("%cluster_ctarank"), "stores": ptx.count("st.global.v4"),
+                "loads": ptx.count("ld.global.v4"), "part": part})
+print(json.dumps(out))
+"""
+
+
+def test_cluster_softmax_compiles_to_one_cluster_barrier_and_per_cta_stores() -> None:
+    """The cluster experiment depends on three things Triton does not promise: the launch is a cluster of G CTAs,
+    the partials meet behind exactly one hardware cluster barrier, and each CTA stores its own part (a tensor
+    Triton believed replicated over CTAs would have its stores predicated on CTA rank 0: the rank is read once, to
+    pick the part). Built for the H200's target, no GPU needed."""
+    import json
+    import os
+    import subprocess
+
+    cases = [(65536, 4, 2), (131072, 8, 4), (32000, 2, 4)]
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_CLUSTER, json.dumps(cases), bench], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for (_n, g, warps), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
+        assert r["ctas"] == g and r["cluster"] and r["arrive"] == r["wait"] == 1 and r["rank_reads"] == 1, r
+        assert r["stores"] == r["loads"] == r["part"] // (8 * 32 * warps), r

@@ -125,3 +125,34 @@ def test_swiglu_gather_matches_flat_kernel_bit_for_bit(m: int, n: int, stride: i
     if n % 8 == 0 and stride % 8 == 0:
         assert vec == 8  # aligned rows take full 16-byte vectors
     assert swiglu.candidate(g, u).equal(flat)  # the planned launch for these views agrees too
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(("m", "n", "pad_g", "pad_u"), [
+    (37, 23, 3, 1),  # odd width, odd paddings: most vectors straddle a row end
+    (5, 8, 1, 0),  # one vector a row, g padded, u contiguous
+    (3, 1001, 5, 2),  # the last block partial
+    (2, 4, 1, 1),  # narrower than a 16-bit vector: the gather kernel
+])
+def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, pad_g: int, pad_u: int,
+                                                               dtype: torch.dtype) -> None:
+    """Rows off the 16-byte grid take the output-vector kernel (vectors straddling row ends included) and write
+    bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output."""
+    g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
+    u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
+    full = 16 // g.element_size()
+    launch, meta, flat_path = swiglu._plan(m, n, g.stride(0), u.stride(0), g.element_size(), g.device)
+    assert not flat_path and meta["VEC"] == (full if n >= full else swiglu._align(g.element_size(), n, n + pad_g,
+                                                                                   n + pad_u))
+    kernels = [c.cell_contents for c in launch.__closure__ or ()]  # kernel[grid] closes over its JITFunction
+    assert (swiglu._swiglu_out_vectors in kernels) == (n >= full) != (swiglu._swiglu_gather in kernels)
+    flat = torch.full((m, n), float("nan"), dtype=dtype, device=DEVICE)
+    swiglu._swiglu_flat[(-(-m * n // 64),)](g.contiguous(), u.contiguous(), flat, m * n, BLOCK=64)
+    assert swiglu.candidate(g, u).equal(flat)
+    ref = torch.nn.functional.silu(g.float()) * u.float()
+    torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
+    if n >= full:
+        out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
+        swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
+                                                       VEC=full, WIDE=False)
+        assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all())
