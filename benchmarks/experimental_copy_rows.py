@@ -1,0 +1,69 @@
+"""What a row-at-a-time program can reach at all (sweep family `copy_rows`): a diagnostic, not a candidate.
+
+Every softmax design for rows wider than 32768 stops at 82-86% of copy on the H200 whatever its instruction count
+(benchmarks/NOTES.md). This family separates the access pattern from the arithmetic: one program per row (the row in
+registers) that only copies it (COPY: each store can issue as its own load lands), or that must see the whole row
+before storing any of it (REDUCE: y = x - max(x), one reduction and one subtraction per element, the dependency
+softmax has without its exponentials). If REDUCE at 65536 wide stops where softmax does, the limit is the shape of
+the work (a whole row read before any of it is written, per SM), not softmax's instructions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+import triton
+import triton.language as tl
+from sweep_common import Trial
+
+from kernelproof_core.kernels import softmax
+
+
+@triton.jit
+def _copy_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, BLOCK: tl.constexpr, REDUCE: tl.constexpr) -> None:
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=float("-inf"))
+    if REDUCE:
+        xf = x.to(tl.float32)
+        y = (xf - tl.max(xf, axis=0)).to(y_ptr.dtype.element_ty)
+    else:
+        y = x
+    tl.store(y_ptr + row * N + cols, y, mask=mask)
+
+
+def copy_rows(x: torch.Tensor, y: torch.Tensor, reduce: bool, warps: int) -> object:
+    """One program per row of x (2-D, contiguous) into y; returns the compiled kernel (registers, spills)."""
+    m, n = x.shape
+    return _copy_rows[(m,)](x, y, n, BLOCK=triton.next_power_of_2(n), REDUCE=reduce, num_warps=warps)
+
+
+SHAPES = ((1024, 65536), (2048, 32768), (4096, 16384), (8192, 8192), (16384, 4096))
+
+
+def copy_rows_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `copy_rows`: torch's copy and the built-in softmax, then the row copy and the row reduce-then-store
+    over warps, at 128 MB each (1 read + 1 write), each checked before it is timed."""
+    for m, n in SHAPES:
+        x = torch.randn(m, n, dtype=dtype, device=device)
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        yield ("copy.torch", (m, n), "y.copy_(x)", partial(y.copy_, x), moved, False)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        ref = (x.float() - x.float().amax(-1, keepdim=True)).to(dtype)
+        for reduce, warps in itertools.product((False, True), (4, 8, 16, 32)):
+            if not 8 <= n // (32 * warps) <= 64:
+                continue
+            y.fill_(float("nan"))
+            launch = partial(copy_rows, x, y, reduce, warps)
+            launch()
+            want = ref if reduce else x  # the subtraction's rounding may differ by an ulp from torch's
+            close = torch.allclose(y.float(), want.float(), rtol=1e-2, atol=1e-2)
+            if not (torch.equal(y, want) or (reduce and close)):
+                print(f"copy_rows {m}x{n} reduce={reduce} warps={warps}: WRONG", flush=True)
+                continue
+            yield ("copy.rows", (m, n), f"{'reduce' if reduce else 'copy'} warps={warps}", launch, moved, False)
