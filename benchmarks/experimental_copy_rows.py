@@ -23,12 +23,23 @@ from kernelproof_core.kernels import softmax
 
 
 @triton.jit
-def _copy_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, BLOCK: tl.constexpr, REDUCE: tl.constexpr) -> None:
+def _copy_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, BLOCK: tl.constexpr, REDUCE: tl.constexpr,
+               SOFTMAX: tl.constexpr = 0) -> None:
+    # SOFTMAX (after REDUCE's question): 1 keeps each exponential in registers (y = e / sum), 2 keeps x and
+    # recomputes it with the normalisation folded into the exponent (y = 2^(x log2 e - (max log2 e + log2 sum))).
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
     x = tl.load(x_ptr + row * N + cols, mask=mask, other=float("-inf"))
-    if REDUCE:
+    if SOFTMAX == 1:
+        xl = x.to(tl.float32) * 1.4426950408889634
+        e = tl.math.exp2(xl - tl.max(xl, axis=0))
+        y = (e * (1.0 / tl.sum(e, axis=0))).to(y_ptr.dtype.element_ty)
+    elif SOFTMAX == 2:
+        m = tl.max(x.to(tl.float32), axis=0) * 1.4426950408889634
+        total = tl.sum(tl.math.exp2(x.to(tl.float32) * 1.4426950408889634 - m), axis=0)
+        y = tl.math.exp2(x.to(tl.float32) * 1.4426950408889634 - (m + tl.log2(total))).to(y_ptr.dtype.element_ty)
+    elif REDUCE:
         xf = x.to(tl.float32)
         y = (xf - tl.max(xf, axis=0)).to(y_ptr.dtype.element_ty)
     else:
@@ -36,10 +47,11 @@ def _copy_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, BLOCK: tl.const
     tl.store(y_ptr + row * N + cols, y, mask=mask)
 
 
-def copy_rows(x: torch.Tensor, y: torch.Tensor, reduce: bool, warps: int) -> object:
+def copy_rows(x: torch.Tensor, y: torch.Tensor, reduce: bool, warps: int, softmax_mode: int = 0) -> object:
     """One program per row of x (2-D, contiguous) into y; returns the compiled kernel (registers, spills)."""
     m, n = x.shape
-    return _copy_rows[(m,)](x, y, n, BLOCK=triton.next_power_of_2(n), REDUCE=reduce, num_warps=warps)
+    return _copy_rows[(m,)](x, y, n, BLOCK=triton.next_power_of_2(n), REDUCE=reduce, SOFTMAX=softmax_mode,
+                            num_warps=warps)
 
 
 SHAPES = ((1024, 65536), (2048, 32768), (4096, 16384), (8192, 8192), (16384, 4096))
@@ -67,3 +79,31 @@ def copy_rows_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial
                 print(f"copy_rows {m}x{n} reduce={reduce} warps={warps}: WRONG", flush=True)
                 continue
             yield ("copy.rows", (m, n), f"{'reduce' if reduce else 'copy'} warps={warps}", launch, moved, False)
+
+
+SOFTMAX_SHAPES = ((2048, 32768), (2048, 32000), (4096, 24576), (4096, 16384))
+
+
+def softmax_rows_simple_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_rows_simple`: the same one-program-per-row kernel computing softmax (exponentials kept, or x
+    kept and the exponentials recomputed), beside reduce-then-store and the built-in's planned launch (for 32768
+    wide: the persistent realigned kernel, which prefetches the next row)."""
+    for m, n in SOFTMAX_SHAPES:
+        x = torch.randn(m, n, dtype=dtype, device=device) * 3
+        y = torch.empty_like(x)
+        moved = 2 * x.numel() * x.element_size()
+        ref = torch.softmax(x.float(), dim=-1)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for mode, warps in itertools.product((0, 1, 2), (8, 16, 32)):
+            if not 8 <= triton.next_power_of_2(n) // (32 * warps) <= 128:
+                continue
+            launch = partial(copy_rows, x, y, mode == 0, warps, mode)
+            if mode:
+                y.fill_(float("nan"))
+                launch()
+                err = float((y.float() - ref).norm() / ref.norm())
+                if not err < 1e-2:
+                    print(f"softmax_rows_simple {m}x{n} mode={mode} warps={warps}: WRONG ({err:.3g})", flush=True)
+                    continue
+            label = ("reduce", "softmax keep_e", "softmax fold")[mode] + f" warps={warps}"
+            yield ("rows.simple", (m, n), label, launch, moved, False)
