@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
 from experimental_cluster import softmax_cluster_trials
-from experimental_copy_rows import copy_rows_trials, softmax_rows_simple_trials
+from experimental_copy_rows import copy_rows_trials, softmax_rows_fold_trials, softmax_rows_simple_trials
 from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
 from experimental_swiglu import swiglu_odd_trials
@@ -53,7 +53,12 @@ from sweep_parity import (
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
 from sweep_resident import softmax_resident_realigned_trials, softmax_resident_trials
 from sweep_resident_ab import softmax_resident_ab_trials
-from sweep_stagger import softmax_resident_apart_trials, softmax_resident_budget_trials, softmax_stagger_trials
+from sweep_stagger import (
+    softmax_resident_apart_trials,
+    softmax_resident_budget_trials,
+    softmax_resident_safe_trials,
+    softmax_stagger_trials,
+)
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -361,7 +366,9 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_budget": softmax_resident_budget_trials, "swiglu_odd": swiglu_odd_trials,
             "softmax_resident_apart": softmax_resident_apart_trials, "softmax_cluster": softmax_cluster_trials,
             "copy_rows": copy_rows_trials,
-            "softmax_rows_simple": softmax_rows_simple_trials}
+            "softmax_rows_simple": softmax_rows_simple_trials,
+            "softmax_resident_safe": softmax_resident_safe_trials,
+            "softmax_rows_fold": softmax_rows_fold_trials}
 
 
 def main() -> int:

@@ -85,3 +85,14 @@ def softmax_resident_apart_trials(device: torch.device, dtype: torch.dtype) -> I
         yield from _resident_variants("apart", m, n, device, dtype, lambda meta: [
             (f"apart={int(apart)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}", {"APART": apart})
             for apart in (False, True)])
+
+
+def softmax_resident_safe_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_safe`: the planned resident launch with SAFE (the stats pass subtracts each running
+    max before scaling by log2 e, and a row whose |max| would overflow the folded exponent takes the output pass
+    that subtracts it too; finite output for every finite logit) against the fold-everything kernel it replaced,
+    which is NaN for bfloat16 rows holding logits over 2.36e38."""
+    for m, n in APART_SHAPES:
+        yield from _resident_variants("safe", m, n, device, dtype, lambda meta: [
+            (f"safe={int(safe)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}", {"SAFE": safe})
+            for safe in (False, True)])

@@ -91,6 +91,9 @@ _RESIDENT_SOLO_CAP_BYTES, _RESIDENT_SOLO_RESERVE_BYTES = 224 * 1024, 4 * 1024
 # SM or 32 warps stream part of the row it lost 1-3 points (evidence/h200/2026-12-01_stagger_prefetch/).
 _RESIDENT_STAGGER = 2500
 _LOG2E = gl.constexpr(1.4426950408889634)
+# Largest |max| whose product with log2(e) stays finite in fp32 (FLT_MAX / log2 e = 2.3587e38, rounded down): beyond
+# it a folded exponent (x log2 e - max log2 e) overflows, which bfloat16 logits can reach.
+_FOLD_MAX = gl.constexpr(2.35e38)
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
 
@@ -124,13 +127,14 @@ def _warps(tile: int) -> int:
 def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
                   EVEN: tl.constexpr = False, REREAD: tl.constexpr = False, EVICT: tl.constexpr = False,
-                  STREAM: tl.constexpr = False) -> None:
+                  STREAM: tl.constexpr = False, FOLD: tl.constexpr = False) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16. EVEN (the host guarantees N == BLOCK_N and BLOCK_M
     # divides M): no masks and no row clamping at all. REREAD: the tile is loaded again (from L1/L2) for the
     # output and its exponentials recomputed, instead of holding them in registers across the reductions; fewer
     # registers per thread, more programs per SM in flight. EVICT: x's lines leave L2 first once read for the last
-    # time; STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2.
+    # time; STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2. FOLD (not with
+    # REREAD): see below.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
@@ -149,16 +153,28 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
         x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf"),
                     eviction_policy="evict_last" if REREAD else ("evict_first" if EVICT else "")).to(tl.float32)
     m = tl.max(x, axis=1)
-    e = tl.exp(x - m[:, None])
-    inv = 1.0 / tl.sum(e, axis=1)
-    if REREAD:
-        if EVEN:
-            x = tl.load(x_ptrs, eviction_policy="evict_first" if EVICT else "").to(tl.float32)
+    if FOLD and not REREAD:
+        # x kept, its exponentials computed twice with the max (and then the sum) folded into one multiply-add,
+        # instead of holding each exponential: fewer registers, more programs per SM. Where some row's max times
+        # log2(e) would overflow (a branch per program), the max is subtracted first.
+        if tl.max(tl.abs(m), axis=0) < 2.35e38:
+            ml = m * 1.4426950408889634
+            lse = ml + tl.log2(tl.sum(tl.math.exp2(x * 1.4426950408889634 - ml[:, None]), axis=1))
+            y = tl.math.exp2(x * 1.4426950408889634 - lse[:, None])
         else:
-            x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf"),
-                        eviction_policy="evict_first" if EVICT else "").to(tl.float32)
+            e = tl.exp(x - m[:, None])
+            y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+    else:
         e = tl.exp(x - m[:, None])
-    y = e * inv[:, None]
+        inv = 1.0 / tl.sum(e, axis=1)
+        if REREAD:
+            if EVEN:
+                x = tl.load(x_ptrs, eviction_policy="evict_first" if EVICT else "").to(tl.float32)
+            else:
+                x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf"),
+                            eviction_policy="evict_first" if EVICT else "").to(tl.float32)
+            e = tl.exp(x - m[:, None])
+        y = e * inv[:, None]
     y_ptrs = y_ptr + row0 * N + rows[:, None] * N + cols[None, :]
     if EVEN:
         tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), cache_modifier=".cs" if STREAM else "")
@@ -237,6 +253,15 @@ def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.const
 
 
 @triton.jit
+def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
+    # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that
+    # m log2 e is finite); else the max subtracted first.
+    if FOLD:
+        return tl.math.exp2(x * 1.4426950408889634 - m * 1.4426950408889634)
+    return tl.exp(x - m)
+
+
+@triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
@@ -280,21 +305,30 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         if PART2 > 0:
             x2 = v2.to(tl.float32)
             m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
+        # FAST folds the max into one multiply-add where max * log2(e) is finite (a per-row branch, the same for
+        # every thread: fp32 logits can pass FLT_MAX / log2 e), else the max is subtracted first.
         if FAST:
-            m2 = m * 1.4426950408889634  # log2(e)
-            e = tl.math.exp2(x * 1.4426950408889634 - m2)
-            e_e = tl.math.exp2(x_e * 1.4426950408889634 - m2)
-            if PART1 > 0:
-                e1 = tl.math.exp2(x1 * 1.4426950408889634 - m2)
-            if PART2 > 0:
-                e2 = tl.math.exp2(x2 * 1.4426950408889634 - m2)
+            if tl.abs(m) < 2.35e38:
+                e = _exp_shifted(x, m, True)
+                e_e = _exp_shifted(x_e, m, True)
+                if PART1 > 0:
+                    e1 = _exp_shifted(x1, m, True)
+                if PART2 > 0:
+                    e2 = _exp_shifted(x2, m, True)
+            else:
+                e = _exp_shifted(x, m, False)
+                e_e = _exp_shifted(x_e, m, False)
+                if PART1 > 0:
+                    e1 = _exp_shifted(x1, m, False)
+                if PART2 > 0:
+                    e2 = _exp_shifted(x2, m, False)
         else:
-            e = tl.exp(x - m)
-            e_e = tl.exp(x_e - m)
+            e = _exp_shifted(x, m, False)
+            e_e = _exp_shifted(x_e, m, False)
             if PART1 > 0:
-                e1 = tl.exp(x1 - m)
+                e1 = _exp_shifted(x1, m, False)
             if PART2 > 0:
-                e2 = tl.exp(x2 - m)
+                e2 = _exp_shifted(x2, m, False)
         total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
         if PART1 > 0:
             total += tl.sum(tl.sum(e1, axis=1), axis=0)
@@ -478,10 +512,44 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
+def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl.tensor, y_row: gl.tensor,  # noqa: UP037
+                     a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
+                     live: gl.tensor, m_row: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
+                     K: gl.constexpr, REALIGN: gl.constexpr, SUBTRACT: gl.constexpr, layout: gl.constexpr) -> None:
+    # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
+    # (`live`: there is a next row), normalised and stored. y = 2^(x log2 e - shift), or with SUBTRACT
+    # 2^((x - m_row) log2 e - shift) (shift then log2 of the sum alone).
+    T: gl.constexpr = 32 * gl.num_warps()
+    CHUNK: gl.constexpr = T * K
+    rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    for c in gl.static_range(NCHUNK):
+        cols = c * CHUNK + offs
+        if _masked_chunk(c, NCHUNK, REALIGN):
+            keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+        if c < NRES:
+            x = slots[c].load(layout).to(gl.float32)
+            # the slot is free: start the next row's chunk c (past the last row: no traffic)
+            _fetch(slots[c], a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
+                   _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
+        elif _masked_chunk(c, NCHUNK, REALIGN):
+            x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
+        else:
+            x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
+        if SUBTRACT:
+            y = gl.exp2((x - m_row) * _LOG2E - shift).to(y_row.dtype.element_ty)
+        else:
+            y = gl.exp2(x * _LOG2E - shift).to(y_row.dtype.element_ty)
+        if _masked_chunk(c, NCHUNK, REALIGN):
+            gl.store(y_row + cols, y, mask=keep)
+        else:
+            gl.store(y_row + cols, y)
+
+
+@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      APART: gl.constexpr = False) -> None:
+                      APART: gl.constexpr = False, SAFE: gl.constexpr = True) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -585,17 +653,28 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             else:
                 x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
-            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
+            if SAFE:  # max subtracted before scaling: nothing overflows, whatever the logits
+                m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: (max=-inf, sum=0)
+                s_t = s_t * gl.exp2((m_t - m_safe) * _LOG2E) + gl.sum(gl.exp2((x - m_safe[:, None]) * _LOG2E),
+                                                                      axis=1)
+            else:
+                m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E
+                s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
             m_t = m_new
         if REALIGN:
-            m2 = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0)) * _LOG2E
-            total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0) + gl.sum(
-                gl.sum(gl.exp2(x_e * _LOG2E - m2), axis=1), axis=0)
+            m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
-            m2 = gl.max(m_t, axis=0) * _LOG2E
-            total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m2), axis=0)
-        shift = m2 + gl.log2(total)
+            m_row = gl.max(m_t, axis=0)
+        if SAFE:
+            total = gl.sum(s_t * gl.exp2((m_t - m_row) * _LOG2E), axis=0)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
+        else:
+            total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m_row * _LOG2E), axis=0)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - m_row * _LOG2E), axis=1), axis=0)
+        log_total = gl.log2(total)
+        shift = m_row * _LOG2E + log_total
         ahead = row + step
         if REALIGN:
             a_base = (ahead.to(gl.int64) * N // K) * K
@@ -604,26 +683,20 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
-        for c in gl.static_range(NCHUNK):
-            cols = c * CHUNK + offs
-            if _masked_chunk(c, NCHUNK, REALIGN):
-                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
-            if c < NRES:
-                x = slots[c].load(layout).to(gl.float32)
-                # the slot is free: start the next row's chunk c (past the last row: no traffic)
-                _fetch(slots[c], a_row, cols, N, ahead < M, _masked_chunk(c, NCHUNK, REALIGN),
-                       _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
-            elif _masked_chunk(c, NCHUNK, REALIGN):
-                x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
-            else:
-                x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
-            y = gl.exp2(x * _LOG2E - shift).to(y_ptr.dtype.element_ty)
-            if _masked_chunk(c, NCHUNK, REALIGN):
-                gl.store(y_row + cols, y, mask=keep)
-            else:
-                gl.store(y_row + cols, y)
-        if REALIGN:
-            gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
+        # Normalisation folded into the exponent (one multiply-add an element), unless the row's max times log2(e)
+        # would overflow (|max| over FLT_MAX / log2(e): 16-bit bfloat16 reaches it), where the max is subtracted
+        # first: a per-row branch, the same for every thread.
+        if not SAFE or gl.abs(m_row) < _FOLD_MAX:
+            _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, shift, NCHUNK, NRES,
+                             K, REALIGN, False, layout)
+            if REALIGN:
+                gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
+        else:
+            _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, log_total, NCHUNK,
+                             NRES, K, REALIGN, True, layout)
+            if REALIGN:
+                gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
+                         mask=e_mask)
         row = ahead
     cp.wait_group(0)
 

@@ -156,3 +156,24 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
                                                        VEC=full, WIDE=False)
         assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all())
+
+
+# (N, dtype): one shape per softmax path that folds the max into the exponent, or sits next to one: the realigned
+# kernel with FAST (fp32 rows of 16385-32768), the row kernel, the realigned 16-bit kernel, and on a GPU the resident
+# kernel (aligned, REALIGN, streamed chunks).
+@pytest.mark.parametrize(("n", "dtype"), [(20000, torch.float32), (30000, torch.float32), (8192, torch.bfloat16),
+                                          (25249, torch.bfloat16), (40000, torch.bfloat16), (65536, torch.bfloat16),
+                                          (33508, torch.bfloat16), (131072, torch.bfloat16)])
+def test_softmax_is_right_for_logits_near_the_top_of_the_float_range(n: int, dtype: torch.dtype) -> None:
+    """Logits whose magnitude passes FLT_MAX / log2(e) (2.36e38; bfloat16 and fp32 reach it): max * log2(e) would be
+    inf, so a kernel folding the max into one multiply-add writes NaN. One huge logit (one-hot), a row of hugely
+    negative spread logits (the softmax of their differences), several near the top among ordinary ones."""
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(3, n, generator=gen) * 4
+    x[0, n // 2] = 3e38
+    x[1] = -2.5e38 + torch.randn(n, generator=gen) * 1e37
+    x[2, ::3] = 2.5e38
+    x = x.to(dtype).to(DEVICE)
+    y = softmax.candidate(x)
+    assert bool(torch.isfinite(y).all())
+    torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), rtol=2e-2, atol=1e-6)
