@@ -91,9 +91,11 @@ _RESIDENT_SOLO_CAP_BYTES, _RESIDENT_SOLO_RESERVE_BYTES = 224 * 1024, 4 * 1024
 # SM or 32 warps stream part of the row it lost 1-3 points (evidence/h200/2026-12-01_stagger_prefetch/).
 _RESIDENT_STAGGER = 2500
 _LOG2E = gl.constexpr(1.4426950408889634)
-# Largest |max| whose product with log2(e) stays finite in fp32 (FLT_MAX / log2 e = 2.3587e38, rounded down): beyond
-# it a folded exponent (x log2 e - max log2 e) overflows, which bfloat16 logits can reach.
-_FOLD_MAX = gl.constexpr(2.35e38)
+# Largest |row max| for which kernels fold the max into the exponent (2^(x log2 e - max log2 e), the resident kernel
+# with log2(sum) too: 2^(x log2 e - shift)): the folded terms are rounded to fp32 at their own size, an error of up to
+# half their ulp in every exponent (at |max| = 1e5 about 0.5% of y, at 1e6 about 4%; past 2.36e38 max log2 e is inf).
+# Rows at or past it subtract the max first instead. 2048: the ulp is at most 2^-12, under 0.02% of y.
+_FOLD_MAX = gl.constexpr(2048.0)
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
 
@@ -127,14 +129,13 @@ def _warps(tile: int) -> int:
 def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
                   EVEN: tl.constexpr = False, REREAD: tl.constexpr = False, EVICT: tl.constexpr = False,
-                  STREAM: tl.constexpr = False, FOLD: tl.constexpr = False) -> None:
+                  STREAM: tl.constexpr = False) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16. EVEN (the host guarantees N == BLOCK_N and BLOCK_M
     # divides M): no masks and no row clamping at all. REREAD: the tile is loaded again (from L1/L2) for the
     # output and its exponentials recomputed, instead of holding them in registers across the reductions; fewer
     # registers per thread, more programs per SM in flight. EVICT: x's lines leave L2 first once read for the last
-    # time; STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2. FOLD (not with
-    # REREAD): see below.
+    # time; STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2.
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
@@ -153,28 +154,16 @@ def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor
         x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf"),
                     eviction_policy="evict_last" if REREAD else ("evict_first" if EVICT else "")).to(tl.float32)
     m = tl.max(x, axis=1)
-    if FOLD and not REREAD:
-        # x kept, its exponentials computed twice with the max (and then the sum) folded into one multiply-add,
-        # instead of holding each exponential: fewer registers, more programs per SM. Where some row's max times
-        # log2(e) would overflow (a branch per program), the max is subtracted first.
-        if tl.max(tl.abs(m), axis=0) < 2.35e38:
-            ml = m * 1.4426950408889634
-            lse = ml + tl.log2(tl.sum(tl.math.exp2(x * 1.4426950408889634 - ml[:, None]), axis=1))
-            y = tl.math.exp2(x * 1.4426950408889634 - lse[:, None])
+    e = tl.exp(x - m[:, None])
+    inv = 1.0 / tl.sum(e, axis=1)
+    if REREAD:
+        if EVEN:
+            x = tl.load(x_ptrs, eviction_policy="evict_first" if EVICT else "").to(tl.float32)
         else:
-            e = tl.exp(x - m[:, None])
-            y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-    else:
+            x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf"),
+                        eviction_policy="evict_first" if EVICT else "").to(tl.float32)
         e = tl.exp(x - m[:, None])
-        inv = 1.0 / tl.sum(e, axis=1)
-        if REREAD:
-            if EVEN:
-                x = tl.load(x_ptrs, eviction_policy="evict_first" if EVICT else "").to(tl.float32)
-            else:
-                x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf"),
-                            eviction_policy="evict_first" if EVICT else "").to(tl.float32)
-            e = tl.exp(x - m[:, None])
-        y = e * inv[:, None]
+    y = e * inv[:, None]
     y_ptrs = y_ptr + row0 * N + rows[:, None] * N + cols[None, :]
     if EVEN:
         tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), cache_modifier=".cs" if STREAM else "")
@@ -305,10 +294,11 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         if PART2 > 0:
             x2 = v2.to(tl.float32)
             m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
-        # FAST folds the max into one multiply-add where max * log2(e) is finite (a per-row branch, the same for
-        # every thread: fp32 logits can pass FLT_MAX / log2 e), else the max is subtracted first.
+        # FAST folds the max into one multiply-add where |max| is under _FOLD_MAX (a per-row branch, the same for every
+        # thread): x log2 e, once rounded (unfused), is off by half its ulp, and past 2.36e38 it is inf. Else the
+        # max is subtracted first.
         if FAST:
-            if tl.abs(m) < 2.35e38:
+            if tl.abs(m) < _FOLD_MAX:
                 e = _exp_shifted(x, m, True)
                 e_e = _exp_shifted(x_e, m, True)
                 if PART1 > 0:
@@ -512,6 +502,33 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
+def _resident_total(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl.tensor,  # noqa: UP037
+                    offs: gl.tensor, N: gl.tensor, sh: gl.tensor, m_row: gl.tensor, NCHUNK: gl.constexpr,
+                    NRES: gl.constexpr, K: gl.constexpr, REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+    # The sum of exp(x - m_row) over a row's chunks (its slots, and its streamed chunks from global memory), the max
+    # subtracted before scaling: for rows whose |max| reaches _FOLD_MAX, where the stats pass's folded sum is
+    # imprecise (or, past 2.36e38, not finite).
+    T: gl.constexpr = 32 * gl.num_warps()
+    CHUNK: gl.constexpr = T * K
+    rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    s_t = gl.zeros([T], gl.float32, rows_layout)
+    for c in gl.static_range(NCHUNK):
+        cols = c * CHUNK + offs
+        if _masked_chunk(c, NCHUNK, REALIGN):
+            keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+        if c < NRES:
+            x = slots[c].load(layout).to(gl.float32)
+            if _masked_chunk(c, NCHUNK, REALIGN):
+                x = gl.where(keep, x, float("-inf"))
+        elif _masked_chunk(c, NCHUNK, REALIGN):
+            x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
+        else:
+            x = gl.load(x_row + cols).to(gl.float32)
+        s_t += gl.sum(gl.exp2((x - m_row) * _LOG2E), axis=1)
+    return gl.sum(s_t, axis=0)
+
+
+@gluon.jit
 def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl.tensor, y_row: gl.tensor,  # noqa: UP037
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
                      live: gl.tensor, m_row: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
@@ -653,28 +670,17 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             else:
                 x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            if SAFE:  # max subtracted before scaling: nothing overflows, whatever the logits
-                m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: (max=-inf, sum=0)
-                s_t = s_t * gl.exp2((m_t - m_safe) * _LOG2E) + gl.sum(gl.exp2((x - m_safe[:, None]) * _LOG2E),
-                                                                      axis=1)
-            else:
-                m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E
-                s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
+            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
+            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
             m_t = m_new
         if REALIGN:
             m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
             m_row = gl.max(m_t, axis=0)
-        if SAFE:
-            total = gl.sum(s_t * gl.exp2((m_t - m_row) * _LOG2E), axis=0)
-            if REALIGN:
-                total += gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
-        else:
-            total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m_row * _LOG2E), axis=0)
-            if REALIGN:
-                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - m_row * _LOG2E), axis=1), axis=0)
-        log_total = gl.log2(total)
-        shift = m_row * _LOG2E + log_total
+        total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m_row * _LOG2E), axis=0)
+        if REALIGN:
+            total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - m_row * _LOG2E), axis=1), axis=0)
+        shift = m_row * _LOG2E + gl.log2(total)
         ahead = row + step
         if REALIGN:
             a_base = (ahead.to(gl.int64) * N // K) * K
@@ -683,20 +689,24 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
-        # Normalisation folded into the exponent (one multiply-add an element), unless the row's max times log2(e)
-        # would overflow (|max| over FLT_MAX / log2(e): 16-bit bfloat16 reaches it), where the max is subtracted
-        # first: a per-row branch, the same for every thread.
-        if not SAFE or gl.abs(m_row) < _FOLD_MAX:
+        # The max is folded into each exponent (one multiply-add an element), which loses precision as |max| grows
+        # and overflows past 2.36e38 (_FOLD_MAX). SAFE: a row whose |max| reaches _FOLD_MAX (a branch per row, the
+        # same for every thread) has its sum recomputed with the max subtracted first, from its slots and the
+        # streamed chunks, and takes an output pass that subtracts it too; other rows pay one comparison.
+        if SAFE and gl.abs(m_row) >= _FOLD_MAX:
+            total = _resident_total(slots, x_row, offs, N, sh, m_row, NCHUNK, NRES, K, REALIGN, layout)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
+            _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, gl.log2(total),
+                             NCHUNK, NRES, K, REALIGN, True, layout)
+            if REALIGN:
+                gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - gl.log2(total)).to(y_ptr.dtype.element_ty),
+                         mask=e_mask)
+        else:
             _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, shift, NCHUNK, NRES,
                              K, REALIGN, False, layout)
             if REALIGN:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
-        else:
-            _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, log_total, NCHUNK,
-                             NRES, K, REALIGN, True, layout)
-            if REALIGN:
-                gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
-                         mask=e_mask)
         row = ahead
     cp.wait_group(0)
 

@@ -167,12 +167,14 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
 def test_softmax_is_right_for_logits_near_the_top_of_the_float_range(n: int, dtype: torch.dtype) -> None:
     """Logits whose magnitude passes FLT_MAX / log2(e) (2.36e38; bfloat16 and fp32 reach it): max * log2(e) would be
     inf, so a kernel folding the max into one multiply-add writes NaN. One huge logit (one-hot), a row of hugely
-    negative spread logits (the softmax of their differences), several near the top among ordinary ones."""
+    negative spread logits (the softmax of their differences), several near the top among ordinary ones; and a row
+    offset by 1e6, where a shift of max * log2(e) + log2(sum) rounded to fp32 is off by up to 1/16 (4% of y)."""
     gen = torch.Generator().manual_seed(11)
-    x = torch.randn(3, n, generator=gen) * 4
+    x = torch.randn(4, n, generator=gen) * 4
     x[0, n // 2] = 3e38
     x[1] = -2.5e38 + torch.randn(n, generator=gen) * 1e37
     x[2, ::3] = 2.5e38
+    x[3] += 1e6
     x = x.to(dtype).to(DEVICE)
     y = softmax.candidate(x)
     assert bool(torch.isfinite(y).all())
