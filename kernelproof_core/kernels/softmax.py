@@ -502,40 +502,45 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
-def _resident_total(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl.tensor,  # noqa: UP037
-                    offs: gl.tensor, N: gl.tensor, sh: gl.tensor, m_row: gl.tensor, NCHUNK: gl.constexpr,
-                    NRES: gl.constexpr, K: gl.constexpr, REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
-    # The sum of exp(x - m_row) over a row's chunks (its slots, and its streamed chunks from global memory), the max
-    # subtracted before scaling: for rows whose |max| reaches _FOLD_MAX, where the stats pass's folded sum is
-    # imprecise (or, past 2.36e38, not finite).
+def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor,
+                         m_row: gl.tensor, edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
+                         REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+    # _softmax_resident's second look at a row whose |max| reaches _FOLD_MAX (rare), after the common output pass:
+    # the sum and the output again with the max subtracted first, re-read from global memory in runtime loops
+    # (little code), each element rewritten by the thread that wrote it. `edges`: the REALIGN edge vectors' part of
+    # the sum. Returns log2 of the sum.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    vec0 = gl.arange(0, T, layout=rows_layout) * K
     s_t = gl.zeros([T], gl.float32, rows_layout)
-    for c in gl.static_range(NCHUNK):
+    for c in range(NCHUNK):
         cols = c * CHUNK + offs
-        if _masked_chunk(c, NCHUNK, REALIGN):
-            keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
-        if c < NRES:
-            x = slots[c].load(layout).to(gl.float32)
-            if _masked_chunk(c, NCHUNK, REALIGN):
-                x = gl.where(keep, x, float("-inf"))
-        elif _masked_chunk(c, NCHUNK, REALIGN):
-            x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
+        if REALIGN:
+            keep = ((c * CHUNK + vec0 >= sh) & (c * CHUNK + vec0 + K <= sh + N))[:, None]
         else:
-            x = gl.load(x_row + cols).to(gl.float32)
+            keep = cols < N
+        x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
         s_t += gl.sum(gl.exp2((x - m_row) * _LOG2E), axis=1)
-    return gl.sum(s_t, axis=0)
+    log_total = gl.log2(gl.sum(s_t, axis=0) + edges)
+    for c in range(NCHUNK):
+        cols = c * CHUNK + offs
+        if REALIGN:
+            keep = ((c * CHUNK + vec0 >= sh) & (c * CHUNK + vec0 + K <= sh + N))[:, None]
+        else:
+            keep = cols < N
+        x = gl.load(x_row + cols, mask=keep, other=0.0).to(gl.float32)
+        gl.store(y_row + cols, gl.exp2((x - m_row) * _LOG2E - log_total).to(y_row.dtype.element_ty), mask=keep)
+    return log_total
 
 
 @gluon.jit
 def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl.tensor, y_row: gl.tensor,  # noqa: UP037
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
-                     live: gl.tensor, m_row: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
-                     K: gl.constexpr, REALIGN: gl.constexpr, SUBTRACT: gl.constexpr, layout: gl.constexpr) -> None:
+                     live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
+                     REALIGN: gl.constexpr, layout: gl.constexpr) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
-    # (`live`: there is a next row), normalised and stored. y = 2^(x log2 e - shift), or with SUBTRACT
-    # 2^((x - m_row) log2 e - shift) (shift then log2 of the sum alone).
+    # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
@@ -552,10 +557,7 @@ def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl
             x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
         else:
             x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
-        if SUBTRACT:
-            y = gl.exp2((x - m_row) * _LOG2E - shift).to(y_row.dtype.element_ty)
-        else:
-            y = gl.exp2(x * _LOG2E - shift).to(y_row.dtype.element_ty)
+        y = gl.exp2(x * _LOG2E - shift).to(y_row.dtype.element_ty)
         if _masked_chunk(c, NCHUNK, REALIGN):
             gl.store(y_row + cols, y, mask=keep)
         else:
@@ -689,24 +691,23 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
+        _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K, REALIGN,
+                         layout)
+        if REALIGN:
+            gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
         # The max is folded into each exponent (one multiply-add an element), which loses precision as |max| grows
         # and overflows past 2.36e38 (_FOLD_MAX). SAFE: a row whose |max| reaches _FOLD_MAX (a branch per row, the
-        # same for every thread) has its sum recomputed with the max subtracted first, from its slots and the
-        # streamed chunks, and takes an output pass that subtracts it too; other rows pay one comparison.
+        # same for every thread) is summed and written again with the max subtracted first; other rows pay one
+        # comparison, after their output pass.
         if SAFE and gl.abs(m_row) >= _FOLD_MAX:
-            total = _resident_total(slots, x_row, offs, N, sh, m_row, NCHUNK, NRES, K, REALIGN, layout)
             if REALIGN:
-                total += gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
-            _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, gl.log2(total),
-                             NCHUNK, NRES, K, REALIGN, True, layout)
+                edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
+            else:
+                edges = 0.0
+            log_total = _resident_subtracted(x_row, y_row, offs, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
             if REALIGN:
-                gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - gl.log2(total)).to(y_ptr.dtype.element_ty),
+                gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
                          mask=e_mask)
-        else:
-            _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, m_row, shift, NCHUNK, NRES,
-                             K, REALIGN, False, layout)
-            if REALIGN:
-                gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
         row = ahead
     cp.wait_group(0)
 
