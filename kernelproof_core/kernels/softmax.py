@@ -700,7 +700,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         # same for every thread) is summed and written again with the max subtracted first; other rows pay one
         # comparison, after their output pass.
         if SAFE and gl.abs(m_row) >= _FOLD_MAX:
-            if REALIGN:
+            if REALIGN:  # the edge vectors read again, so they are not held through the common output pass
+                x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
             else:
                 edges = 0.0
