@@ -179,3 +179,18 @@ def test_softmax_is_right_for_logits_near_the_top_of_the_float_range(n: int, dty
     y = softmax.candidate(x)
     assert bool(torch.isfinite(y).all())
     torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), rtol=2e-2, atol=1e-6)
+
+
+@pytest.mark.parametrize("offset", [0.0, 50.0, 300.0, 1000.0, 1e6])
+def test_fp32_softmax_holds_its_tolerance_with_offset_logits(offset: float) -> None:
+    """fp32 rows of 16385-32768 take the realigned kernel with FAST (the max folded into one multiply-add). Unfused
+    (the interpreter), x log2 e is rounded at its own size, which fp32's tolerance (rtol 2e-5, relative L2 1e-5)
+    noticed from |max| of a few hundred (4.5e-5 of y at 1000): the fold is taken only under |max| 64."""
+    from kernelproof_core.tolerances import policy_for
+
+    gen = torch.Generator().manual_seed(3)
+    x = (torch.randn(3, 20000, generator=gen, dtype=torch.float64) * 3 + offset).float().to(DEVICE)
+    y, ref = softmax.candidate(x).double(), torch.softmax(x.double(), -1)
+    policy = policy_for("softmax", torch.float32)
+    assert bool(((y - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
+    assert float((y - ref).norm() / ref.norm()) <= policy.max_rel_l2
