@@ -15,7 +15,13 @@ from kernelproof_core.tolerances import TolerancePolicy, policy_for
 NEG_INF_FRACTION = 0.25  # share of entries set to -inf by the "neg_inf" distribution
 CONSTANT_SCALE = 40.0  # "constant" rows repeat one value ~N(0, 40^2): exp(value) alone would overflow FP32
 SPIKE_VALUE = 100.0  # "spike": one entry per row is this large; exp(100) overflows FP32 unless max-subtracted
-_OWN_DISTRIBUTIONS = ("neg_inf", "constant", "spike")
+# "offset": logits offset by a large constant (per dtype: offset, spread). Softmax is shift-invariant, but a kernel that
+# folds the max into each exponent (2^(x log2 e - max log2 e), a common speed trick) rounds max log2 e (and, unfused,
+# each x log2 e) to fp32 at its own size. fp32 at 1e6 (input ulp 1/16, so rows keep many logits near their max):
+# exponents off by up to 1/16, y by 4%. bfloat16 holds 8 bits, so near-max logits tie; at 1e8 a fused fold is off by
+# up to 8 in every exponent. fp16 cannot hold such logits (65504 at most): 6e4, where a fold is off by 0.27% at most.
+OFFSETS = {torch.float32: (1e6, 4.0), torch.bfloat16: (1e8, 1e6), torch.float16: (6e4, 64.0)}
+_OWN_DISTRIBUTIONS = ("neg_inf", "constant", "spike", "offset")
 
 # (case_id, kind, M full, M interpreter, N, description, extra). M interpreter = 0: FULL set only.
 _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
@@ -55,6 +61,8 @@ _HIDDEN = (
                   distribution="constant"),
     HiddenProfile("spike", "one entry of 100 per row: exp overflows unless max-subtracted", (2, 16384),
                   (2, 8192), (1, 2048), (1, 2), distribution="spike"),
+    HiddenProfile("offset", "logits offset by 1e6-1e8 (6e4 in fp16): a max folded into exponents is lost to rounding",
+                  (2, 50000), (2, 16384), (1, 1024), (1, 2), distribution="offset"),
 )
 
 
@@ -67,7 +75,7 @@ def softmax_input(
     distribution: str = "normal",
     row_stride_pad: int = 0,
 ) -> torch.Tensor:
-    """random_matrix plus the softmax-only distributions "neg_inf", "constant" and "spike"."""
+    """random_matrix plus the softmax-only distributions "neg_inf", "constant", "spike" and "offset"."""
     if distribution not in _OWN_DISTRIBUTIONS:
         return random_matrix(rows, cols, dtype, device, generator, distribution, row_stride_pad)
     # Built on the CPU at full (padded) width, then moved, so a padded layout survives the transfer.
@@ -80,6 +88,9 @@ def softmax_input(
         body.masked_fill_(drop, float("-inf"))
     elif distribution == "spike":
         body[torch.arange(rows), torch.randint(0, cols, (rows,), generator=generator)] = SPIKE_VALUE
+    elif distribution == "offset":
+        offset, spread = OFFSETS.get(dtype, OFFSETS[torch.float32])
+        body.mul_(spread).add_(offset)
     else:
         body.copy_((torch.randn((rows, 1), generator=generator) * CONSTANT_SCALE).expand(rows, cols))
     full = full.to(dtype=dtype).to(device)

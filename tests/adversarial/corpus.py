@@ -104,6 +104,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             V.NO_KERNEL_LAUNCH),
     Exploit("precision_downcast_softmax", "softmax", "exp and sum in 16-bit instead of FP32", V.TOLERANCE,
             V.TOLERANCE, dtype="float16", cases=("tail1023",)),
+    Exploit("folded_exponent_softmax", "softmax", "max folded into the exponents: right only for small logits",
+            V.TOLERANCE, V.TOLERANCE, dtype="float32", cases=("tail127",), hidden=True),
     Exploit("precision_downcast_rmsnorm", "rms_norm", "sum of squares accumulated in 16-bit", V.TOLERANCE,
             V.TOLERANCE, dtype="float16", cases=("large_values",)),
     Exploit("input_inplace", "rms_norm", "result written into the input, input returned", V.INPUT_MUTATED,
@@ -152,7 +154,8 @@ HONEST_CANDIDATES: tuple[Honest, ...] = (
            "shipped kernel: fused and realigned rows, split and looped wide paths"),
     Honest(BUILTINS / "softmax.py", "softmax",
            "shipped kernel: fused, realigned, pipelined, resident (Gluon), split, staged paths"),
-    Honest(BUILTINS / "swiglu.py", "swiglu", "shipped kernel: flat and gather (strided) paths", dtypes=("float32",)),
+    Honest(BUILTINS / "swiglu.py", "swiglu",
+           "shipped kernel: flat, gather (strided) and output-vector (odd rows) paths", dtypes=("float32",)),
 )
 
 
