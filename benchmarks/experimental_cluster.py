@@ -27,11 +27,9 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
-from sweep_common import Trial
+from sweep_common import Trial, close_to, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-
-from kernelproof_core.kernels import softmax
 
 
 @gluon.constexpr_function
@@ -104,18 +102,6 @@ def softmax_cluster(x: torch.Tensor, y: torch.Tensor | None = None, g: int = 4, 
     return y
 
 
-def _close(launch: partial[object], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
-    # Relative L2 error over the whole output (softmax values of wide rows are ~1e-5: an absolute tolerance would
-    # pass an output of zeros) and every element written.
-    y.fill_(float("nan"))
-    launch()
-    err = float((y.float() - ref).norm() / ref.norm())
-    if not err < 1e-2:
-        print(f"{label}: WRONG (relative L2 error {err:.3g})", flush=True)
-        return False
-    return True
-
-
 def triton_next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
@@ -130,11 +116,8 @@ def softmax_cluster_trials(device: torch.device, dtype: torch.dtype) -> Iterator
     """Family `softmax_cluster`: the cluster-split kernel over cluster sizes, warps and KEEP_E, beside the built-in's
     planned launch, each config checked against fp32 first."""
     for m, n in CLUSTER_SHAPES:
-        x = torch.randn(m, n, dtype=dtype, device=device) * 4
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        ref = torch.softmax(x.float(), dim=-1)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
+        yield planned
         for g, warps, keep_e in itertools.product((2, 4, 8), (1, 2, 4, 8), (True,)):
             part = triton_next_pow2(-(-n // g))
             if not 16 <= part // (32 * warps) <= 128:
@@ -143,5 +126,5 @@ def softmax_cluster_trials(device: torch.device, dtype: torch.dtype) -> Iterator
             launch = partial(_softmax_cluster[(m,)], x, y, partials, n, x.stride(0), G=g, PART=part,
                              VEC=16 // x.element_size(), KEEP_E=keep_e, num_warps=warps, num_ctas=g)
             label = f"G={g} warps={warps} keep_e={int(keep_e)} part={part}"
-            if _close(launch, y, ref, f"softmax.cluster {m}x{n} {label}"):
+            if close_to(launch, y, ref, f"softmax.cluster {m}x{n} {label}"):
                 yield ("softmax.cluster", (m, n), label, launch, moved, False)

@@ -17,7 +17,7 @@ from functools import partial
 import torch
 import triton
 import triton.language as tl
-from sweep_common import Trial
+from sweep_common import Trial, close_to, softmax_inputs
 
 from kernelproof_core.kernels import softmax
 
@@ -96,21 +96,13 @@ def softmax_rows_simple_trials(device: torch.device, dtype: torch.dtype) -> Iter
     kept and the exponentials recomputed), beside reduce-then-store and the built-in's planned launch (for 32768
     wide: the persistent realigned kernel, which prefetches the next row)."""
     for m, n in SOFTMAX_SHAPES:
-        x = torch.randn(m, n, dtype=dtype, device=device) * 3
-        y = torch.empty_like(x)
-        moved = 2 * x.numel() * x.element_size()
-        ref = torch.softmax(x.float(), dim=-1)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        x, y, ref, moved, planned = softmax_inputs(m, n, 3.0, dtype, device)
+        yield planned
         for mode, warps in itertools.product((1, 2, 3), (4, 8, 16)):
             if not 8 <= triton.next_power_of_2(n) // (32 * warps) <= 128:
                 continue
             launch = partial(copy_rows, x, y, mode == 0, warps, mode)
-            if mode:
-                y.fill_(float("nan"))
-                launch()
-                err = float((y.float() - ref).norm() / ref.norm())
-                if not err < 1e-2:
-                    print(f"softmax_rows_simple {m}x{n} mode={mode} warps={warps}: WRONG ({err:.3g})", flush=True)
-                    continue
+            if mode and not close_to(launch, y, ref, f"softmax_rows_simple {m}x{n} mode={mode} warps={warps}"):
+                continue
             label = ("reduce", "softmax keep_e", "softmax fold", "softmax subtract")[mode] + f" warps={warps}"
             yield ("rows.simple", (m, n), label, launch, moved, False)

@@ -11,7 +11,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelproof_core.kernels import rms_norm
+from kernelproof_core.kernels import rms_norm, softmax
 
 Launcher = Callable[[], object]
 # (family, shape, config label, launcher, bytes moved, is the built-in's own choice)
@@ -38,3 +38,25 @@ def rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
     kind = "split" if isinstance(plan, rms_norm._Split) else "rows"
     return ("rms_norm.planned", (m, n), f"{kind} " + " ".join(f"{k}={v}" for k, v in meta.items()),
             partial(rms_norm.candidate, x, w, 1e-6), moved, True)
+
+
+def softmax_inputs(m: int, n: int, scale: float, dtype: torch.dtype, device: torch.device,
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, Trial]:
+    """x ~ N(0, scale^2), an output buffer, the fp32 softmax, the bytes a pass moves and the built-in's planned launch
+    (a trial) for an m x n softmax family."""
+    x = torch.randn(m, n, dtype=dtype, device=device) * scale
+    moved = 2 * x.numel() * x.element_size()
+    planned: Trial = ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+    return x, torch.empty_like(x), torch.softmax(x.float(), dim=-1), moved, planned
+
+
+def close_to(launch: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
+    """Run launch once (it writes y) and compare the whole output's relative L2 error with ref (softmax values of
+    wide rows are ~1e-5: an absolute tolerance would pass an output of zeros); NaN: never written."""
+    y.fill_(float("nan"))
+    launch()
+    err = float((y.float() - ref).norm() / ref.norm())
+    if not err < 1e-2:
+        print(f"{label}: WRONG (relative L2 error {err:.3g})", flush=True)
+        return False
+    return True

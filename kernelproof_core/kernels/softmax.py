@@ -254,6 +254,21 @@ def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
 
 
 @triton.jit
+def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: tl.tensor, FOLD: tl.constexpr,
+                 PART1: tl.constexpr, PART2: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
+    # exp(v - m) for each tile of a realigned window (big tile, edges, parts 1 and 2 where the window has them; a
+    # missing part's slot returns the big tile's, unused).
+    e = _exp_shifted(x, m, FOLD)
+    e1 = e
+    e2 = e
+    if PART1 > 0:
+        e1 = _exp_shifted(x1, m, FOLD)
+    if PART2 > 0:
+        e2 = _exp_shifted(x2, m, FOLD)
+    return e, _exp_shifted(x_e, m, FOLD), e1, e2
+
+
+@triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
@@ -301,28 +316,17 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         # every thread): x log2 e, where the multiply-add is not fused (the interpreter), is rounded at its own size,
         # which fp32's tolerance notices from |max| of a few hundred, and past 2.36e38 it is inf. Else the max is
         # subtracted first.
+        if PART1 == 0:
+            x1 = x  # a part this window does not have: a placeholder, never used
+        if PART2 == 0:
+            x2 = x
         if FAST:
             if tl.abs(m) < _FAST_FOLD_MAX:
-                e = _exp_shifted(x, m, True)
-                e_e = _exp_shifted(x_e, m, True)
-                if PART1 > 0:
-                    e1 = _exp_shifted(x1, m, True)
-                if PART2 > 0:
-                    e2 = _exp_shifted(x2, m, True)
+                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
             else:
-                e = _exp_shifted(x, m, False)
-                e_e = _exp_shifted(x_e, m, False)
-                if PART1 > 0:
-                    e1 = _exp_shifted(x1, m, False)
-                if PART2 > 0:
-                    e2 = _exp_shifted(x2, m, False)
+                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
         else:
-            e = _exp_shifted(x, m, False)
-            e_e = _exp_shifted(x_e, m, False)
-            if PART1 > 0:
-                e1 = _exp_shifted(x1, m, False)
-            if PART2 > 0:
-                e2 = _exp_shifted(x2, m, False)
+            e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
         total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
         if PART1 > 0:
             total += tl.sum(tl.sum(e1, axis=1), axis=0)
@@ -506,6 +510,18 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
+def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.tensor, K: gl.constexpr,
+          CHUNK: gl.constexpr, REALIGN: gl.constexpr) -> gl.tensor:
+    # Which of chunk c's elements (c a runtime index) to touch: inside the row, or with REALIGN its whole vectors
+    # (vec0: each thread's first vector offset in a chunk); _whole's test for a runtime c.
+    if REALIGN:
+        keep = ((c * CHUNK + vec0 >= sh) & (c * CHUNK + vec0 + K <= sh + N))[:, None]
+    else:
+        keep = cols < N
+    return keep
+
+
+@gluon.jit
 def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor,
                          m_row: gl.tensor, edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                          REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
@@ -520,19 +536,13 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N:
     s_t = gl.zeros([T], gl.float32, rows_layout)
     for c in range(NCHUNK):
         cols = c * CHUNK + offs
-        if REALIGN:
-            keep = ((c * CHUNK + vec0 >= sh) & (c * CHUNK + vec0 + K <= sh + N))[:, None]
-        else:
-            keep = cols < N
+        keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
         x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
         s_t += gl.sum(gl.exp2((x - m_row) * _LOG2E), axis=1)
     log_total = gl.log2(gl.sum(s_t, axis=0) + edges)
     for c in range(NCHUNK):
         cols = c * CHUNK + offs
-        if REALIGN:
-            keep = ((c * CHUNK + vec0 >= sh) & (c * CHUNK + vec0 + K <= sh + N))[:, None]
-        else:
-            keep = cols < N
+        keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
         x = gl.load(x_row + cols, mask=keep, other=0.0).to(gl.float32)
         gl.store(y_row + cols, gl.exp2((x - m_row) * _LOG2E - log_total).to(y_row.dtype.element_ty), mask=keep)
     return log_total
