@@ -139,9 +139,9 @@ def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: tor
         return _swiglu_flat[(_cdiv(total, _FLAT_BLOCK),)], {"BLOCK": _FLAT_BLOCK, "num_warps": _FLAT_WARPS}, True
     vec, full = _align(elsize, n, stride_g, stride_u), max(1, 16 // elsize)
     wide = (m - 1) * max(stride_g, stride_u) + n >= 2**31 - _GATHER_BLOCK or total >= 2**31 - _GATHER_BLOCK
-    # Rows off the 16-byte grid (and at least one vector wide) are walked in the output's own vectors.
-    kernel = _swiglu_out_vectors if vec < full <= n else _swiglu_gather
-    return kernel[(_cdiv(total, _GATHER_BLOCK),)], {"BLOCK": _GATHER_BLOCK, "VEC": full if vec < full <= n else vec,
+    off_grid = vec < full <= n  # rows off the 16-byte grid, at least one vector wide: walked in y's own vectors
+    kernel = _swiglu_out_vectors if off_grid else _swiglu_gather
+    return kernel[(_cdiv(total, _GATHER_BLOCK),)], {"BLOCK": _GATHER_BLOCK, "VEC": full if off_grid else vec,
                                                     "WIDE": wide, "num_warps": _GATHER_WARPS}, False
 
 
