@@ -91,10 +91,10 @@ _RESIDENT_SOLO_CAP_BYTES, _RESIDENT_SOLO_RESERVE_BYTES = 224 * 1024, 4 * 1024
 # SM or 32 warps stream part of the row it lost 1-3 points (evidence/h200/2026-12-01_stagger_prefetch/).
 _RESIDENT_STAGGER = 2500
 _LOG2E = gl.constexpr(1.4426950408889634)
-# Largest |row max| for which kernels fold the max into the exponent (2^(x log2 e - max log2 e), the resident kernel
-# with log2(sum) too: 2^(x log2 e - shift)): the folded terms are rounded to fp32 at their own size, an error of up to
-# half their ulp in every exponent (at |max| = 1e5 about 0.5% of y, at 1e6 about 4%; past 2.36e38 max log2 e is inf).
-# Rows at or past it subtract the max first instead. 2048: the ulp is at most 2^-12, under 0.02% of y.
+# Largest |row max| for which the resident kernel folds the max and log2(sum) into one shift (2^(x log2 e - shift)):
+# the shift is rounded to fp32 at its own size, an error of up to half its ulp in every exponent (at |max| = 1e5
+# about 0.5% of y, at 1e6 about 4%; past 2.36e38 max log2 e is inf). Rows at or past it subtract the max first
+# instead. 2048: the ulp is at most 2^-12, under 0.02% of y (16-bit outputs).
 _FOLD_MAX = gl.constexpr(2048.0)
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
@@ -246,8 +246,8 @@ def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.const
 
 @triton.jit
 def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
-    # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that
-    # m log2 e is finite); else the max subtracted first.
+    # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
+    # under _FAST_FOLD_MAX); else the max subtracted first.
     if FOLD:
         return tl.math.exp2(x * 1.4426950408889634 - m * 1.4426950408889634)
     return tl.exp(x - m)
