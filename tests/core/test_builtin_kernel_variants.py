@@ -151,10 +151,10 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
     assert swiglu.candidate(g, u).equal(flat)
     ref = torch.nn.functional.silu(g.float()) * u.float()
     torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    if n >= full:
+    for wide in (False, True) if n >= full else ():  # 32- and 64-bit offsets
         out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
-                                                       VEC=full, WIDE=False)
+                                                       VEC=full, WIDE=wide)
         assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all())
 
 
