@@ -54,7 +54,6 @@ from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigne
 from sweep_resident import softmax_resident_realigned_trials, softmax_resident_trials
 from sweep_resident_ab import softmax_resident_ab_trials
 from sweep_stagger import (
-    softmax_resident_apart_trials,
     softmax_resident_budget_trials,
     softmax_resident_safe_trials,
     softmax_stagger_trials,
@@ -364,7 +363,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_stagger": softmax_stagger_trials,
             "softmax_resident_ring": softmax_resident_ring_trials,
             "softmax_resident_budget": softmax_resident_budget_trials, "swiglu_odd": swiglu_odd_trials,
-            "softmax_resident_apart": softmax_resident_apart_trials, "softmax_cluster": softmax_cluster_trials,
+            "softmax_cluster": softmax_cluster_trials,
             "copy_rows": copy_rows_trials,
             "softmax_rows_simple": softmax_rows_simple_trials,
             "softmax_resident_safe": softmax_resident_safe_trials}

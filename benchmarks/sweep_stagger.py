@@ -73,18 +73,8 @@ def softmax_resident_budget_trials(device: torch.device, dtype: torch.dtype) -> 
                 yield ("softmax.budget", (m, n), label, run, moved, False)
 
 
-APART_SHAPES = ((1024, 40000), (1024, 65536), (800, 60000), (683, 98304), (1024, 131072), (512, 128256),
-                (1991, 33508), (1024, 65535))
-
-
-def softmax_resident_apart_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_resident_apart`: the planned resident launch with each chunk slot its own shared-memory
-    allocation (APART: Triton's barrier pass then tells slots apart, about 40% fewer CTA-wide barriers at 65536 wide)
-    against the same plan on one slot buffer."""
-    for m, n in APART_SHAPES:
-        yield from _resident_variants("apart", m, n, device, dtype, lambda meta: [
-            (f"apart={int(apart)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}", {"APART": apart})
-            for apart in (False, True)])
+SAFE_SHAPES = ((1024, 40000), (1024, 65536), (800, 60000), (683, 98304), (1024, 131072), (512, 128256),
+              (1991, 33508), (1024, 65535))
 
 
 def softmax_resident_safe_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -92,7 +82,7 @@ def softmax_resident_safe_trials(device: torch.device, dtype: torch.dtype) -> It
     max before scaling by log2 e, and a row whose |max| would overflow the folded exponent takes the output pass
     that subtracts it too; finite output for every finite logit) against the fold-everything kernel it replaced,
     which is NaN for bfloat16 rows holding logits over 2.36e38."""
-    for m, n in APART_SHAPES:
+    for m, n in SAFE_SHAPES:
         yield from _resident_variants("safe", m, n, device, dtype, lambda meta: [
             (f"safe={int(safe)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}", {"SAFE": safe})
             for safe in (False, True)])

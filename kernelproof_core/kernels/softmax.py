@@ -549,7 +549,7 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N:
 
 
 @gluon.jit
-def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl.tensor, y_row: gl.tensor,  # noqa: UP037
+def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row: gl.tensor,
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                      REALIGN: gl.constexpr, layout: gl.constexpr) -> None:
@@ -563,9 +563,9 @@ def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl
         if _masked_chunk(c, NCHUNK, REALIGN):
             keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
         if c < NRES:
-            x = slots[c].load(layout).to(gl.float32)
+            x = slots.index(c).load(layout).to(gl.float32)
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
-            _fetch(slots[c], a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
+            _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                    _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
         elif _masked_chunk(c, NCHUNK, REALIGN):
             x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
@@ -582,7 +582,7 @@ def _resident_output(slots: "tuple[gl.shared_memory_descriptor, ...]", x_row: gl
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      APART: gl.constexpr = False, SAFE: gl.constexpr = True) -> None:
+                      SAFE: gl.constexpr = True) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -617,18 +617,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-    # chunk c's slot: slots[c]. APART: each slot its own allocation, so Triton's barrier pass can tell slots apart
-    # (one buffer: a barrier after every prologue copy and before every output-pass read, after the previous slot's
-    # refill; on the H200 both time within +-1.6 points: evidence/h200/2026-12-01_cluster_apart/1_*).
-    # Grown by concatenation (Gluon has no starred expressions); the annotation quoted, as Gluon evaluates it.
-    slots: "tuple[gl.shared_memory_descriptor, ...]" = ()  # noqa: UP037
-    if APART:
-        for _ in gl.static_range(NRES):
-            slots = slots + (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [T, K], smem_layout),)  # noqa: RUF005
-    else:
-        buf = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], smem_layout)
-        for c in gl.static_range(NRES):
-            slots = slots + (buf.index(c),)  # noqa: RUF005
+    # chunk c's slot: slots.index(c), one [NRES, T, K] buffer of any count. Slots as separate allocations (so that
+    # Triton's barrier pass tells them apart: 30 fewer barriers at 65536 wide) timed within +-1.6 points on the H200
+    # (evidence/h200/2026-12-01_cluster_apart/1_*), so one buffer stays.
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], smem_layout)
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -649,10 +641,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NRES):
         if REALIGN:
-            _fetch(slots[c], x_row, c * CHUNK + offs, N, row < M,
+            _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
         else:
-            _fetch(slots[c], x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
+            _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
                    c * CHUNK + offs < N)
     while row < M:
         if REALIGN:
@@ -678,7 +670,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
                 cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
-                x = slots[c].load(layout).to(gl.float32)
+                x = slots.index(c).load(layout).to(gl.float32)
                 if _masked_chunk(c, NCHUNK, REALIGN):
                     x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
             elif _masked_chunk(c, NCHUNK, REALIGN):

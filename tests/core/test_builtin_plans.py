@@ -286,41 +286,6 @@ def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
     assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results
 
 
-_COMPILE_APART = """
-import json, sys, torch
-from kernelproof_core.kernels import softmax
-from kernelproof_core.precompile import compile_only
-out = []
-for m, n, realign in json.loads(sys.argv[1]):
-    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, realign=realign)
-    x = torch.empty((m, n), dtype=torch.bfloat16)
-    row = []
-    for apart in (False, True):
-        with compile_only("cuda", 90, 32):
-            kernel = launch(x, torch.empty_like(x), m, n, n, **{**meta, "APART": apart})
-        row.append({"shared": kernel.metadata.shared, "barriers": kernel.asm["ptx"].count("bar.sync")})
-    out.append(row)
-print(json.dumps(out))
-"""
-
-
-def test_resident_slots_apart_drop_barriers_not_shared_memory() -> None:
-    """Built for the H200 (no GPU needed): with each slot its own allocation (APART) Triton's barrier pass tells
-    slots apart, so the prologue's barriers and the output pass's spurious one per chunk go, with the same shared
-    memory; one slot buffer stays the default until the H200 times both (kernel_sweep.py --only
-    softmax_resident_apart)."""
-    cases = [(1024, 65536, False), (1024, 131072, False), (1991, 33508, True)]
-    done = subprocess.run([sys.executable, "-c", _COMPILE_APART, json.dumps(cases)], capture_output=True, text=True,
-                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    for (m, n, realign), (one, apart) in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
-        _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, H200_SMS,  # type: ignore[misc]
-                                               H200_SMEM_PER_SM, realign=realign)
-        assert not meta.get("APART", False)
-        assert apart["shared"] == one["shared"]
-        assert apart["barriers"] <= one["barriers"] - meta["NRES"] - meta["NCHUNK"] // 2, (n, one, apart)
-
-
 _PLAN_ON_H200 = """
 import json, re, sys, torch
 from kernelproof_core.kernels import softmax

@@ -178,22 +178,6 @@ def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, confi
 
 
 @requires_cuda
-@pytest.mark.parametrize(("m", "n"), [(300, 65536), (140, 131072), (131, 33508), (133, 40000), (5, 65535)])
-def test_resident_softmax_with_slots_apart_writes_what_one_slot_buffer_writes(m: int, n: int) -> None:
-    """APART (each chunk slot its own shared-memory allocation) changes where the kernel's barriers sit, not its
-    arithmetic: bit-for-bit the one-buffer kernel's output, rows over the budget and REALIGN rows included."""
-    x = (torch.randn(m, n, device="cuda") * 4).to(torch.bfloat16)
-    x[-1, n // 3:] = float("-inf")
-    launch, meta = softmax._plan(m, n, n, 2, x.device, torch.bfloat16)  # type: ignore[misc]
-    assert "NRES" in meta
-    one, apart = torch.empty_like(x), torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
-    launch(x, one, m, n, n, **meta)
-    launch(x, apart, m, n, n, **{**meta, "APART": True})
-    assert torch.equal(apart[:m], one) and bool((apart[m] == 7.0).all())
-    torch.testing.assert_close(one.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
-
-
-@requires_cuda
 @pytest.mark.parametrize(("m", "n", "budget_kb"), [(140, 131072, 224), (133, 110000, 224), (3, 104000, 212),
                                                    (135, 131071, 224)])
 def test_resident_softmax_with_more_shared_memory_matches_fp32_reference(m: int, n: int, budget_kb: int) -> None:
