@@ -64,8 +64,8 @@ def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Itera
     """Unaligned 16-bit rows (widths not a multiple of 8) on the realigned kernel, its window in parts or one, over
     warps, x held or re-read, against the row kernel as the plan picked it before (scalar accesses), torch.compile
     and Liger."""
-    for m, n in ((3124, 5999), (8192, 2879), (4096, 4097), (2000, 12345), (32768, 1027), (3000, 9001),
-                 (8192, 2100)):
+    for m, n in ((8192, 2880), (3124, 5999), (8192, 2879), (4096, 4097), (2000, 12345), (32768, 1027), (3000, 9001),
+                 (8192, 2100)):  # 2880: aligned, but 2048 + 1024 lanes against the row kernel's 4096
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
@@ -78,7 +78,7 @@ def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Itera
         if _checked(launch, y, ref, f"rms_norm.rows {m}x{n} before"):
             yield ("rms_norm.rows", (m, n), "before (scalar rows)", launch, moved, False)
         cuts = {(rms_norm._window(n), 0, 0), rms_norm._parts(n)}
-        for cut, warps, reread in itertools.product(sorted(cuts), (4, 8, 16, 32), (False, True)):
+        for cut, warps, reread in itertools.product(sorted(cuts), (2, 4, 8, 16, 32), (False, True)):
             if sum(cut) // (32 * warps) < 8:
                 continue
             plan, meta = rms_norm._realigned_plan(m, n, n, cut, warps, reread)

@@ -6,9 +6,9 @@ is about moving enough bytes per program with full-width vector accesses:
     2-D tile of about 8192 elements, 16 KB of bf16) so short rows still give each program real work, and
     weight is loaded once per program rather than once per row. 16-bit rows of 1024-8192 elements re-read their
     tile for the scaling pass instead of holding it across the reduction (_reread_plan): fewer registers, more
-    programs in flight, 90-103% of copy bandwidth on the H200. Unaligned 16-bit rows of 2048-16377 (rows start
-    mid-vector) are seen through the output's vector window instead (_rms_norm_realigned): vector accesses, the
-    two edge vectors apart; H200 55-73% of copy where scalar accesses reached 40-60%;
+    programs in flight, 90-103% of copy bandwidth on the H200. Unaligned 16-bit rows of 1025-2041 and 2048-16377
+    (rows start mid-vector) are seen through the output's vector window instead (_rms_norm_realigned): vector
+    accesses, the two edge vectors apart; H200 55-73% of copy where scalar accesses reached 40-60%;
   * wider rows, on a GPU (split path): one program per chunk of a row holds its chunk in registers, publishes
     its sum of squares on a per-row counter and waits for its siblings: one HBM read and one write, and many small
     programs per SM. On the H200 it beat the looped path below on every wide case swept (345 x 64803: 28% -> 40%
@@ -45,8 +45,11 @@ _MAX_IMBALANCE = 1.25
 # Split path: elements per program (vectorised rows / rows with scalar accesses) and warps (kernel_sweep.py).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_WARPS = 8192, 4096, 4
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
-# realigned kernel (narrower rows lost 3 points on it: 32768 x 1027, 57.7% of copy scalar, 54-55% realigned).
+# realigned kernel; so do narrower ones whose window is _REALIGNED_NARROW_WINDOW lanes, on _REALIGNED_NARROW_WARPS
+# (H200, bf16, CUPTI: 32768 x 1027 64.7% of copy on 2 warps against 58.5% scalar on the row kernel; on 4-8 warps the
+# realigned kernel lost 3 points, evidence/h200/2026-12-02_owed_checks/2_tma_probe_rms_parts/).
 _REALIGNED_MIN_N, _REALIGNED_MAX_WINDOW = 2048, 16384
+_REALIGNED_NARROW_MIN_N, _REALIGNED_NARROW_WINDOW, _REALIGNED_NARROW_WARPS = 1025, 2048, 2
 _MIN_PART = 1024  # smallest part of a realigned window: the vectors of 4 warps
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -318,7 +321,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Lau
                               n_parts)
         return _looped_plan(m, n, elsize, align, _num_sms(device))
     n_sm = _num_sms(device)
-    if elsize == 2 and n % 8 and _REALIGNED_MIN_N <= n and (window := _window(n)) <= _REALIGNED_MAX_WINDOW:
+    window = _window(n)
+    if elsize == 2 and n % 8 and window <= _REALIGNED_MAX_WINDOW and (
+            _REALIGNED_MIN_N <= n or (_REALIGNED_NARROW_MIN_N <= n and window == _REALIGNED_NARROW_WINDOW)):
         parts = _parts(n)
         return _realigned_plan(m, n, stride, parts if 4 * sum(parts) < 3 * window else (window, 0, 0))
     block_n = triton.next_power_of_2(n)
@@ -373,12 +378,12 @@ def _parts(n: int) -> tuple[int, int, int]:
 def _realigned_plan(m: int, n: int, stride: int, parts: tuple[int, int, int], warps: int = 0,
                     reread: bool | None = None) -> Launch:
     """Unaligned 16-bit rows (_rms_norm_realigned), one per program, the window in `parts` (_parts(n); (_window(n),
-    0, 0) is one window): 4 warps up to 8192 lanes (32-64 elements per thread), 8 warps re-reading x beyond
-    (benchmarks/kernel_sweep.py --only rms_norm_realigned; H200, bf16, CUPTI, one window: 8192 x 2879 72.8% of
-    copy, 3124 x 5999 65.0%, 2000 x 12345 66.1%, against 61%, 50% and 43% with scalar accesses; torch.compile
-    35-44%)."""
+    0, 0) is one window): 2 warps for a 2048-lane window, 4 up to 8192 lanes (32-64 elements per thread), 8 warps
+    re-reading x beyond (benchmarks/kernel_sweep.py --only rms_norm_realigned; H200, bf16, CUPTI, one window:
+    8192 x 2879 72.8% of copy, 3124 x 5999 65.0%, 2000 x 12345 66.1%, against 61%, 50% and 43% with scalar
+    accesses; torch.compile 35-44%)."""
     lanes = sum(parts)
-    warps = warps or (4 if lanes <= 8192 else 8)
+    warps = warps or (_REALIGNED_NARROW_WARPS if lanes <= _REALIGNED_NARROW_WINDOW else 4 if lanes <= 8192 else 8)
     return _rms_norm_realigned[(m,)], {"WINDOW": parts[0], "PART1": parts[1], "PART2": parts[2], "VEC": 8,
                                        "ALIGN_X": _align(2, stride - n),
                                        "REREAD": lanes > 8192 if reread is None else reread, "num_warps": warps}

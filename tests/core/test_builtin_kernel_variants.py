@@ -41,12 +41,13 @@ def test_rms_norm_row_kernel_variants_agree_bit_for_bit(m: int, n: int, block_m:
 
 
 @pytest.mark.parametrize(("m", "n", "pad"), [(5, 5999, 0), (4, 5999, 3), (3, 2049, 1), (4, 2055, 8), (3, 16377, 0),
-                                             (9, 2050, 2), (6, 8185, 0)])
+                                             (9, 2050, 2), (6, 8185, 0), (9, 1027, 0), (5, 1025, 5), (4, 2041, 0)])
 def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: int) -> None:
     """Unaligned 16-bit rows (each starts at another place in its vector) through the output's vector window: the
     plan takes it for every row stride, its window in power-of-two parts or one; each variant (x held or re-read;
     parts or one window) is within a bf16 rounding of fp32, held and re-read give the same bits, and nothing is
-    written past the output (a guard row after it). Rows at both window bounds."""
+    written past the output (a guard row after it). Rows at both window bounds, and the narrow rows (1025-2041) whose
+    window is 2048 lanes on 2 warps."""
     gen = torch.Generator().manual_seed(11)
     x = torch.randn(m, n + pad, generator=gen).to(torch.bfloat16).to(DEVICE)[:, :n]
     w = (1 + 0.1 * torch.randn(n, generator=gen)).to(torch.bfloat16).to(DEVICE)

@@ -136,6 +136,9 @@ def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize(("n", "stride", "elsize", "parts", "warps", "reread"), [
     (2047, 2047, 2, None, 0, False), (2048, 2049, 2, None, 0, False), (2049, 2049, 2, (4096, 0, 0), 4, False),
+    (1027, 1027, 2, (2048, 0, 0), 2, False), (1025, 1031, 2, (2048, 0, 0), 2, False), (2041, 2041, 2, (2048, 0, 0), 2,
+                                                                                          False),
+    (1023, 1023, 2, None, 0, False), (2042, 2042, 2, None, 0, False),
     (4100, 4103, 2, (4096, 1024, 0), 4, False), (5999, 5999, 2, (8192, 0, 0), 4, False),
     (8185, 8185, 2, (8192, 0, 0), 4, False), (8186, 8186, 2, (8192, 1024, 0), 8, True),
     (12345, 12345, 2, (16384, 0, 0), 8, True), (16377, 16377, 2, (16384, 0, 0), 8, True),
@@ -146,8 +149,9 @@ def test_rms_norm_takes_the_realigned_kernel_on_unaligned_16_bit_rows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """16-bit rows of 2048-16377 whose width is not a multiple of 8 (any stride) go through the output's vector
     window, cut in power-of-two parts where that saves over a quarter of it (5999 and 12345 keep one window), 4
-    warps up to 8192 lanes and 8 re-reading x beyond (H200 sweep); narrower rows, fp32 rows and widths that are
-    whole vectors (padded by an odd stride or not) keep the other paths."""
+    warps up to 8192 lanes and 8 re-reading x beyond (H200 sweep), and so do rows of 1025-2041 (a 2048-lane window,
+    on 2 warps); narrower rows, 2042-2047 (a 4096-lane window), fp32 rows and widths that are whole vectors (padded
+    by an odd stride or not) keep the other paths."""
     monkeypatch.setattr(rms_norm, "_num_sms", lambda device: H200_SMS)
     plan = rms_norm._plan(1024, n, stride, elsize, torch.device("cpu"))
     meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
