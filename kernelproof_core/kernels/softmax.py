@@ -96,7 +96,6 @@ _LOG2E = gl.constexpr(1.4426950408889634)
 # about 0.5% of y, at 1e6 about 4%; past 2.36e38 max log2 e is inf). Rows at or past it subtract the max first
 # instead. 2048: the ulp is at most 2^-12, under 0.02% of y (16-bit outputs).
 _FOLD_MAX = gl.constexpr(2048.0)
-_SAFE_CHUNKS = gl.constexpr(4)  # chunks per iteration of _resident_subtracted's loops (loads in flight at once)
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
 _FAST_FOLD_MAX = tl.constexpr(64.0)
@@ -526,30 +525,26 @@ def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.t
 def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor,
                          m_row: gl.tensor, edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                          REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
-    # _softmax_resident's second look at a row whose |max| reaches _FOLD_MAX, after the common output pass: the sum
-    # and the output again with the max subtracted first, re-read from global memory in runtime loops (little code
-    # next to the common path's), each element rewritten by the thread that wrote it. Each iteration takes
-    # _SAFE_CHUNKS chunks, so that many chunks' loads are in flight at once (one at a time, on the H200 a 309 x
-    # 43846 row of logits offset by 1e8 took 65 us against eager's 57). Chunks past the row are masked whole.
-    # `edges`: the REALIGN edge vectors' part of the sum. Returns log2 of the sum.
+    # _softmax_resident's second look at a row whose |max| reaches _FOLD_MAX (rare), after the common output pass:
+    # the sum and the output again with the max subtracted first, re-read from global memory in runtime loops
+    # (little code), each element rewritten by the thread that wrote it. `edges`: the REALIGN edge vectors' part of
+    # the sum. Returns log2 of the sum.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     vec0 = gl.arange(0, T, layout=rows_layout) * K
     s_t = gl.zeros([T], gl.float32, rows_layout)
-    for c0 in range(0, NCHUNK, _SAFE_CHUNKS):
-        for u in gl.static_range(_SAFE_CHUNKS):
-            cols = (c0 + u) * CHUNK + offs
-            keep = _kept(c0 + u, cols, vec0, sh, N, K, CHUNK, REALIGN)
-            x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
-            s_t += gl.sum(gl.exp2((x - m_row) * _LOG2E), axis=1)
+    for c in range(NCHUNK):
+        cols = c * CHUNK + offs
+        keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
+        x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
+        s_t += gl.sum(gl.exp2((x - m_row) * _LOG2E), axis=1)
     log_total = gl.log2(gl.sum(s_t, axis=0) + edges)
-    for c0 in range(0, NCHUNK, _SAFE_CHUNKS):
-        for u in gl.static_range(_SAFE_CHUNKS):
-            cols = (c0 + u) * CHUNK + offs
-            keep = _kept(c0 + u, cols, vec0, sh, N, K, CHUNK, REALIGN)
-            x = gl.load(x_row + cols, mask=keep, other=0.0).to(gl.float32)
-            gl.store(y_row + cols, gl.exp2((x - m_row) * _LOG2E - log_total).to(y_row.dtype.element_ty), mask=keep)
+    for c in range(NCHUNK):
+        cols = c * CHUNK + offs
+        keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
+        x = gl.load(x_row + cols, mask=keep, other=0.0).to(gl.float32)
+        gl.store(y_row + cols, gl.exp2((x - m_row) * _LOG2E - log_total).to(y_row.dtype.element_ty), mask=keep)
     return log_total
 
 
