@@ -1,0 +1,184 @@
+"""Experiment, not shipped yet: rms_norm rows wider than 32768 held in shared memory, as softmax's resident path holds
+them (kernelproof_core/kernels/softmax.py, _softmax_resident).
+
+Why: 16-bit rms_norm rows wider than 32768 take the split path (one program per chunk, partial sums of squares met
+through a per-row counter): 41-67% of copy bandwidth on the H200, and 43-45% for unaligned widths (the campaign's
+hidden_wide draw 425 x 52717, evidence/h200/2026-12-02_owed_checks/4_campaign/). Softmax rows of the same widths
+reach 76-84% on the resident kernel. rms_norm has the same two passes over a row (sum of squares, then scale), with
+no exponentials and a weight read in the second.
+
+The kernel: a persistent program keeps its row in shared memory, filled by cp.async (16-byte copies, or the row's
+vector window for contiguous rows off the 16-byte grid: REALIGN, the edge vectors read and written element by
+element); the stats pass sums squares chunk by chunk as each copy group lands; the output pass reads chunk c back,
+refills its slot with the next row's chunk c, multiplies by rsqrt(mean + eps) and the weight (read from global
+memory, L1/L2-resident: with REALIGN at w[p - shift], element by element) and stores. Configs (programs per SM,
+warps, chunks held) come from softmax._resident_plan, the same shared-memory budget. It reuses softmax.py's copy
+and mask helpers; a shipped version would carry its own (a candidate is one file).
+
+Family `rms_norm_resident` (kernel_sweep.py): planned (split) against this kernel over warps and programs per SM,
+each config checked against fp32 before it is timed. Compiled for sm_90 on the dev machine only, not yet run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+
+from kernelproof_core.kernels import softmax
+from kernelproof_core.kernels.softmax import _fetch, _masked_chunk, _stagger, _whole
+
+
+@gluon.jit
+def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
+                       stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
+                       K: gl.constexpr, ALIGN: gl.constexpr, REALIGN: gl.constexpr = False,
+                       STAGGER: gl.constexpr = 0) -> None:
+    W: gl.constexpr = gl.num_warps()
+    T: gl.constexpr = 32 * W
+    CHUNK: gl.constexpr = T * K
+    layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
+    rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    N = (N // ALIGN) * ALIGN
+    stride_x = (stride_x // ALIGN) * ALIGN
+    offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
+        None, :]
+    if STAGGER > 0:
+        _stagger(STAGGER, rows_layout)
+    step = gl.num_programs(0)
+    row = gl.program_id(0)
+    if REALIGN:
+        start = row.to(gl.int64) * N
+        base = (start // K) * K
+        sh = (start - base).to(gl.int32)
+        x_row = x_ptr + base
+        e_pos = gl.arange(0, 2, layout=rows_layout)
+        e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
+    else:
+        sh = 0
+        x_row = x_ptr + row.to(gl.int64) * stride_x
+    for c in gl.static_range(NRES):
+        if REALIGN:
+            _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M, c == 0 or c >= NCHUNK - 2,
+                   _whole(c, T, K, sh, N, rows_layout))
+        else:
+            _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1, c * CHUNK + offs < N)
+    while row < M:
+        if REALIGN:
+            base = (row.to(gl.int64) * N // K) * K
+            sh = (row.to(gl.int64) * N - base).to(gl.int32)
+            x_row = x_ptr + base
+            y_row = y_ptr + base
+            e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
+            e_offs = e_start + e_cols
+            e_inside = (e_start >= sh) & (e_start + K <= sh + N)
+            e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
+            x_e = gl.load(x_row + e_offs, mask=e_mask, other=0.0).to(gl.float32)
+        else:
+            x_row = x_ptr + row.to(gl.int64) * stride_x
+            y_row = y_ptr + row.to(gl.int64) * N
+        ss_t = gl.zeros([T], gl.float32, rows_layout)
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            if _masked_chunk(c, NCHUNK, REALIGN):
+                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+            if c < NRES:
+                cp.wait_group(NRES - 1 - c)
+                x = slots.index(c).load(layout).to(gl.float32)
+                if _masked_chunk(c, NCHUNK, REALIGN):
+                    x = gl.where(keep, x, 0.0)
+            elif _masked_chunk(c, NCHUNK, REALIGN):
+                x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_last").to(gl.float32)
+            else:
+                x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
+            ss_t += gl.sum(x * x, axis=1)
+        total = gl.sum(ss_t, axis=0)
+        if REALIGN:
+            total += gl.sum(gl.sum(x_e * x_e, axis=1), axis=0)
+        inv = gl.rsqrt(total / N + eps)
+        ahead = row + step
+        live = ahead < M
+        if REALIGN:
+            a_base = (ahead.to(gl.int64) * N // K) * K
+            a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
+            a_row = x_ptr + a_base
+        else:
+            a_sh = 0
+            a_row = x_ptr + ahead.to(gl.int64) * stride_x
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            if _masked_chunk(c, NCHUNK, REALIGN):
+                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+            if c < NRES:
+                x = slots.index(c).load(layout).to(gl.float32)
+                _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
+                       _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
+            elif _masked_chunk(c, NCHUNK, REALIGN):
+                x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
+            else:
+                x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
+            if _masked_chunk(c, NCHUNK, REALIGN):
+                w = gl.load(w_ptr + (cols - sh), mask=keep, other=0.0).to(gl.float32)
+                gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
+            else:
+                w = gl.load(w_ptr + (cols - sh)).to(gl.float32)
+                gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
+        if REALIGN:
+            w_e = gl.load(w_ptr + (e_offs - sh), mask=e_mask, other=0.0).to(gl.float32)
+            gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+        row = ahead
+    cp.wait_group(0)
+
+
+def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Tensor, warps: int = 0,
+                      per_sm: int = 0) -> torch.Tensor:
+    """RMSNorm of a 2-D 16-bit x on the resident kernel: softmax._resident_plan's config for the same rows (REALIGN
+    for contiguous rows off the 16-byte grid; two programs per SM where two rows fit the budget)."""
+    m, n = x.shape
+    es, stride = x.element_size(), x.stride(0)
+    align = softmax._align(es, n, stride)
+    index = softmax._cuda_index(x.device)
+    sms, smem = softmax._cuda_sms(index), softmax._smem_per_sm(index)
+    realign = align * es < 16 and stride == n
+    span = n + 16 // es - 1 if realign else n
+    per_sm = per_sm or (2 if 2 * span * es <= softmax._resident_budget(smem) else 1)
+    plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign)
+    if plan is None:
+        raise ValueError(f"{m} x {n} (stride {stride}): not a resident shape")
+    _rms_norm_resident[(min(m, per_sm * sms),)](x, w, y, m, n, stride, eps, **plan[1])
+    return y
+
+
+SHAPES = ((425, 52717), (1024, 40000), (1024, 65536), (345, 64803), (270, 63553), (800, 60000), (512, 100000))
+
+
+def rms_norm_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `rms_norm_resident`: rows of 40000-100000 (aligned and not) on the resident kernel against the planned
+    launch (split path), over warps and programs per SM."""
+    for m, n in SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        yield rms_norm_planned(x, w, moved)
+        ref = rms_norm_ref(x, w)
+        for warps, per_sm in itertools.product((8, 16, 32), (1, 2)):
+            if (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8):
+                continue
+            label = f"warps={warps} per_sm={per_sm}"
+            run = partial(rms_norm_resident, x, w, 1e-6, y, warps, per_sm)
+            try:
+                y.fill_(float("nan"))
+                run()
+            except ValueError as exc:  # a chunk larger than the budget
+                print(f"rms_norm.resident {m}x{n} {label}: {exc}", flush=True)
+                continue
+            err = float((y.float() - ref).abs().max())
+            if not err < 5e-2 * float(ref.abs().max()):
+                print(f"rms_norm.resident {m}x{n} {label}: WRONG (max |error| {err:.3g})", flush=True)
+                continue
+            yield ("rms_norm.resident", (m, n), label, run, moved, False)
