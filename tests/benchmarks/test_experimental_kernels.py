@@ -357,3 +357,49 @@ def test_cluster_softmax_compiles_to_one_cluster_barrier_and_per_cta_stores() ->
     for (_n, g, warps), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
         assert r["ctas"] == g and r["cluster"] and r["arrive"] == r["wait"] == 1 and r["rank_reads"] == 1, r
         assert r["stores"] == r["loads"] == r["part"] // (8 * 32 * warps), r
+
+
+_COMPILE_RMS_RESIDENT = """
+import json, re, sys, torch
+sys.path.insert(0, sys.argv[2])
+import experimental_rms_resident as er
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, realign in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, realign=realign)
+    with compile_only("cuda", 90, 32):
+        k = er._rms_norm_resident.warmup(x, torch.empty(n, dtype=torch.bfloat16), torch.empty_like(x), m, n, n, 1e-6,
+                                         **meta, grid=(1,))
+    ptx = k.asm["ptx"]
+    out.append({"nchunk": meta["NCHUNK"], "nres": meta["NRES"], "copies": len(re.findall(r"cp\\.async\\.c[ag]", ptx)),
+                "vec_loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                "vec_stores": len(re.findall(r"st\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local"),
+                "rsqrt": ptx.count("rsqrt")})
+print(json.dumps(out))
+"""
+
+
+def test_resident_rms_norm_compiles_to_copies_and_vector_accesses() -> None:
+    """The resident rms_norm experiment (rows wider than 32768 in shared memory) built for the H200's target (no GPU
+    needed; a fresh process): one 16-byte cp.async per thread per chunk in the prologue and again as each slot is
+    refilled, the weight read and the output written 16 bytes wide where rows are aligned, one rsqrt a row, nothing in
+    local memory. Numbers on the GPU: kernel_sweep.py --only rms_norm_resident."""
+    import json
+    import os
+    import subprocess
+
+    shapes = [(1024, 65536, False), (1024, 40000, False), (425, 52717, True)]
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_RMS_RESIDENT, json.dumps(shapes), bench],
+                          capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for (_m, _n, realign), r in zip(shapes, results, strict=True):
+        assert r["nres"] == r["nchunk"] and r["copies"] == 2 * r["nchunk"], r
+        assert r["local"] == 0 and r["rsqrt"] >= 1, r
+        assert r["vec_stores"] == r["nchunk"], r  # y's whole vectors, 16 bytes wide (REALIGN: y's window)
+        # the weight: a vector a chunk on aligned rows; REALIGN reads it at w[p - shift], element by element
+        assert r["vec_loads"] == (0 if realign else r["nchunk"]), r
