@@ -80,19 +80,28 @@ SAFE_SHAPES = ((1024, 40000), (1024, 65536), (800, 60000), (683, 98304), (1024, 
 def softmax_resident_safe_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_safe`: the planned resident launch with SAFE (a row whose |max| reaches _FOLD_MAX is
     summed and written again with the max subtracted first, after the common output pass) against the
-    fold-everything kernel, which is NaN for bfloat16 rows holding logits over 2.36e38; then rows of logits offset
-    by 1e8 (every row takes SAFE's second look: the task's hidden `offset` profile) on the planned launch beside
+    fold-everything kernel, which is NaN for bfloat16 rows holding logits over 2.36e38, and against CARRY (the
+    rounded max carried, one more add an element); then rows of logits offset by 1e8 (the task's hidden `offset`
+    profile: every row takes SAFE's second look, none does with CARRY) on the planned launch, with CARRY, and
     eager."""
     for m, n in SAFE_SHAPES:
         yield from _resident_variants("safe", m, n, device, dtype, lambda meta: [
-            (f"safe={int(safe)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}", {"SAFE": safe})
-            for safe in (False, True)])
+            (f"safe={int(safe)} carry={int(carry)} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}",
+             {"SAFE": safe, "CARRY": carry}) for safe, carry in ((False, False), (True, False), (True, True))])
     for m, n in OFFSET_SHAPES:
         x, _y, _ref, moved = inputs(m, n, dtype, device)
         x = (x.float() * 2.5e5 + 1e8).to(dtype)  # spread 1e6, offset 1e8 (tasks/softmax.py OFFSETS, bf16)
         ref = torch.softmax(x.float(), -1)
         if _correct(softmax.candidate(x), ref, f"softmax.offset {m}x{n}"):
             yield ("softmax.offset_planned", (m, n), "planned, offset 1e8", partial(softmax.candidate, x), moved, True)
+        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+        if type(plan) is tuple and "NRES" in plan[1]:
+            launch, meta = plan
+            y = torch.empty_like(x)
+            run = partial(launch, x, y, m, n, n, **{**meta, "CARRY": True})
+            run()
+            if _correct(y, ref, f"softmax.offset_carry {m}x{n}"):
+                yield ("softmax.offset_carry", (m, n), "carry, offset 1e8", run, moved, False)
         yield ("softmax.offset_eager", (m, n), "eager, offset 1e8", partial(torch.softmax, x, -1), moved, False)
 
 

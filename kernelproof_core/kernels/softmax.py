@@ -96,6 +96,13 @@ _LOG2E = gl.constexpr(1.4426950408889634)
 # about 0.5% of y, at 1e6 about 4%; past 2.36e38 max log2 e is inf). Rows at or past it subtract the max first
 # instead. 2048: the ulp is at most 2^-12, under 0.02% of y (16-bit outputs).
 _FOLD_MAX = gl.constexpr(2048.0)
+# CARRY (not the default until timed on the H200): the fold keeps the max times log2 e as one fp32 value M, rounded
+# once, in every exponent (x log2 e - M by one multiply-add: the product is exact inside it) and log2 of the sum
+# apart (one more add an element in the output pass). Every exponent is then off by the same d = max log2 e - M, which
+# the sum carries and the output cancels, so offset logits need no second look while 2^d stays finite in the sum:
+# |d| <= half M's ulp, 16 below |max| = 2^29 (about 5.4e8); rows past that take SAFE's second look (at 3e37, 2^d
+# overflows).
+_CARRY_MAX = gl.constexpr(float(2**29))
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
 _FAST_FOLD_MAX = tl.constexpr(64.0)
@@ -510,6 +517,14 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
+def _scaled(m: gl.tensor) -> gl.tensor:
+    # m log2 e rounded once to fp32 (mul.rn: the compiler may not fuse it into a later add), so that exponents
+    # taken against it and rescalings between two of them agree exactly (CARRY).
+    return gl.inline_asm_elementwise("mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=r,r", [m], dtype=gl.float32, is_pure=True,
+                                     pack=1)
+
+
+@gluon.jit
 def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.tensor, K: gl.constexpr,
           CHUNK: gl.constexpr, REALIGN: gl.constexpr) -> gl.tensor:
     # Which of chunk c's elements (c a runtime index) to touch: inside the row, or with REALIGN its whole vectors
@@ -552,7 +567,8 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N:
 def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row: gl.tensor,
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
-                     REALIGN: gl.constexpr, layout: gl.constexpr) -> None:
+                     REALIGN: gl.constexpr, layout: gl.constexpr, CARRY: gl.constexpr = False,
+                     log_total: gl.tensor = 0.0) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored.
     T: gl.constexpr = 32 * gl.num_warps()
@@ -571,7 +587,10 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
         else:
             x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
-        y = gl.exp2(x * _LOG2E - shift).to(y_row.dtype.element_ty)
+        if CARRY:  # y = 2^((x log2 e - shift) - log2 sum): shift is the rounded max times log2 e (_softmax_resident)
+            y = gl.exp2(x * _LOG2E - shift - log_total).to(y_row.dtype.element_ty)
+        else:
+            y = gl.exp2(x * _LOG2E - shift).to(y_row.dtype.element_ty)
         if _masked_chunk(c, NCHUNK, REALIGN):
             gl.store(y_row + cols, y, mask=keep)
         else:
@@ -582,7 +601,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      SAFE: gl.constexpr = True) -> None:
+                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -664,6 +683,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             y_row = y_ptr + row.to(gl.int64) * N
         m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
         s_t = gl.zeros([T], gl.float32, rows_layout)
+        if CARRY:
+            ms_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
             if _masked_chunk(c, NCHUNK, REALIGN):
@@ -678,17 +699,33 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             else:
                 x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
-            s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
+            if CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
+                ms_new = _scaled(m_new)
+                ms_use = gl.where(m_new == float("-inf"), 0.0, ms_new)  # all -inf so far: (max=-inf, sum=0)
+                s_t = s_t * gl.exp2(ms_t - ms_use) + gl.sum(gl.exp2(x * _LOG2E - ms_use[:, None]), axis=1)
+                ms_t = ms_new
+            else:
+                m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
+                s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
             m_t = m_new
         if REALIGN:
             m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
             m_row = gl.max(m_t, axis=0)
-        total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m_row * _LOG2E), axis=0)
-        if REALIGN:
-            total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - m_row * _LOG2E), axis=1), axis=0)
-        shift = m_row * _LOG2E + gl.log2(total)
+        if CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
+            shift = _scaled(gl.max(m_t, axis=0))
+            if REALIGN:
+                shift = gl.maximum(shift, _scaled(gl.max(gl.max(x_e, axis=1), axis=0)))
+            total = gl.sum(s_t * gl.exp2(ms_t - shift), axis=0)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+            lsum = gl.log2(total)
+        else:
+            total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m_row * _LOG2E), axis=0)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - m_row * _LOG2E), axis=1), axis=0)
+            shift = m_row * _LOG2E + gl.log2(total)
+            lsum = 0.0
         ahead = row + step
         if REALIGN:
             a_base = (ahead.to(gl.int64) * N // K) * K
@@ -698,14 +735,17 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
         _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K, REALIGN,
-                         layout)
+                         layout, CARRY, lsum)
         if REALIGN:
-            gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
+            if CARRY:
+                gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty), mask=e_mask)
+            else:
+                gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
         # The max is folded into each exponent (one multiply-add an element), which loses precision as |max| grows
         # and overflows past 2.36e38 (_FOLD_MAX). SAFE: a row whose |max| reaches _FOLD_MAX (a branch per row, the
         # same for every thread) is summed and written again with the max subtracted first; other rows pay one
         # comparison, after their output pass.
-        if SAFE and gl.abs(m_row) >= _FOLD_MAX:
+        if SAFE and gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX):
             if REALIGN:  # the edge vectors read again, so they are not held through the common output pass
                 x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
@@ -798,14 +838,14 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
-                   budget_bytes: int = 0) -> Launch | None:
+                   budget_bytes: int = 0, carry: bool = False) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
     on 16 warps where one does in _solo_budget (half of them started _RESIDENT_STAGGER clocks late), one on 32 warps
     streaming the rest otherwise. warps / k / per_sm / stagger / budget_bytes (shared memory an SM gives rows)
     override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
-    any width."""
+    any width. carry: the CARRY fold (offset logits without a second look; not planned until timed)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -822,9 +862,11 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {room} bytes of shared memory")
     if stagger is None:
         stagger = _RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0
-    return _softmax_resident[(min(m, per_sm * n_sm),)], {"NCHUNK": n_chunks, "NRES": n_res, "K": k,
-                                                          "ALIGN": 1 if realign else align, "REALIGN": realign,
-                                                          "STAGGER": stagger, "num_warps": warps}
+    meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
+            "STAGGER": stagger, "num_warps": warps}
+    if carry:
+        meta["CARRY"] = True
+    return _softmax_resident[(min(m, per_sm * n_sm),)], meta
 
 
 def _window(n: int, elsize: int) -> int:

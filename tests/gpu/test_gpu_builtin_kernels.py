@@ -227,6 +227,34 @@ def test_realigned_resident_softmax_matches_fp32_reference(m: int, n: int, confi
 
 
 @requires_cuda
+@pytest.mark.parametrize(("dtype", "offset", "spread"), [
+    (torch.bfloat16, 0.0, 4.0), (torch.bfloat16, 1e8, 1e6), (torch.bfloat16, -1e8, 1e6), (torch.bfloat16, 4e8, 1e6),
+    (torch.float16, 6e4, 64.0), (torch.bfloat16, 2e38, 1e37)])
+@pytest.mark.parametrize(("m", "n", "realign"), [(133, 65536, False), (140, 40000, False), (131, 33508, True),
+                                                 (5, 131072, False), (3, 131071, True)])
+def test_resident_softmax_carry_matches_fp32_with_offset_logits(m: int, n: int, realign: bool, dtype: torch.dtype,
+                                                                offset: float, spread: float) -> None:
+    """The resident kernel's CARRY fold (softmax._CARRY_MAX; not planned yet): logits offset by up to 4e8 (the hidden
+    `offset` profile's 1e8 in bf16, 6e4 in fp16) are normalised by the common pass alone, rows past _CARRY_MAX
+    (2e38) by SAFE's second look; whole vectors, windows and streamed chunks, -inf logits; against fp32, replayed
+    bit for bit, nothing written past the output."""
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = (torch.randn(m, n, device="cuda", generator=gen) * spread + offset).to(dtype)
+    x[0, ::5] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
+                                  realign=realign, carry=True)
+    assert plan is not None and plan[1]["CARRY"] and plan[1]["REALIGN"] == realign
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+    plan[0](x, out, m, n, n, **plan[1])
+    torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    again = torch.empty_like(out[:m])
+    plan[0](x, again, m, n, n, **plan[1])
+    assert torch.equal(again, out[:m])
+
+
+@requires_cuda
 def test_copy_reference_is_the_best_method() -> None:
     from kernelproof_core.environment import copy_bandwidth_gbps
     from kernelproof_core.measurement.copy_reference import measure_copy_gbps
