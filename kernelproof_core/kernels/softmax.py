@@ -100,7 +100,7 @@ _FOLD_MAX = gl.constexpr(2048.0)
 # once, in every exponent (x log2 e - M by one multiply-add: the product is exact inside it) and log2 of the sum
 # apart (one more add an element in the output pass). Every exponent is then off by the same d = max log2 e - M, which
 # the sum carries and the output cancels, so offset logits need no second look while 2^d stays finite in the sum:
-# |d| <= half M's ulp, 16 below |max| = 2^29 (about 5.4e8); rows past that take SAFE's second look (at 3e37, 2^d
+# |d| <= half M's ulp, 32 below |max| = 2^29 (about 5.4e8); rows past that take SAFE's second look (at 3e37, 2^d
 # overflows).
 _CARRY_MAX = gl.constexpr(float(2**29))
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
