@@ -16,7 +16,14 @@ warps, chunks held) come from softmax._resident_plan, the same shared-memory bud
 and mask helpers; a shipped version would carry its own (a candidate is one file).
 
 Family `rms_norm_resident` (kernel_sweep.py): planned (split) against this kernel over warps and programs per SM,
-each config checked against fp32 before it is timed. Compiled for sm_90 on the dev machine only, not yet run.
+each config checked against fp32 before it is timed. On the H200 (bf16, CUPTI,
+evidence/h200/2026-12-02_carry_rms_resident/1_*) it beat the split path only on aligned rows with many rows a program
+(1024 x 40000 69.7% against 65.6%, 1024 x 65536 72.9% against 70.2%) and the hidden_wide draw a little (425 x 52717
+45.7% against 43.2%), and lost on the rest (270 x 63553 35.6% against 41.8%, 345 x 64803 43.2% against 43.5%,
+800 x 60000 63.4% against 65.8%, 512 x 100000 64.3% against 68.3%): not shipped.
+
+Family `rms_norm_split_window`: the split path for 16-bit rows off the 16-byte grid through their vector windows
+(_rms_norm_split's REALIGN, planned) against its scalar accesses (as before), over chunk and warps.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
-from kernelproof_core.kernels import softmax
+from kernelproof_core.kernels import rms_norm, softmax
 from kernelproof_core.kernels.softmax import _fetch, _masked_chunk, _stagger, _whole
 
 
@@ -152,7 +159,8 @@ def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Ten
     plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign)
     if plan is None:
         raise ValueError(f"{m} x {n} (stride {stride}): not a resident shape")
-    _rms_norm_resident[(min(m, per_sm * sms),)](x, w, y, m, n, stride, eps, **plan[1])
+    meta = {k: v for k, v in plan[1].items() if k != "CARRY"}  # softmax's fold option
+    _rms_norm_resident[(min(m, per_sm * sms),)](x, w, y, m, n, stride, eps, **meta)
     return y
 
 
@@ -182,3 +190,43 @@ def rms_norm_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterat
                 print(f"rms_norm.resident {m}x{n} {label}: WRONG (max |error| {err:.3g})", flush=True)
                 continue
             yield ("rms_norm.resident", (m, n), label, run, moved, False)
+
+
+WINDOW_SHAPES = ((425, 52717), (345, 64803), (270, 63553), (2048, 24577), (512, 40001), (1000, 16411))
+
+
+def _window_split(m: int, n: int, chunk: int, warps: int) -> rms_norm._Split:
+    n_parts = -(-(n + 7) // chunk)
+    return rms_norm._Split(rms_norm._rms_norm_split[(m * n_parts,)], {
+        "CHUNK": chunk, "ALIGN": 8, "REALIGN": True, "BLOCK_S": max(2, 1 << (n_parts - 1).bit_length()),
+        "num_warps": warps}, n_parts)
+
+
+def _run_split(split: rms_norm._Split, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, parts: torch.Tensor,
+               done: torch.Tensor) -> None:
+    done.zero_()
+    split.launch(x, w, y, parts, done, x.shape[1], x.stride(0), 1e-6, split.n_parts, **split.meta)
+
+
+def rms_norm_split_window_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `rms_norm_split_window`: contiguous 16-bit rows off the 16-byte grid on the split path through their
+    vector windows (planned) against scalar accesses (the plan before) and other chunks and warps, each launch
+    checked against fp32 before it is timed (a fresh per-row counter each call, as the built-in allocates)."""
+    for m, n in WINDOW_SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        yield rms_norm_planned(x, w, moved)
+        ref = rms_norm_ref(x, w)
+        es = x.element_size()
+        splits = [("scalar (before)", rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n), realign=False))]
+        splits += [(f"window chunk={c} warps={wp}", _window_split(m, n, c, wp))
+                   for c, wp in ((4096, 4), (8192, 8), (16384, 8), (16384, 16))]
+        for label, split in splits:
+            parts = torch.empty((m, split.n_parts), dtype=torch.float32, device=device)
+            run = partial(_run_split, split, x, w, y, parts, torch.zeros((m,), dtype=torch.int32, device=device))
+            y.fill_(float("nan"))
+            run()
+            err = float((y.float() - ref).abs().max())
+            if not err < 5e-2 * float(ref.abs().max()):
+                print(f"rms_norm.split_window {m}x{n} {label}: WRONG (max |error| {err:.3g})", flush=True)
+                continue
+            yield ("rms_norm.split_window", (m, n), label, run, moved, False)

@@ -36,7 +36,7 @@ from experimental_cluster import softmax_cluster_trials
 from experimental_copy_rows import copy_rows_trials, softmax_rows_simple_trials
 from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
-from experimental_rms_resident import rms_norm_resident_trials
+from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
 from experimental_swiglu import swiglu_odd_trials
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_parity import (
@@ -356,7 +356,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_reread_odd": softmax_reread_odd_trials, "softmax_split_realigned": softmax_split_realigned_trials,
             "wide_looped": wide_looped_trials, "softmax_resident": softmax_resident_trials,
             "softmax_resident_ab": softmax_resident_ab_trials, "rms_norm_resident": rms_norm_resident_trials,
-            "rms_norm_realigned": rms_norm_realigned_trials,
+            "rms_norm_realigned": rms_norm_realigned_trials, "rms_norm_split_window": rms_norm_split_window_trials,
             "softmax_resident_ws": softmax_resident_ws_trials,
             "softmax_realigned_parts": softmax_realigned_parts_trials,
             "softmax_realigned_parts_aligned": softmax_realigned_parts_aligned_trials,

@@ -234,22 +234,42 @@ def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
 @triton.jit
 def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
                     N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr,
-                    BLOCK_S: tl.constexpr, ALIGN: tl.constexpr) -> None:
+                    BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr = False) -> None:
     # One program per chunk of a row, the chunk held in registers from load to store: publish its sum of squares on
     # the row's counter (release), wait until every chunk of the row has (acquire), then scale and store. HBM sees
     # one read and one write. Waiting on programs with higher ids is safe on a GPU that starts programs in launch
     # order as long as one row's programs fit on it at once; the interpreter runs programs one after another, so
     # the host never picks this there (like softmax's split path).
-    N = (N // ALIGN) * ALIGN
-    stride_x = (stride_x // ALIGN) * ALIGN
+    # REALIGN (16-bit rows whose width is not a multiple of 8): chunks are cut from the window of y's whole vectors
+    # that covers the row, as _rms_norm_realigned sees rows: 16-byte accesses for the vectors wholly inside the row
+    # (masked per vector), the row's part of its two edge vectors element by element in part 0; x at the same window
+    # positions (vectorised as far as ALIGN, a power of two dividing stride_x - N), the weight at p - shift.
     pid = tl.program_id(0)
     row = pid // n_parts
     part = pid % n_parts
-    cols = part * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < N
-    x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    VEC: tl.constexpr = 8
+    if REALIGN:
+        start = row.to(tl.int64) * N
+        base = (start // VEC) * VEC
+        shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
+        x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN) * ALIGN  # x at window position 0
+        vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC
+        offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+        mask = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
+        x = tl.load(x_at + offs, mask=mask, other=0.0).to(tl.float32)
+        e_offs, e_mask = _edges(shift, N, VEC)
+        e_mask = e_mask & (part == 0)
+        x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
+        sq_part = tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
+    else:
+        N = (N // ALIGN) * ALIGN
+        stride_x = (stride_x // ALIGN) * ALIGN
+        cols = part * CHUNK + tl.arange(0, CHUNK)
+        mask = cols < N
+        x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+        sq_part = tl.sum(x * x, axis=0)
     at = part_ptr + row.to(tl.int64) * n_parts
-    tl.store(at + part, tl.sum(x * x, axis=0))
+    tl.store(at + part, sq_part)
     tl.debug_barrier()  # every thread's stores are ordered before the release below
     tl.atomic_add(count_ptr + row, 1, sem="release")
     while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
@@ -260,8 +280,15 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
     # are bit-exact.
     sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
     inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row.to(tl.int64) * N + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
+    if REALIGN:
+        y_at = y_ptr + base
+        w = tl.load(w_ptr + (offs - shift), mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_at + offs, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
+        w_e = tl.load(w_ptr + (e_offs - shift), mask=e_mask, other=0.0).to(tl.float32)
+        tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+    else:
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row.to(tl.int64) * N + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -306,19 +333,33 @@ def _looped_plan(m: int, n: int, elsize: int, align: int, n_sm: int) -> Launch:
     return _rms_norm_wide[(programs,)], {"CHUNK": chunk, "ALIGN": align, "num_warps": warps}
 
 
-def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device) -> Launch | _Split:
+def _split_plan(m: int, n: int, stride: int, elsize: int, align: int, realign: bool = True) -> _Split:
+    """Rows too wide for one program (_rms_norm_split): 8192-element chunks with 16-byte accesses; 16-bit rows off the
+    16-byte grid through their vector windows (realign; 4096-element chunks of scalar accesses without)."""
+    if elsize == 2 and align * elsize < 16 and realign:
+        n_parts = _cdiv(n + 7, _SPLIT_CHUNK)
+        meta = {"CHUNK": _SPLIT_CHUNK, "ALIGN": _align(2, stride - n), "REALIGN": True}
+    else:
+        chunk = _SPLIT_CHUNK if align * elsize == 16 else _SPLIT_CHUNK_SCALAR
+        n_parts = _cdiv(n, chunk)
+        meta = {"CHUNK": chunk, "ALIGN": align}
+    return _Split(_rms_norm_split[(m * n_parts,)], {**meta, "BLOCK_S": triton.next_power_of_2(n_parts),
+                                                    "num_warps": _SPLIT_WARPS}, n_parts)
+
+
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
+          realign_split: bool = True) -> Launch | _Split:
+    """The launch for an m x n rms_norm (row stride `stride`). realign_split=False: wide 16-bit rows off the 16-byte
+    grid on scalar accesses, as before the realigned split (benchmarks time it beside the built-in's)."""
     align = _align(elsize, n, stride)
     vectorised = align * elsize == 16
     if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):
         # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device
         # (and the plan is decided before any device query).
         if device.type == "cuda" and isinstance(_rms_norm_split, triton.JITFunction):
-            chunk = _SPLIT_CHUNK if vectorised else _SPLIT_CHUNK_SCALAR
-            n_parts = _cdiv(n, chunk)
-            if n_parts <= _num_sms(device):  # one row's programs are surely resident together
-                return _Split(_rms_norm_split[(m * n_parts,)], {"CHUNK": chunk,
-                              "BLOCK_S": triton.next_power_of_2(n_parts), "ALIGN": align, "num_warps": _SPLIT_WARPS},
-                              n_parts)
+            split = _split_plan(m, n, stride, elsize, align, realign=realign_split)
+            if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
+                return split
         return _looped_plan(m, n, elsize, align, _num_sms(device))
     n_sm = _num_sms(device)
     window = _window(n)

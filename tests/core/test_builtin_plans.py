@@ -335,3 +335,45 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
         {"path": "resident", "realign": False, "stagger": softmax._RESIDENT_STAGGER, "copies": ["0x10"]},
         {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
         {"path": "Staged"}]
+
+
+_RMS_SPLIT_ON_H200 = """
+import json, re, sys, torch
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, stride, elsize in json.loads(sys.argv[1]):
+    dtype = torch.bfloat16 if elsize == 2 else torch.float32
+    plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"))
+    x = torch.empty((m, stride), dtype=dtype)[:, :n]
+    parts = torch.empty((m, plan.n_parts), dtype=torch.float32)
+    with compile_only("cuda", 90, 32):
+        kernel = plan.launch(x, torch.empty(n, dtype=dtype), torch.empty((m, n), dtype=dtype), parts,
+                             torch.empty(m, dtype=torch.int32), n, stride, 1e-6, plan.n_parts, **plan.meta)
+    ptx = kernel.asm["ptx"]
+    out.append({"realign": plan.meta.get("REALIGN", False), "parts": plan.n_parts, "chunk": plan.meta["CHUNK"],
+                "vec_loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                "vec_stores": len(re.findall(r"st\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local")})
+print(json.dumps(out))
+"""
+
+
+def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows too wide for one
+    program whose width or stride is not a multiple of 8 take the split path through their vector windows (8192
+    window positions a program, n + 7 positions a row): output stores 16 bytes wide (8 a thread on 4 warps), x read
+    16 bytes wide where its padding is whole vectors and element by element where not (the weight too, at p - shift,
+    unless the width is a multiple of 8: 40000 wide padded by 3 reads x element by element and the weight 16 bytes
+    wide); aligned rows load x and the weight 16 bytes wide; fp32 rows stay as they were. Nothing in local memory. Numbers on the GPU: kernel_sweep.py
+    --only rms_norm_split_window."""
+    cases = [(425, 52717, 52717, 2), (7, 40001, 40006, 2), (7, 40001, 40009, 2), (1024, 65536, 65536, 2),
+             (7, 40000, 40003, 2), (64, 40001, 40001, 4)]
+    done = subprocess.run([sys.executable, "-c", _RMS_SPLIT_ON_H200, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [(r["realign"], r["parts"], r["chunk"]) for r in got] == [
+        (True, 7, 8192), (True, 5, 8192), (True, 5, 8192), (False, 8, 8192), (True, 5, 8192), (False, 10, 4096)]
+    assert [(r["vec_loads"], r["vec_stores"]) for r in got[:5]] == [(8, 8), (0, 8), (8, 8), (16, 8), (8, 8)], got
+    assert all(r["local"] == 0 for r in got), got

@@ -96,22 +96,30 @@ def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int],
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-@pytest.mark.parametrize("shape", [(345, 64803), (1024, 65536), (3, 40000), (2048, 24577)])
+@pytest.mark.parametrize("shape", [(345, 64803), (1024, 65536), (3, 40000), (2048, 24577), (425, 52717), (1, 40001),
+                                   (9, 16411), (133, 65535)])
 def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: torch.dtype) -> None:
+    """The split path; 16-bit rows off the 16-byte grid through their vector windows (REALIGN: rows starting at every
+    offset inside a vector, one row, a tensor whose end is not a whole vector), contiguous or padded by 5 (x's
+    accesses scalar) or 8 elements; against fp32, replayed bit for bit, nothing written past the output."""
     m, n = shape
     x = torch.randn(m, n, device="cuda").to(dtype)
     w = torch.randn(n, device="cuda").to(dtype)
-    assert isinstance(rms_norm._plan(m, n, n, x.element_size(), x.device), rms_norm._Split)
-    y = rms_norm.candidate(x, w, 1e-6)
-    xf = x.float()
-    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-    torch.testing.assert_close(y.float(), ref, rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=2e-2)
-    assert torch.equal(rms_norm.candidate(x, w, 1e-6), y), "replays must be bit-exact (fixed reduction order)"
-    padded = torch.randn(m, n + 5, device="cuda").to(dtype)[:, :n]  # row stride n + 5: scalar accesses
-    xf = padded.float()
-    torch.testing.assert_close(rms_norm.candidate(padded, w, 1e-6).float(),
-                               xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float(),
-                               rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=2e-2)
+    for pad in (0, 5, 8):
+        xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n] if pad else x
+        plan = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device)
+        assert isinstance(plan, rms_norm._Split)
+        assert plan.meta.get("REALIGN", False) == (dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)), plan.meta
+        xf = xs.float()
+        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+        y = rms_norm.candidate(xs, w, 1e-6)
+        torch.testing.assert_close(y.float(), ref, rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=2e-2)
+        assert torch.equal(rms_norm.candidate(xs, w, 1e-6), y), "replays must be bit-exact (fixed reduction order)"
+        guarded = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+        parts = torch.empty((m, plan.n_parts), dtype=torch.float32, device="cuda")
+        done = torch.zeros((m,), dtype=torch.int32, device="cuda")
+        plan.launch(xs, w, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts, **plan.meta)
+        assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), "wrote past the output"
 
 
 @requires_cuda
@@ -234,10 +242,10 @@ def test_realigned_resident_softmax_matches_fp32_reference(m: int, n: int, confi
                                                  (5, 131072, False), (3, 131071, True)])
 def test_resident_softmax_carry_matches_fp32_with_offset_logits(m: int, n: int, realign: bool, dtype: torch.dtype,
                                                                 offset: float, spread: float) -> None:
-    """The resident kernel's CARRY fold (softmax._CARRY_MAX; not planned yet): logits offset by up to 4e8 (the hidden
-    `offset` profile's 1e8 in bf16, 6e4 in fp16) are normalised by the common pass alone, rows past _CARRY_MAX
-    (2e38) by SAFE's second look; whole vectors, windows and streamed chunks, -inf logits; against fp32, replayed
-    bit for bit, nothing written past the output."""
+    """The resident kernel's CARRY fold (softmax._CARRY_MAX; every resident plan's): logits offset by up to 4e8
+    (the hidden `offset` profile's 1e8 in bf16, 6e4 in fp16) are normalised by the common pass alone, rows past
+    _CARRY_MAX (2e38) by SAFE's second look; whole vectors, windows and streamed chunks, -inf logits; against fp32,
+    replayed bit for bit, nothing written past the output."""
     gen = torch.Generator(device="cuda").manual_seed(5)
     x = (torch.randn(m, n, device="cuda", generator=gen) * spread + offset).to(dtype)
     x[0, ::5] = float("-inf")
