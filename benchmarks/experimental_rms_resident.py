@@ -219,7 +219,7 @@ def rms_norm_split_window_trials(device: torch.device, dtype: torch.dtype) -> It
         es = x.element_size()
         splits = [("scalar (before)", rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n), realign=False))]
         splits += [(f"window chunk={c} warps={wp}", _window_split(m, n, c, wp))
-                   for c, wp in ((4096, 4), (8192, 8), (16384, 8), (16384, 16))]
+                   for c, wp in ((2048, 2), (2048, 4), (4096, 2), (4096, 8), (8192, 4), (8192, 8))]
         for label, split in splits:
             parts = torch.empty((m, split.n_parts), dtype=torch.float32, device=device)
             run = partial(_run_split, split, x, w, y, parts, torch.zeros((m,), dtype=torch.int32, device=device))

@@ -42,8 +42,10 @@ _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
 # persistent grid is used only if no program does more than this times the mean work.
 _L2_BUDGET_BYTES = 32 << 20
 _MAX_IMBALANCE = 1.25
-# Split path: elements per program (vectorised rows / rows with scalar accesses) and warps (kernel_sweep.py).
-_SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_WARPS = 8192, 4096, 4
+# Split path: elements per program (vectorised rows / rows with scalar accesses / window positions of realigned
+# rows) and warps (kernel_sweep.py; realigned: H200, bf16, CUPTI, 425 x 52717 53.4% of copy on 4096 positions
+# against 47.4-48.6% on 8192 and 43.5% scalar, evidence/h200/2026-12-02_carry_rms_resident/2_*).
+_SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 4096, 4096, 4
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
 # realigned kernel; so do narrower ones whose window is _REALIGNED_NARROW_WINDOW lanes, on _REALIGNED_NARROW_WARPS
 # (H200, bf16, CUPTI: 32768 x 1027 64.7% of copy on 2 warps against 58.5% scalar on the row kernel; on 4-8 warps the
@@ -335,10 +337,11 @@ def _looped_plan(m: int, n: int, elsize: int, align: int, n_sm: int) -> Launch:
 
 def _split_plan(m: int, n: int, stride: int, elsize: int, align: int, realign: bool = True) -> _Split:
     """Rows too wide for one program (_rms_norm_split): 8192-element chunks with 16-byte accesses; 16-bit rows off the
-    16-byte grid through their vector windows (realign; 4096-element chunks of scalar accesses without)."""
+    16-byte grid through their vector windows, 4096 positions a program (realign; 4096-element chunks of scalar
+    accesses without)."""
     if elsize == 2 and align * elsize < 16 and realign:
-        n_parts = _cdiv(n + 7, _SPLIT_CHUNK)
-        meta = {"CHUNK": _SPLIT_CHUNK, "ALIGN": _align(2, stride - n), "REALIGN": True}
+        n_parts = _cdiv(n + 7, _SPLIT_CHUNK_REALIGNED)
+        meta = {"CHUNK": _SPLIT_CHUNK_REALIGNED, "ALIGN": _align(2, stride - n), "REALIGN": True}
     else:
         chunk = _SPLIT_CHUNK if align * elsize == 16 else _SPLIT_CHUNK_SCALAR
         n_parts = _cdiv(n, chunk)

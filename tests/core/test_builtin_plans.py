@@ -361,12 +361,12 @@ print(json.dumps(out))
 
 def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows too wide for one
-    program whose width or stride is not a multiple of 8 take the split path through their vector windows (8192
-    window positions a program, n + 7 positions a row): output stores 16 bytes wide (8 a thread on 4 warps), x read
+    program whose width or stride is not a multiple of 8 take the split path through their vector windows (4096
+    window positions a program, n + 7 positions a row): output stores 16 bytes wide (4 a thread on 4 warps), x read
     16 bytes wide where its padding is whole vectors and element by element where not (the weight too, at p - shift,
     unless the width is a multiple of 8: 40000 wide padded by 3 reads x element by element and the weight 16 bytes
-    wide); aligned rows load x and the weight 16 bytes wide; fp32 rows stay as they were. Nothing in local memory. Numbers on the GPU: kernel_sweep.py
-    --only rms_norm_split_window."""
+    wide); aligned rows load x and the weight 16 bytes wide (8192 a program); fp32 rows stay as they were. Nothing
+    in local memory. Numbers on the GPU: kernel_sweep.py --only rms_norm_split_window."""
     cases = [(425, 52717, 52717, 2), (7, 40001, 40006, 2), (7, 40001, 40009, 2), (1024, 65536, 65536, 2),
              (7, 40000, 40003, 2), (64, 40001, 40001, 4)]
     done = subprocess.run([sys.executable, "-c", _RMS_SPLIT_ON_H200, json.dumps(cases)], capture_output=True,
@@ -374,6 +374,6 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert [(r["realign"], r["parts"], r["chunk"]) for r in got] == [
-        (True, 7, 8192), (True, 5, 8192), (True, 5, 8192), (False, 8, 8192), (True, 5, 8192), (False, 10, 4096)]
-    assert [(r["vec_loads"], r["vec_stores"]) for r in got[:5]] == [(8, 8), (0, 8), (8, 8), (16, 8), (8, 8)], got
+        (True, 13, 4096), (True, 10, 4096), (True, 10, 4096), (False, 8, 8192), (True, 10, 4096), (False, 10, 4096)]
+    assert [(r["vec_loads"], r["vec_stores"]) for r in got[:5]] == [(4, 4), (0, 4), (4, 4), (16, 8), (4, 4)], got
     assert all(r["local"] == 0 for r in got), got
