@@ -570,7 +570,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                      REALIGN: gl.constexpr, layout: gl.constexpr, CARRY: gl.constexpr = False,
-                     log_total: gl.tensor = 0.0, SUB: gl.constexpr = False) -> None:
+                     log_total: gl.tensor = 0.0) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored.
     T: gl.constexpr = 32 * gl.num_warps()
@@ -589,9 +589,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
         else:
             x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
-        if SUB:  # y = 2^((x - max) log2 e - log2 sum): shift is the row's max (_softmax_resident)
-            y = gl.exp2((x - shift) * _LOG2E - log_total).to(y_row.dtype.element_ty)
-        elif CARRY:  # y = 2^((x log2 e - shift) - log2 sum): shift is the rounded max times log2 e (_softmax_resident)
+        if CARRY:  # y = 2^((x log2 e - shift) - log2 sum): shift is the rounded max times log2 e (_softmax_resident)
             y = gl.exp2(x * _LOG2E - shift - log_total).to(y_row.dtype.element_ty)
         else:
             y = gl.exp2(x * _LOG2E - shift).to(y_row.dtype.element_ty)
@@ -605,7 +603,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, SUB: gl.constexpr = False) -> None:
+                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -703,10 +701,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             else:
                 x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            if SUB:  # s_t = sum of 2^((x - m_t) log2 e): the max subtracted first, exact for any logits
-                m_use = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: (max=-inf, sum=0)
-                s_t = s_t * gl.exp2((m_t - m_use) * _LOG2E) + gl.sum(gl.exp2((x - m_use[:, None]) * _LOG2E), axis=1)
-            elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
+            if CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
                 ms_new = _scaled(m_new)
                 ms_use = gl.where(m_new == float("-inf"), 0.0, ms_new)  # all -inf so far: (max=-inf, sum=0)
                 s_t = s_t * gl.exp2(ms_t - ms_use) + gl.sum(gl.exp2(x * _LOG2E - ms_use[:, None]), axis=1)
@@ -719,13 +714,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
             m_row = gl.max(m_t, axis=0)
-        if SUB:  # every exponent against the row's max, subtracted first; log2 of the sum apart
-            shift = gl.where(m_row == float("-inf"), 0.0, m_row)
-            total = gl.sum(s_t * gl.exp2((m_t - shift) * _LOG2E), axis=0)
-            if REALIGN:
-                total += gl.sum(gl.sum(gl.exp2((x_e - shift) * _LOG2E), axis=1), axis=0)
-            lsum = gl.log2(total)
-        elif CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
+        if CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
             shift = _scaled(gl.max(m_t, axis=0))
             if REALIGN:
                 shift = gl.maximum(shift, _scaled(gl.max(gl.max(x_e, axis=1), axis=0)))
@@ -748,12 +737,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
         _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K, REALIGN,
-                         layout, CARRY, lsum, SUB)
+                         layout, CARRY, lsum)
         if REALIGN:
-            if SUB:
-                gl.store(y_row + e_offs, gl.exp2((x_e - shift) * _LOG2E - lsum).to(y_ptr.dtype.element_ty),
-                         mask=e_mask)
-            elif CARRY:
+            if CARRY:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty), mask=e_mask)
             else:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
@@ -854,15 +840,14 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
-                   budget_bytes: int = 0, carry: bool = True, sub: bool = False) -> Launch | None:
+                   budget_bytes: int = 0, carry: bool = True) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
     on 16 warps where one does in _solo_budget (half of them started _RESIDENT_STAGGER clocks late), one on 32 warps
     streaming the rest otherwise. warps / k / per_sm / stagger / budget_bytes (shared memory an SM gives rows)
     override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
-    any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look). sub: the max
-    subtracted before every exponent (SUB; no second look at any row)."""
+    any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -880,9 +865,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     if stagger is None:
         stagger = _RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0
     meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
-            "STAGGER": stagger, "CARRY": carry and not sub, "num_warps": warps}
-    if sub:
-        meta.update(SUB=True, SAFE=False)
+            "STAGGER": stagger, "CARRY": carry, "num_warps": warps}
     return _softmax_resident[(min(m, per_sm * n_sm),)], meta
 
 
