@@ -1,0 +1,52 @@
+"""kernel_sweep.py family `softmax_small_rows`: short softmax rows off the 16-byte grid in tensors of 1-8 MB, where
+the campaign found the built-in behind eager (bf16 `tail127`, 4096 x 127: 2.84 us kernel time against eager's 2.37,
+evidence/h200/2026-12-02_carry_rms_resident/4_gpu_campaign/). The row kernel over rows per program and warps, and the
+realigned (vector window) kernel over programs per SM and warps, beside eager and torch.compile, each checked against
+fp32 before it is timed."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from sweep_common import Trial
+from sweep_resident import _correct, inputs
+
+from kernelproof_core.kernels import softmax
+from kernelproof_core.tasks import get_task
+
+SHAPES = ((4096, 127), (8192, 127), (4096, 255), (16384, 100))
+
+
+def softmax_small_rows_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    for m, n in SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        yield ("softmax.eager", (m, n), "eager", partial(torch.softmax, x, -1), moved, False)
+        yield ("softmax.inductor", (m, n), "torch.compile", partial(torch.compile(get_task("softmax").baseline()), x),
+               moved, False)
+        block_n = 1 << (n - 1).bit_length()
+        for block_m, warps in itertools.product((1, 2, 4, 8, 16, 32), (1, 2, 4, 8)):
+            if block_m * block_n < 32 * warps:
+                continue
+            meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": softmax._align(x.element_size(), n),
+                    "num_warps": warps}
+            run = partial(softmax._softmax_rows[(-(-m // block_m),)], x, y, m, n, n, **meta)
+            y.fill_(float("nan"))
+            run()
+            if _correct(y, ref, f"softmax.rows {m}x{n} {meta}"):
+                yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps}", run, moved, False)
+        window = softmax._window(n, x.element_size())
+        for per_sm, warps in itertools.product((4, 8, 16, 32), (1, 2, 4)):
+            if 32 * warps > 2 * (window // 8):  # over two threads a vector of the window
+                continue
+            launch, meta = softmax._realigned_plan(m, n, n, x.element_size(), softmax._num_sms(device), per_sm, warps,
+                                                   False, (window, 0, 0))
+            run = partial(launch, x, y, m, n, n, **meta)
+            y.fill_(float("nan"))
+            run()
+            if _correct(y, ref, f"softmax.realigned {m}x{n} per_sm={per_sm} warps={warps}"):
+                yield ("softmax.realigned", (m, n), f"window={window} per_sm={per_sm} warps={warps}", run, moved,
+                       False)
