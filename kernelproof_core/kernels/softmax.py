@@ -66,6 +66,12 @@ _MIN_PART = 1024  # smallest part of a realigned window: half the vectors of 8 w
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
 _NARROW_MIN_N, _NARROW_TILE, _NARROW_WARPS = 512, 2048, 4
+# Short 16-bit rows whose accesses are scalar (width and stride not both even), padded to 128-256 lanes: one warp a
+# program and enough rows a program for about _SHORT_WAVES programs an SM. On the H200 (bf16, CUPTI kernel time,
+# kernel_sweep.py --cupti --only softmax_small_rows, evidence/h200/2026-12-02_carry_rms_resident/6_*) 4096 x 127
+# 2.52 us against 3.25 on 4 warps with 8 rows a program and eager's 3.02; 8192 x 127 3.39 against 4.81 (eager 4.03);
+# 4096 x 255 3.34 against 4.38 (eager 3.79).
+_SHORT_MIN_N, _SHORT_MAX_N, _SHORT_WAVES = 128, 256, 6
 # Staged path: chunk bytes, batch bytes (a batch, read by its partials programs then re-read by its normalise programs,
 # stays in L2 next to the batch after; H200: 50 MB), warps.
 _STAGED_CHUNK_BYTES, _STAGED_BATCH_BYTES, _STAGED_WARPS = 16384, 8 << 20, 4
@@ -956,9 +962,13 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}
     block_n = triton.next_power_of_2(n)
     narrow = elsize == 2 and _NARROW_MIN_N <= block_n <= _NARROW_TILE
+    short = elsize == 2 and align == 1 and _SHORT_MIN_N <= block_n <= _SHORT_MAX_N
     block_m = min(max(1, (_NARROW_TILE if narrow else _TILE) // block_n), triton.next_power_of_2(m))
-    while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
+    while block_m > 1 and _cdiv(m, block_m) < (_SHORT_WAVES if short else _WAVES) * n_sm:
         block_m //= 2
+    if short:
+        return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                                     "num_warps": 1}
     if narrow:
         even = block_n == n and m % block_m == 0
         return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
