@@ -36,6 +36,7 @@ from experimental_cluster import softmax_cluster_trials
 from experimental_copy_rows import copy_rows_trials, softmax_rows_simple_trials
 from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
+from experimental_rms_cluster import rms_norm_cluster_trials
 from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
 from experimental_swiglu import swiglu_odd_trials
 from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
@@ -368,7 +369,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_cluster": softmax_cluster_trials,
             "copy_rows": copy_rows_trials,
             "softmax_rows_simple": softmax_rows_simple_trials,
-            "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials}
+            "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
+            "rms_norm_cluster": rms_norm_cluster_trials}
 
 
 def main() -> int:

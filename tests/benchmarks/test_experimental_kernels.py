@@ -403,3 +403,46 @@ def test_resident_rms_norm_compiles_to_copies_and_vector_accesses() -> None:
         assert r["vec_stores"] == r["nchunk"], r  # y's whole vectors, 16 bytes wide (REALIGN: y's window)
         # the weight: a vector a chunk on aligned rows; REALIGN reads it at w[p - shift], element by element
         assert r["vec_loads"] == (0 if realign else r["nchunk"]), r
+
+
+_COMPILE_RMS_CLUSTER = """
+import json, re, sys, torch
+sys.path.insert(0, sys.argv[2])
+import experimental_rms_cluster as rc
+from experimental_cluster import triton_next_pow2
+from kernelproof_core.precompile import compile_only
+out = []
+for n, g, warps, realign in json.loads(sys.argv[1]):
+    x = torch.empty((4, n), dtype=torch.bfloat16)
+    part = triton_next_pow2(-(-(n + 7 if realign else n) // g))
+    with compile_only("cuda", 90, 32):
+        kernel = rc._rms_norm_cluster[(4,)](x, torch.empty(n, dtype=torch.bfloat16), x, torch.empty(4 * g), n, n,
+                                            1e-6, G=g, PART=part, VEC=8, REALIGN=realign, num_warps=warps,
+                                            num_ctas=g)
+    ptx = kernel.asm["ptx"]
+    out.append({"ctas": kernel.metadata.num_ctas, "arrive": ptx.count("barrier.cluster.arrive"),
+                "wait": ptx.count("barrier.cluster.wait"), "vec_loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                "vec_stores": len(re.findall(r"st\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local"),
+                "part": part})
+print(json.dumps(out))
+"""
+
+
+def test_cluster_rms_norm_compiles_to_one_cluster_barrier_and_vector_accesses() -> None:
+    """The cluster rms_norm experiment built for the H200's target (no GPU needed; a fresh process): a cluster of G
+    CTAs meeting behind exactly one hardware cluster barrier; each thread's part read and written 16 bytes at a time,
+    the weight too where rows are aligned (realigned rows read it at p - shift, element by element); nothing in local
+    memory. Numbers on the GPU: kernel_sweep.py --only rms_norm_cluster."""
+    import json
+    import os
+    import subprocess
+
+    cases = [(65536, 8, 4, False), (52717, 8, 4, True), (24577, 4, 4, True), (40000, 4, 8, False)]
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_RMS_CLUSTER, json.dumps(cases), bench], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for (_n, g, warps, realign), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
+        assert r["ctas"] == g and r["arrive"] == r["wait"] == 1 and r["local"] == 0, r
+        per_thread = r["part"] // (8 * 32 * warps)  # 16-byte vectors a thread
+        assert r["vec_stores"] == per_thread and r["vec_loads"] == per_thread * (1 if realign else 2), r
