@@ -25,7 +25,7 @@ from functools import partial
 
 import torch
 from experimental_cluster import _cluster_barrier, _parts_layout, _replicated_layout, triton_next_pow2
-from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
+from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
@@ -118,8 +118,6 @@ def rms_norm_cluster_trials(device: torch.device, dtype: torch.dtype) -> Iterato
             run = partial(rms_norm_cluster, x, w, 1e-6, y, g, warps)
             y.fill_(float("nan"))
             run()
-            err = float((y.float() - ref).abs().max())
-            if not err < 5e-2 * float(ref.abs().max()):
-                print(f"rms_norm.cluster {m}x{n} {label}: WRONG (max |error| {err:.3g})", flush=True)
+            if not rms_norm_close(y, ref, f"rms_norm.cluster {m}x{n} {label}"):
                 continue
             yield ("rms_norm.cluster", (m, n), label, run, moved, False)

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
-from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
+from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
@@ -186,9 +186,7 @@ def rms_norm_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterat
             except ValueError as exc:  # a chunk larger than the budget
                 print(f"rms_norm.resident {m}x{n} {label}: {exc}", flush=True)
                 continue
-            err = float((y.float() - ref).abs().max())
-            if not err < 5e-2 * float(ref.abs().max()):
-                print(f"rms_norm.resident {m}x{n} {label}: WRONG (max |error| {err:.3g})", flush=True)
+            if not rms_norm_close(y, ref, f"rms_norm.resident {m}x{n} {label}"):
                 continue
             yield ("rms_norm.resident", (m, n), label, run, moved, False)
 
@@ -230,8 +228,6 @@ def rms_norm_split_window_trials(device: torch.device, dtype: torch.dtype) -> It
             run = partial(_run_split, split, x, w, y, parts, torch.zeros((m,), dtype=torch.int32, device=device))
             y.fill_(float("nan"))
             run()
-            err = float((y.float() - ref).abs().max())
-            if not err < 5e-2 * float(ref.abs().max()):
-                print(f"rms_norm.split_window {m}x{n} {label}: WRONG (max |error| {err:.3g})", flush=True)
+            if not rms_norm_close(y, ref, f"rms_norm.split_window {m}x{n} {label}"):
                 continue
             yield ("rms_norm.split_window", (m, n), label, run, moved, False)

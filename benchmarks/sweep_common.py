@@ -30,6 +30,15 @@ def rms_norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
 
 
+def rms_norm_close(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
+    """y (just written) within 5% of the fp32 reference's largest magnitude everywhere; else says so, labelled."""
+    err = float((y.float() - ref).abs().max())
+    if not err < 5e-2 * float(ref.abs().max()):
+        print(f"{label}: WRONG (max |error| {err:.3g})", flush=True)
+        return False
+    return True
+
+
 def rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
     """The built-in rms_norm as a verification calls it (plan lookup, workspace and all), labelled with its plan."""
     m, n = x.shape
