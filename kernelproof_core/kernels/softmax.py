@@ -545,7 +545,7 @@ def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.t
 
 
 @gluon.jit
-def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor,
+def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: gl.tensor,
                          m_row: gl.tensor, edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                          REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
     # _softmax_resident's second look at a row whose |max| reaches _FOLD_MAX (rare), after the common output pass:
@@ -556,6 +556,7 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N:
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     vec0 = gl.arange(0, T, layout=rows_layout) * K
+    offs = vec0[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     s_t = gl.zeros([T], gl.float32, rows_layout)
     for c in range(NCHUNK):
         cols = c * CHUNK + offs
@@ -569,6 +570,15 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, offs: gl.tensor, N:
         x = gl.load(x_row + cols, mask=keep, other=0.0).to(gl.float32)
         gl.store(y_row + cols, gl.exp2((x - m_row) * _LOG2E - log_total).to(y_row.dtype.element_ty), mask=keep)
     return log_total
+
+
+@gluon.jit(noinline=True)
+def _resident_subtracted_apart(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: gl.tensor, m_row: gl.tensor,
+                               edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr, REALIGN: gl.constexpr,
+                               layout: gl.constexpr) -> gl.tensor:
+    # _resident_subtracted as a called function (APART_SAFE): its registers stay out of the common path's allocation
+    # (sm_90 builds: 32 registers at 65536-131072 wide, as without SAFE, against 40-64 inlined).
+    return _resident_subtracted(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
 
 
 @gluon.jit
@@ -609,7 +619,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True) -> None:
+                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True,
+                      APART_SAFE: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -759,7 +770,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
             else:
                 edges = 0.0
-            log_total = _resident_subtracted(x_row, y_row, offs, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
+            if APART_SAFE:  # swept, not planned until timed on the H200
+                log_total = _resident_subtracted_apart(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
+            else:
+                log_total = _resident_subtracted(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
             if REALIGN:
                 gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
                          mask=e_mask)

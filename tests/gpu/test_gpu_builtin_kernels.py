@@ -263,6 +263,31 @@ def test_resident_softmax_carry_matches_fp32_with_offset_logits(m: int, n: int, 
 
 
 @requires_cuda
+@pytest.mark.parametrize(("m", "n", "realign"), [(133, 65536, False), (131, 33508, True), (5, 131072, False),
+                                                 (3, 131071, True)])
+def test_resident_softmax_second_look_as_a_call_writes_what_the_inlined_one_writes(m: int, n: int,
+                                                                                   realign: bool) -> None:
+    """APART_SAFE (swept, not planned): SAFE's second look at rows past _CARRY_MAX as a called function. Rows of
+    logits near 2e38 (every row takes it) and ordinary rows mixed in: bit for bit what the inlined second look writes,
+    and right against fp32."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(m, n, device="cuda", generator=gen) * 4
+    x[::2] = x[::2] * 2.5e36 + 2e38  # every other row past _CARRY_MAX
+    x = x.to(torch.bfloat16)
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
+                                  realign=realign)
+    assert plan is not None
+    inlined = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
+    apart = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
+    plan[0](x, inlined, m, n, n, **plan[1])
+    plan[0](x, apart, m, n, n, **{**plan[1], "APART_SAFE": True})
+    assert torch.equal(apart, inlined)
+    torch.testing.assert_close(apart[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert bool((apart[m] == 7.0).all()), "wrote past the output"
+
+
+@requires_cuda
 def test_copy_reference_is_the_best_method() -> None:
     from kernelproof_core.environment import copy_bandwidth_gbps
     from kernelproof_core.measurement.copy_reference import measure_copy_gbps
