@@ -12,7 +12,8 @@ is about moving enough bytes per program with full-width vector accesses:
   * wider rows, on a GPU (split path): one program per chunk of a row holds its chunk in registers, publishes
     its sum of squares on a per-row counter and waits for its siblings: one HBM read and one write, and many small
     programs per SM. On the H200 it beat the looped path below on every wide case swept (345 x 64803: 28% -> 40%
-    of copy bandwidth, 1024 x 40000: 51% -> 63%; benchmarks/kernel_sweep.py --only rms_norm_wide);
+    of copy bandwidth, 1024 x 40000: 51% -> 63%; benchmarks/kernel_sweep.py --only rms_norm_wide). 16-bit rows off
+    the 16-byte grid are split through their vector windows (REALIGN: 49-57% of copy against 38-45% scalar);
   * otherwise (the interpreter, or rows with more chunks than SMs) wider rows loop over chunks twice (sum of
     squares, then scale) on a persistent grid sized so that the rows in flight fit in L2, so the second read of a
     row comes from L2, not HBM.

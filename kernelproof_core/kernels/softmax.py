@@ -109,7 +109,7 @@ _FOLD_MAX = gl.constexpr(2048.0)
 # |d| <= half M's ulp, 32 below |max| = 2^29 (about 5.4e8); rows past that take SAFE's second look (at 3e37, 2^d
 # overflows). On the H200 (bf16, CUPTI; evidence/h200/2026-12-02_carry_rms_resident/1_*) rows offset by 1e8 ran 2.3-2.9x
 # faster than with the second look and 2.4-2.6x faster than eager (309 x 43846: 23.7 us, eager 57.4); ordinary rows
-# took from 0.7% less to 2.3% more time than the fold without CARRY.
+# took from 0.7% less to 3.6% more time than the fold without CARRY (three runs, 1_* to 3_*).
 _CARRY_MAX = gl.constexpr(float(2**29))
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
