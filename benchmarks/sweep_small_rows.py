@@ -17,9 +17,10 @@ from sweep_resident import _correct, inputs
 from kernelproof_core.kernels import softmax
 from kernelproof_core.tasks import get_task
 
-# scalar rows (shipped: _SHORT_*), then rows of 8-byte accesses (16384 x 100: 8 rows on 4 warps 3.71 us against
-# 4.95 planned, once; not planned yet)
-SHAPES = ((4096, 127), (8192, 127), (4096, 255), (16384, 100), (32768, 100), (8192, 196), (16384, 60))
+# scalar rows (shipped: _SHORT_*), then rows of 8-byte accesses (shipped: _PACKED_*, from
+# evidence/h200/2026-12-02_pending_runs/1_*), then rows of 4-byte accesses (planned as the 8-byte ones, checking that)
+SHAPES = ((4096, 127), (8192, 127), (4096, 255), (16384, 100), (32768, 100), (8192, 196), (16384, 60), (65536, 100),
+          (16384, 98), (8192, 194), (32768, 62))
 
 
 def softmax_small_rows_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -40,6 +41,8 @@ def softmax_small_rows_trials(device: torch.device, dtype: torch.dtype) -> Itera
             run()
             if _correct(y, ref, f"softmax.rows {m}x{n} {meta}"):
                 yield ("softmax.rows", (m, n), f"block_m={block_m} warps={warps}", run, moved, False)
+        if n % 2 == 0:  # the realigned kernel lost 2-3x on scalar rows of these widths; not tried on even ones
+            continue
         window = softmax._window(n, x.element_size())
         for per_sm, warps in itertools.product((4, 8, 16, 32), (1, 2, 4)):
             if 32 * warps > 2 * (window // 8):  # over two threads a vector of the window

@@ -72,6 +72,11 @@ _NARROW_MIN_N, _NARROW_TILE, _NARROW_WARPS = 512, 2048, 4
 # 2.52 us against 3.25 on 4 warps with 8 rows a program and eager's 3.02; 8192 x 127 3.39 against 4.81 (eager 4.03);
 # 4096 x 255 3.34 against 4.38 (eager 3.79).
 _SHORT_MIN_N, _SHORT_MAX_N, _SHORT_WAVES = 128, 256, 6
+# Short 16-bit rows of 4- or 8-byte accesses (width and stride even, not both multiples of 8), padded to 64-256 lanes:
+# 1024-lane tiles on 4 warps (8 elements a thread). H200, bf16, CUPTI (kernel_sweep.py --cupti --only
+# softmax_small_rows, evidence/h200/2026-12-02_pending_runs/1_*): 16384 x 100 3.80 us against 5.04 on the 8192-lane
+# tile rule (eager 6.13), 32768 x 100 6.08 against 6.37, 8192 x 196 4.11 against 4.38, 16384 x 60 2.82 against 3.20.
+_PACKED_MIN_N, _PACKED_MAX_N, _PACKED_TILE, _PACKED_WARPS = 64, 256, 1024, 4
 # Staged path: chunk bytes, batch bytes (a batch, read by its partials programs then re-read by its normalise programs,
 # stays in L2 next to the batch after; H200: 50 MB), warps.
 _STAGED_CHUNK_BYTES, _STAGED_BATCH_BYTES, _STAGED_WARPS = 16384, 8 << 20, 4
@@ -572,15 +577,6 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: g
     return log_total
 
 
-@gluon.jit(noinline=True)
-def _resident_subtracted_apart(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: gl.tensor, m_row: gl.tensor,
-                               edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr, REALIGN: gl.constexpr,
-                               layout: gl.constexpr) -> gl.tensor:
-    # _resident_subtracted as a called function (APART_SAFE): its registers stay out of the common path's allocation
-    # (sm_90 builds: 32 registers at 65536-131072 wide, as without SAFE, against 40-64 inlined).
-    return _resident_subtracted(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
-
-
 @gluon.jit
 def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row: gl.tensor,
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
@@ -619,8 +615,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True,
-                      APART_SAFE: gl.constexpr = False) -> None:
+                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -770,10 +765,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
             else:
                 edges = 0.0
-            if APART_SAFE:  # swept, not planned until timed on the H200
-                log_total = _resident_subtracted_apart(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
-            else:
-                log_total = _resident_subtracted(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
+            # Inlined: as a called function (noinline, 32 registers instead of 40-64) it ran ordinary rows 0.4-4.3%
+            # slower at 40000-131072 wide (H200, evidence/h200/2026-12-02_pending_runs/1_*).
+            log_total = _resident_subtracted(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
             if REALIGN:
                 gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
                          mask=e_mask)
@@ -977,12 +971,17 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     block_n = triton.next_power_of_2(n)
     narrow = elsize == 2 and _NARROW_MIN_N <= block_n <= _NARROW_TILE
     short = elsize == 2 and align == 1 and _SHORT_MIN_N <= block_n <= _SHORT_MAX_N
-    block_m = min(max(1, (_NARROW_TILE if narrow else _TILE) // block_n), triton.next_power_of_2(m))
+    packed = elsize == 2 and align in (2, 4) and _PACKED_MIN_N <= block_n <= _PACKED_MAX_N
+    tile = _NARROW_TILE if narrow else _PACKED_TILE if packed else _TILE
+    block_m = min(max(1, tile // block_n), triton.next_power_of_2(m))
     while block_m > 1 and _cdiv(m, block_m) < (_SHORT_WAVES if short else _WAVES) * n_sm:
         block_m //= 2
     if short:
         return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
                                                      "num_warps": 1}
+    if packed:
+        return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
+                                                     "num_warps": _PACKED_WARPS}
     if narrow:
         even = block_n == n and m % block_m == 0
         return _softmax_rows[(_cdiv(m, block_m),)], {"BLOCK_M": block_m, "BLOCK_N": block_n, "ALIGN": align,
