@@ -66,16 +66,18 @@ _MIN_PART = 1024  # smallest part of a realigned window: half the vectors of 8 w
 # On the H200 (bf16, CUPTI kernel time, benchmarks/kernel_sweep.py --cupti --only softmax_parity) 8192-element tiles
 # on 8 warps reached 81% of copy bandwidth at 65536 x 1024 and 131072 x 512, these 98%; torch.compile 97-99%, 92%.
 _NARROW_MIN_N, _NARROW_TILE, _NARROW_WARPS = 512, 2048, 4
-# Short 16-bit rows whose accesses are scalar (width and stride not both even), padded to 128-256 lanes: one warp a
-# program and enough rows a program for about _SHORT_WAVES programs an SM. On the H200 (bf16, CUPTI kernel time,
-# kernel_sweep.py --cupti --only softmax_small_rows, evidence/h200/2026-12-02_carry_rms_resident/6_*) 4096 x 127
-# 2.52 us against 3.25 on 4 warps with 8 rows a program and eager's 3.02; 8192 x 127 3.39 against 4.81 (eager 4.03);
-# 4096 x 255 3.34 against 4.38 (eager 3.79).
-_SHORT_MIN_N, _SHORT_MAX_N, _SHORT_WAVES = 128, 256, 6
-# Short 16-bit rows of 4- or 8-byte accesses (width and stride even, not both multiples of 8), padded to 64-256 lanes:
-# 1024-lane tiles on 4 warps (8 elements a thread). H200, bf16, CUPTI (kernel_sweep.py --cupti --only
-# softmax_small_rows, evidence/h200/2026-12-02_pending_runs/1_*): 16384 x 100 3.80 us against 5.04 on the 8192-lane
-# tile rule (eager 6.13), 32768 x 100 6.08 against 6.37, 8192 x 196 4.11 against 4.38, 16384 x 60 2.82 against 3.20.
+# Short 16-bit rows whose accesses are scalar or 4 bytes wide (width and stride not both multiples of 4), padded to
+# 128-256 lanes: one warp a program, at most _SHORT_TILE elements (32 a thread; 4096 took 164 registers) and
+# about _SHORT_WAVES programs an SM. On the H200 (bf16, CUPTI kernel time, kernel_sweep.py --cupti --only
+# softmax_small_rows, evidence/h200/2026-12-02_carry_rms_resident/6_*, 2026-12-02_pending_runs/3_*) 4096 x 127 2.52 us
+# against 3.25 on 4 warps with 8 rows a program and eager's 3.02; 8192 x 127 3.39 against 4.81 (eager 4.03); 4096 x
+# 255 3.34 against 4.38 (eager 3.79); 16384 x 98 4.50 against 5.27 on 4 warps (eager 6.28), 8192 x 194 3.94 against
+# 5.16 (eager 5.57).
+_SHORT_MIN_N, _SHORT_MAX_N, _SHORT_TILE, _SHORT_WAVES = 128, 256, 1024, 6
+# Short 16-bit rows of 8-byte accesses padded to 64-256 lanes, and of 4-byte accesses padded to 64: 1024-lane tiles on
+# 4 warps (8 elements a thread). H200, bf16, CUPTI (same sweeps): 16384 x 100 3.69-3.80 us against 5.04 on the
+# 8192-lane tile rule (eager 6.09), 32768 x 100 6.04 against 6.37, 8192 x 196 4.11 against 4.38, 16384 x 60 2.82
+# against 3.20, 32768 x 62 4.94 (eager 6.62); one warp a program lost 6-13% at 16384 x 100 and 32768 x 62.
 _PACKED_MIN_N, _PACKED_MAX_N, _PACKED_TILE, _PACKED_WARPS = 64, 256, 1024, 4
 # Staged path: chunk bytes, batch bytes (a batch, read by its partials programs then re-read by its normalise programs,
 # stays in L2 next to the batch after; H200: 50 MB), warps.
@@ -970,9 +972,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}
     block_n = triton.next_power_of_2(n)
     narrow = elsize == 2 and _NARROW_MIN_N <= block_n <= _NARROW_TILE
-    short = elsize == 2 and align == 1 and _SHORT_MIN_N <= block_n <= _SHORT_MAX_N
-    packed = elsize == 2 and align in (2, 4) and _PACKED_MIN_N <= block_n <= _PACKED_MAX_N
-    tile = _NARROW_TILE if narrow else _PACKED_TILE if packed else _TILE
+    short = elsize == 2 and align <= 2 and _SHORT_MIN_N <= block_n <= _SHORT_MAX_N
+    packed = elsize == 2 and not short and align in (2, 4) and _PACKED_MIN_N <= block_n <= _PACKED_MAX_N
+    tile = _NARROW_TILE if narrow else _SHORT_TILE if short else _PACKED_TILE if packed else _TILE
     block_m = min(max(1, tile // block_n), triton.next_power_of_2(m))
     while block_m > 1 and _cdiv(m, block_m) < (_SHORT_WAVES if short else _WAVES) * n_sm:
         block_m //= 2

@@ -381,14 +381,16 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -
 
 @pytest.mark.parametrize(("m", "n", "stride", "expected"), [
     (4096, 127, 127, (4, 128, 1)), (8192, 127, 127, (8, 128, 1)), (4096, 255, 255, (4, 256, 1)),
-    (4096, 200, 201, (4, 256, 1)), (100, 127, 127, (1, 128, 1)),
+    (4096, 200, 201, (4, 256, 1)), (100, 127, 127, (1, 128, 1)), (65536, 127, 127, (8, 128, 1)),
+    (16384, 98, 98, (8, 128, 1)), (8192, 194, 194, (4, 256, 1)), (4096, 126, 128, (4, 128, 1)),
     (16384, 100, 100, (8, 128, 4)), (32768, 100, 100, (8, 128, 4)), (8192, 196, 196, (4, 256, 4)),
-    (16384, 60, 60, (16, 64, 4)), (4096, 126, 128, (8, 128, 4)), (1000, 100, 100, (2, 128, 4)),
+    (16384, 60, 60, (16, 64, 4)), (32768, 62, 62, (16, 64, 4)), (1000, 100, 100, (2, 128, 4)),
     (4096, 1, 1, (8, 1, 4)), (65536, 128, 128, (64, 128, 8)), (65536, 30, 30, (128, 32, 4))])
 def test_short_softmax_rows_take_small_programs(m: int, n: int, stride: int, expected: tuple[int, int, int]) -> None:
-    """16-bit rows padded to 128-256 lanes whose accesses are scalar run one warp a program, about six programs an
-    SM (H200: 4096 x 127 2.52 us against 3.25 on 4 warps, eager 3.02); rows of 4- or 8-byte accesses padded to
-    64-256 lanes run 1024-lane tiles on 4 warps (16384 x 100 3.80 us against 5.04 on 8192-lane tiles); aligned
-    rows and rows narrower than 64 keep the tile rule."""
+    """16-bit rows padded to 128-256 lanes whose accesses are scalar or 4 bytes wide run one warp a program, at most
+    1024 elements (no 256-element threads at 65536 x 127), about six programs an SM (H200: 4096 x 127 2.52 us against
+    3.25 on 4 warps, eager 3.02); rows of 8-byte accesses padded to 64-256 lanes, and of 4-byte accesses padded to
+    64, run 1024-lane tiles on 4 warps (16384 x 100 3.69 us against 5.04 on 8192-lane tiles); aligned rows and rows
+    narrower than 64 keep the tile rule."""
     _launch, meta = softmax._plan(m, n, stride, 2, torch.device("cpu"), torch.bfloat16)  # type: ignore[misc]
     assert (meta["BLOCK_M"], meta["BLOCK_N"], meta["num_warps"]) == expected, meta

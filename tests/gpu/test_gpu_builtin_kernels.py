@@ -76,11 +76,12 @@ def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pa
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("shape", "pad", "warps"), [
-    ((4096, 127), 0, 1), ((8191, 127), 0, 1), ((1003, 255), 1, 1), ((16384, 100), 0, 4), ((1001, 100), 0, 4),
-    ((8192, 196), 0, 4), ((333, 60), 4, 4), ((4099, 98), 0, 4), ((77, 194), 2, 4)])
+    ((4096, 127), 0, 1), ((8191, 127), 0, 1), ((1003, 255), 1, 1), ((65536, 127), 0, 1), ((16384, 100), 0, 4),
+    ((1001, 100), 0, 4), ((8192, 196), 0, 4), ((333, 60), 4, 4), ((4099, 98), 0, 1), ((77, 194), 2, 1),
+    ((32768, 62), 0, 4)])
 def test_short_softmax_rows_match_fp32_reference(shape: tuple[int, int], pad: int, warps: int,
                                                  dtype: torch.dtype) -> None:
-    """Short 16-bit rows: scalar ones one warp a program, 4- and 8-byte ones in 1024-lane tiles on 4 warps, with
+    """Short 16-bit rows: scalar and 4-byte ones one warp a program, 8-byte ones in 1024-lane tiles on 4 warps, with
     rows left over in the last program and padded strides, -inf logits, against fp32 and replayed bit for bit."""
     m, n = shape
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
