@@ -1,5 +1,7 @@
-"""rms_norm rows split over a thread-block cluster (sweep family `rms_norm_cluster`; written, compiled for sm_90, not
-yet run on the H200).
+"""rms_norm rows split over a thread-block cluster (sweep family `rms_norm_cluster`; not shipped: on the H200, bf16,
+CUPTI, evidence/h200/2026-12-02_pending_runs/1_*, G = 8 won at aligned 1024 x 65536, 74.3% of copy against the split
+path's 69.6%, and 800 x 60000, 70.9% against 66.2%, and lost at 1024 x 40000, 512 x 100000 and on every row off the
+16-byte grid, 32-44% against 51-57%).
 
 Why: rms_norm rows too wide for one program take the split path, whose programs meet through a polled per-row
 counter in global memory: 63-70% of copy bandwidth on aligned rows and 49-57% on rows off the 16-byte grid, where
