@@ -23,7 +23,9 @@ evidence/h200/2026-12-02_carry_rms_resident/1_*) it beat the split path only on 
 800 x 60000 63.4% against 65.8%, 512 x 100000 64.3% against 68.3%): not shipped.
 
 Family `rms_norm_split_window`: the split path for 16-bit rows off the 16-byte grid through their vector windows
-(_rms_norm_split's REALIGN, planned) against its scalar accesses (as before), over chunk and warps. The planned split
+(_rms_norm_split's REALIGN, planned) against its scalar accesses (as before), over chunk and warps, and the planned
+launch with its weight read from w - shift (WT=-1) or from a table of the weight shifted by 0-7, built every call
+(WT > 0: 16-byte weight reads; not yet run). The planned split
 with the weight loaded before the rendezvous (EARLY_W, removed after evidence/h200/2026-12-02_pending_runs/1_*) lost
 0.8-7.4 points on 10 of 11 shapes.
 """
@@ -205,7 +207,9 @@ def _window_split(m: int, n: int, chunk: int, warps: int) -> rms_norm._Split:
 def _run_split(split: rms_norm._Split, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, parts: torch.Tensor,
                done: torch.Tensor) -> None:
     done.zero_()
-    split.launch(x, w, y, parts, done, x.shape[1], x.stride(0), 1e-6, split.n_parts, **split.meta)
+    wt = split.meta.get("WT", 0)
+    weight = rms_norm._weight_table(w, wt) if wt > 0 else w  # built every call: the weight may change between calls
+    split.launch(x, weight, y, parts, done, x.shape[1], x.stride(0), 1e-6, split.n_parts, **split.meta)
 
 
 def rms_norm_split_window_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -217,7 +221,11 @@ def rms_norm_split_window_trials(device: torch.device, dtype: torch.dtype) -> It
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
         es = x.element_size()
-        splits = [("scalar (before)", rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n), realign=False))]
+        planned = rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n))
+        splits = [("scalar (before)", rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n), realign=False)),
+                  ("planned, weight from w - shift (WT=-1)", planned._replace(meta={**planned.meta, "WT": -1})),
+                  ("planned, shifted-weight table", planned._replace(meta={
+                      **planned.meta, "WT": planned.n_parts * planned.meta["CHUNK"]}))]
         splits += [(f"window chunk={c} warps={wp}", _window_split(m, n, c, wp))
                    for c, wp in ((4096, 2), (8192, 4))]
         for label, split in splits:

@@ -86,21 +86,47 @@ def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Itera
             label = "+".join(str(p) for p in cut if p) + f" warps={warps}" + (" reread" if reread else "")
             if _checked(launch, y, ref, f"rms_norm.realigned {m}x{n} {label}"):
                 yield ("rms_norm.realigned", (m, n), label, launch, moved, False)
+        yield from _weight_variants(x, w, y, ref, moved)
         for name, other in _others("rms_norm", (x, w, 1e-6)):
             yield (f"rms_norm.{name}", (m, n), name, other, moved, False)
+
+
+def _realigned_with_table(plan: Callable[..., object], meta: dict[str, Any], x: torch.Tensor, w: torch.Tensor,
+                          y: torch.Tensor) -> None:
+    m, n = x.shape
+    plan(x, rms_norm._weight_table(w, meta["WT"]), y, m, n, x.stride(0), 1e-6, **meta)
+
+
+def _weight_variants(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: torch.Tensor,
+                     moved: int) -> Iterator[Trial]:
+    """The planned realigned launch (rows off the 16-byte grid) with its weight read from w - shift, one scalar
+    subtraction (WT=-1), and from a table of the weight shifted by 0-7, built every call and read 16 bytes wide."""
+    m, n = x.shape
+    planned = rms_norm._plan(m, n, x.stride(0), x.element_size(), x.device)
+    if isinstance(planned, rms_norm._Split) or "WINDOW" not in planned[1]:
+        return
+    plan, meta = planned
+    lanes = meta["WINDOW"] + meta["PART1"] + meta["PART2"]
+    for label, wt in (("planned, weight from w - shift (WT=-1)", -1), ("planned, shifted-weight table", lanes)):
+        if wt < 0:
+            launch = partial(plan, x, w, y, m, n, x.stride(0), 1e-6, **{**meta, "WT": wt})
+        else:
+            launch = partial(_realigned_with_table, plan, {**meta, "WT": wt}, x, w, y)
+        if _checked(launch, y, ref, f"rms_norm.realigned {m}x{n} {label}"):
+            yield ("rms_norm.realigned", (m, n), label, launch, moved, False)
 
 
 def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The flat kernel over block sizes and warps beside torch.compile and Liger (contiguous inputs); --cupti to
     compare kernel time."""
-    for m, n in ((256, 2048), (4096, 4096), (4096, 11008), (32768, 8192)):
+    for m, n in ((256, 2048), (512, 2048), (4096, 4096), (4096, 11008), (32768, 8192)):
         g = torch.randn(m, n, dtype=dtype, device=device)
         u = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(g)
         moved = 3 * g.numel() * g.element_size()
         yield ("swiglu.planned", (m, n), "planned", partial(swiglu.candidate, g, u), moved, True)
-        for block, warps in itertools.product((1024, 2048, 4096, 8192), (2, 4, 8, 16)):
-            if not 4 <= block // (warps * 32) <= 32:
+        for block, warps in itertools.product((256, 512, 1024, 2048, 4096, 8192), (1, 2, 4, 8, 16)):
+            if not 4 <= block // (warps * 32) <= 32 or (block < 1024 and m * n > 1 << 21):
                 continue
             yield ("swiglu.flat", (m, n), f"block={block} warps={warps}",
                    partial(swiglu._swiglu_flat[(-(-m * n // block),)], g, u, y, m * n, BLOCK=block, num_warps=warps),

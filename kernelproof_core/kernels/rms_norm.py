@@ -146,10 +146,33 @@ def _part(START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.
 
 
 @triton.jit
+def _w_ptrs(w_ptr: tl.tensor, offs: tl.tensor, shift: tl.tensor, WT: tl.constexpr) -> tl.tensor:
+    # A realigned row's weight at window positions `offs`: w[offs - shift], misaligned, read element by element (WT
+    # = 0, planned); the same from w - shift, one scalar subtraction instead of one an element (WT = -1: sm_90 builds
+    # 13-19% fewer instructions; swept, not planned); or row `shift` of a table of the weight shifted by 0-7
+    # (_weight_table), read 16 bytes wide (WT = the table's row length; swept, not planned).
+    if WT > 0:
+        return w_ptr + (offs + shift * WT)
+    elif WT < 0:
+        return (w_ptr - shift) + offs
+    else:
+        return w_ptr + (offs - shift)
+
+
+@triton.jit
+def _rms_norm_weight_table(w_ptr: tl.tensor, t_ptr: tl.tensor, N: tl.tensor, WT: tl.constexpr,
+                           BLOCK: tl.constexpr) -> None:
+    # Row s of the table is the weight as a row starting s elements into a vector sees it: t[s, p] = w[p - s].
+    s = tl.program_id(0)
+    p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(t_ptr + s * WT + p, tl.load(w_ptr + (p - s), mask=(p >= s) & (p - s < N), other=0.0), mask=p < WT)
+
+
+@triton.jit
 def _rms_norm_realigned(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                         stride_x: tl.tensor, eps: tl.tensor, WINDOW: tl.constexpr, VEC: tl.constexpr,
                         ALIGN_X: tl.constexpr, REREAD: tl.constexpr, PART1: tl.constexpr = 0,
-                        PART2: tl.constexpr = 0) -> None:
+                        PART2: tl.constexpr = 0, WT: tl.constexpr = 0) -> None:
     # 16-bit rows whose width is not a multiple of the 16-byte vector: addressed row by row, every access is scalar
     # (H200: 50% of copy at 3124 x 5999). One row per program, seen through the window of whole vectors of y that
     # covers it (y is contiguous, so a row starts mid-vector): the big tiles hold the vectors lying wholly inside the
@@ -182,19 +205,19 @@ def _rms_norm_realigned(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M:
     y_at = y_ptr + base
     if REREAD:
         x = tl.load(x_at + offs, mask=whole, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    w = tl.load(w_ptr + (offs - shift), mask=whole, other=0.0).to(tl.float32)
+    w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=whole, other=0.0).to(tl.float32)
     tl.store(y_at + offs, (x * inv * w).to(y_ptr.dtype.element_ty), mask=whole)
-    w_e = tl.load(w_ptr + (e_offs - shift), mask=e_mask, other=0.0).to(tl.float32)
+    w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
     tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
     if PART1 > 0:
         if REREAD:
             x1 = tl.load(x_at + offs1, mask=whole1, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w1 = tl.load(w_ptr + (offs1 - shift), mask=whole1, other=0.0).to(tl.float32)
+        w1 = tl.load(_w_ptrs(w_ptr, offs1, shift, WT), mask=whole1, other=0.0).to(tl.float32)
         tl.store(y_at + offs1, (x1 * inv * w1).to(y_ptr.dtype.element_ty), mask=whole1)
     if PART2 > 0:
         if REREAD:
             x2 = tl.load(x_at + offs2, mask=whole2, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w2 = tl.load(w_ptr + (offs2 - shift), mask=whole2, other=0.0).to(tl.float32)
+        w2 = tl.load(_w_ptrs(w_ptr, offs2, shift, WT), mask=whole2, other=0.0).to(tl.float32)
         tl.store(y_at + offs2, (x2 * inv * w2).to(y_ptr.dtype.element_ty), mask=whole2)
 
 
@@ -237,7 +260,8 @@ def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
 @triton.jit
 def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
                     N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr,
-                    BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr = False) -> None:
+                    BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr = False,
+                    WT: tl.constexpr = 0) -> None:
     # One program per chunk of a row, the chunk held in registers from load to store: publish its sum of squares on
     # the row's counter (release), wait until every chunk of the row has (acquire), then scale and store. HBM sees
     # one read and one write. Waiting on programs with higher ids is safe on a GPU that starts programs in launch
@@ -287,9 +311,9 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
     inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
     if REALIGN:
         y_at = y_ptr + base
-        w = tl.load(w_ptr + (offs - shift), mask=mask, other=0.0)
+        w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=mask, other=0.0)
         tl.store(y_at + offs, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask)
-        w_e = tl.load(w_ptr + (e_offs - shift), mask=e_mask, other=0.0).to(tl.float32)
+        w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
         tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
     else:
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
@@ -299,6 +323,14 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
+
+
+def _weight_table(w: torch.Tensor, wt: int) -> torch.Tensor:
+    """The weight shifted by 0-7 elements, rows of wt (a multiple of 8) window positions: what a realigned launch
+    with WT=wt reads instead of w (swept, not planned: one more small kernel a call, 16 bytes wide weight reads)."""
+    table = torch.empty((8, wt), dtype=w.dtype, device=w.device)
+    _rms_norm_weight_table[(8, _cdiv(wt, 2048))](w, table, w.numel(), WT=wt, BLOCK=2048, num_warps=4)
+    return table
 
 
 def _wide_plan(m: int, row_bytes: int, n_sm: int) -> tuple[int, int]:

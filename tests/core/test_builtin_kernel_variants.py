@@ -47,7 +47,8 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
     plan takes it for every row stride, its window in power-of-two parts or one; each variant (x held or re-read;
     parts or one window) is within a bf16 rounding of fp32, held and re-read give the same bits, and nothing is
     written past the output (a guard row after it). Rows at both window bounds, and the narrow rows (1025-2041) whose
-    window is 2048 lanes on 2 warps."""
+    window is 2048 lanes on 2 warps. The weight read from w - shift (WT=-1) or from the table of its shifted copies
+    (WT > 0, 16 bytes wide) gives the same bits too."""
     gen = torch.Generator().manual_seed(11)
     x = torch.randn(m, n + pad, generator=gen).to(torch.bfloat16).to(DEVICE)[:, :n]
     w = (1 + 0.1 * torch.randn(n, generator=gen)).to(torch.bfloat16).to(DEVICE)
@@ -67,6 +68,13 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
         outs[cut, reread] = out[:m]
     for cut in cuts:
         assert torch.equal(outs[cut, False], outs[cut, True])
+        launch, variant = rms_norm._realigned_plan(m, n, x.stride(0), cut)
+        for wt in (-1, sum(cut)):
+            out = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
+            weight = rms_norm._weight_table(w, wt) if wt > 0 else w
+            launch(x, weight, out, m, n, x.stride(0), 1e-6, **{**variant, "WT": wt})
+            assert bool((out[m] == 7.0).all()), "wrote past the output"
+            assert torch.equal(out[:m], outs[cut, False]), wt
     assert torch.equal(rms_norm.candidate(x, w, 1e-6), outs[parts, False])
 
 

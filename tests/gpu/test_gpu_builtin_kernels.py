@@ -119,7 +119,8 @@ def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int],
 def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: torch.dtype) -> None:
     """The split path; 16-bit rows off the 16-byte grid through their vector windows (REALIGN: rows starting at every
     offset inside a vector, one row, a tensor whose end is not a whole vector), contiguous or padded by 5 (x's
-    accesses scalar) or 8 elements; against fp32, replayed bit for bit, nothing written past the output."""
+    accesses scalar) or 8 elements; against fp32, replayed bit for bit, nothing written past the output; the
+    realigned split's weight read from w - shift (WT=-1) or its shifted-copy table (WT > 0) gives the same bits."""
     m, n = shape
     x = torch.randn(m, n, device="cuda").to(dtype)
     w = torch.randn(n, device="cuda").to(dtype)
@@ -138,6 +139,14 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
         done = torch.zeros((m,), dtype=torch.int32, device="cuda")
         plan.launch(xs, w, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts, **plan.meta)
         assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), "wrote past the output"
+        if plan.meta.get("REALIGN"):  # the weight from w - shift, or from its table of shifted copies (swept)
+            for wt in (-1, plan.n_parts * plan.meta["CHUNK"]):
+                weight = rms_norm._weight_table(w, wt) if wt > 0 else w
+                guarded.fill_(7.0)
+                done.zero_()
+                plan.launch(xs, weight, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts,
+                            **{**plan.meta, "WT": wt})
+                assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), wt
 
 
 @requires_cuda
