@@ -5,7 +5,8 @@
   held it near 80% of copy bandwidth on the H200 (benchmarks/NOTES.md);
 - `--only swiglu_odd`: rows off the 16-byte grid, the built-in's planned launch (the output-vector kernel,
   `swiglu._swiglu_out_vectors`, shipped after this family measured it) beside the gather kernel that took them
-  before, over block sizes and warps.
+  before, over block sizes and warps, and where width and padding allow, its inputs read 2 or 4 elements at a time
+  (IN_VEC).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def _swiglu_rows(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.ten
     tl.store(y_ptr + row0 * N + rows[:, None] * N + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-ODD_SHAPES = ((1583, 13937, 3), (1783, 10131, 1), (4096, 5001, 7), (2048, 14335, 2), (4096, 11008, 1))
+# then rows whose width and padding are even (the inputs readable in groups of 2 or 4: IN_VEC, not yet run)
+ODD_SHAPES = ((1583, 13937, 3), (1783, 10131, 1), (4096, 5001, 7), (2048, 14335, 2), (4096, 11008, 1),
+              (4005, 14386, 6), (3000, 9002, 2), (2048, 14388, 4))
 
 
 def swiglu_odd_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -64,11 +67,12 @@ def swiglu_odd_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Tria
                          VEC=swiglu._align(g.element_size(), n, n + pad), WIDE=wide, num_warps=4)
         if _checked(gather, y, ref, f"swiglu.gather {m}x{n}"):
             yield ("swiglu.gather", (m, n), "before: block=1024 warps=4", gather, moved, False)
-        for block, warps in itertools.product((512, 1024, 2048, 4096), (2, 4, 8)):
+        in_vec = swiglu._align(g.element_size(), n, n + pad)
+        for block, warps, grouped in itertools.product((512, 1024, 2048, 4096), (2, 4, 8), sorted({1, in_vec})):
             if not 4 <= block // (warps * 32) <= 16:
                 continue
             launch = partial(_swiglu_out_vectors[(-(-m * n // block),)], g, u, y, m * n, n, n + pad, n + pad,
-                             BLOCK=block, VEC=vec, WIDE=wide, num_warps=warps)
-            label = f"block={block} warps={warps}"
+                             BLOCK=block, VEC=vec, WIDE=wide, IN_VEC=grouped, num_warps=warps)
+            label = f"block={block} warps={warps}" + (f" in_vec={grouped}" if grouped > 1 else "")
             if _checked(launch, y, ref, f"swiglu.out_vectors {m}x{n} {label}"):
                 yield ("swiglu.out_vectors", (m, n), label, launch, moved, False)

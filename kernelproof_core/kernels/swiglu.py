@@ -91,9 +91,45 @@ def _swiglu_gather(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_eleme
 
 
 @triton.jit
+def _out_vectors_grouped(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
+                         stride_g: tl.tensor, stride_u: tl.tensor, start: tl.tensor, BLOCK: tl.constexpr,
+                         VEC: tl.constexpr, IN_VEC: tl.constexpr) -> None:
+    # _swiglu_out_vectors with the inputs read IN_VEC elements at a time (4- or 8-byte loads) where the host
+    # guarantees IN_VEC divides N and both strides: a group of IN_VEC then never straddles a row end. Loaded as
+    # [vectors, VEC // IN_VEC, IN_VEC] and viewed as [vectors, VEC] for the 16-byte stores.
+    G: tl.constexpr = VEC // IN_VEC
+    N = (N // IN_VEC) * IN_VEC
+    stride_g = (stride_g // IN_VEC) * IN_VEC
+    stride_u = (stride_u // IN_VEC) * IN_VEC
+    first = start + tl.arange(0, BLOCK // VEC) * VEC
+    row = first // N
+    col = first - row * N
+    c = col[:, None] + tl.arange(0, G)[None, :] * IN_VEC  # each group's first column
+    wrap = c >= N
+    r = row[:, None] + wrap.to(row.dtype)
+    c = tl.where(wrap, c - N, c)
+    lane = tl.arange(0, IN_VEC)[None, None, :]
+    g_ptrs = g_ptr + tl.multiple_of(r * stride_g + c, [IN_VEC, IN_VEC])[:, :, None] + lane
+    u_ptrs = u_ptr + tl.multiple_of(r * stride_u + c, [IN_VEC, IN_VEC])[:, :, None] + lane
+    y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + tl.arange(0, VEC)[None, :]
+    if start + BLOCK <= n_elements:
+        g = tl.load(g_ptrs).to(tl.float32)
+        u = tl.load(u_ptrs).to(tl.float32)
+        y = tl.reshape(_silu_mul(g, u), (BLOCK // VEC, VEC))
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+    else:  # n_elements is a multiple of IN_VEC: whole groups are in or out
+        flat = (first[:, None] + tl.arange(0, G)[None, :] * IN_VEC)[:, :, None] + lane
+        g = tl.load(g_ptrs, mask=flat < n_elements, other=0.0).to(tl.float32)
+        u = tl.load(u_ptrs, mask=flat < n_elements, other=0.0).to(tl.float32)
+        y = tl.reshape(_silu_mul(g, u), (BLOCK // VEC, VEC))
+        mask = first[:, None] + tl.arange(0, VEC)[None, :] < n_elements
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
                         stride_g: tl.tensor, stride_u: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr,
-                        WIDE: tl.constexpr) -> None:
+                        WIDE: tl.constexpr, IN_VEC: tl.constexpr = 1) -> None:
     # Rows whose width or strides are not multiples of a 16-byte vector, where the gather kernel would walk them in
     # groups of as few as one element (one row/column division and one 2-byte store per element). Here the output's
     # flat stream (y is contiguous) is walked in its own VEC-element vectors: one division per vector, one vector
@@ -101,6 +137,9 @@ def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_
     # guarantees N >= VEC). On the H200 (bf16, CUPTI) +0.7 to +1.9 points of copy over the gather kernel at four of
     # five odd shapes, level at the fifth (evidence/h200/2026-12-01_cluster_apart/1_*). WIDE: offsets need 64 bits.
     start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
+    if IN_VEC > 1:  # swept, not planned
+        _out_vectors_grouped(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC, IN_VEC)
+        return
     first = start + tl.arange(0, BLOCK // VEC) * VEC  # flat index of each output vector's first element
     row = first // N
     col = first - row * N

@@ -142,14 +142,19 @@ def test_swiglu_gather_matches_flat_kernel_bit_for_bit(m: int, n: int, stride: i
     (5, 8, 1, 0),  # one vector a row, g padded, u contiguous
     (3, 1001, 5, 2),  # the last block partial
     (2, 4, 1, 1),  # narrower than a 16-bit vector: the gather kernel
+    (7, 42, 2, 4),  # even width and paddings: inputs in pairs (IN_VEC=2) as well
+    (6, 44, 4, 8),  # width and paddings multiples of 4: IN_VEC=4 as well
 ])
 def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, pad_g: int, pad_u: int,
                                                                dtype: torch.dtype) -> None:
     """Rows off the 16-byte grid take the output-vector kernel (vectors straddling row ends included) and write
-    bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output."""
+    bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output; so does its form that
+    reads the inputs in groups of 2 or 4 elements where the width and strides allow (IN_VEC, swept)."""
     g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
     u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
     full = 16 // g.element_size()
+    if swiglu._align(g.element_size(), n, n + pad_g, n + pad_u) == full:
+        pytest.skip("on the 16-byte grid in this dtype (the gather kernel's case)")
     launch, meta, flat_path = swiglu._plan(m, n, g.stride(0), u.stride(0), g.element_size(), g.device)
     assert not flat_path and meta["VEC"] == (full if n >= full else swiglu._align(g.element_size(), n, n + pad_g,
                                                                                    n + pad_u))
@@ -160,11 +165,12 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
     assert swiglu.candidate(g, u).equal(flat)
     ref = torch.nn.functional.silu(g.float()) * u.float()
     torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    for wide in (False, True) if n >= full else ():  # 32- and 64-bit offsets
+    in_vec = swiglu._align(g.element_size(), n, g.stride(0), u.stride(0))
+    for wide, grouped in itertools.product((False, True) if n >= full else (), {1, in_vec}):  # 32-/64-bit offsets
         out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
-                                                       VEC=full, WIDE=wide)
-        assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all())
+                                                       VEC=full, WIDE=wide, IN_VEC=grouped)
+        assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all()), (wide, grouped)
 
 
 # (N, dtype): one shape per softmax path that folds the max into the exponent, or sits next to one: the realigned
