@@ -61,6 +61,7 @@ from sweep_stagger import (
     softmax_resident_safe_trials,
     softmax_stagger_trials,
 )
+from sweep_tail import softmax_tail_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
@@ -370,7 +371,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "copy_rows": copy_rows_trials,
             "softmax_rows_simple": softmax_rows_simple_trials,
             "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
-            "rms_norm_cluster": rms_norm_cluster_trials}
+            "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials}
 
 
 def main() -> int:
