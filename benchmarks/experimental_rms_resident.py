@@ -24,8 +24,9 @@ evidence/h200/2026-12-02_carry_rms_resident/1_*) it beat the split path only on 
 
 Family `rms_norm_split_window`: the split path for 16-bit rows off the 16-byte grid through their vector windows
 (_rms_norm_split's REALIGN, planned) against its scalar accesses (as before), over chunk and warps, and the planned
-launch with its weight read from w - shift (WT=-1) or from a table of the weight shifted by 0-7, built every call
-(WT > 0: 16-byte weight reads; not yet run). The planned split
+launch (its weight from a table of the weight shifted by 0-7, built every call, WT > 0: 16-byte weight reads) against
+the weight read from w - shift (WT=-1) or element by element (WT=0). The table gained 1.4 to 4.7 points of copy over
+WT=0 at five of six shapes and lost 1.0 at 270 x 63553 (evidence/h200/2026-12-02_in_vec_table/1_*). The planned split
 with the weight loaded before the rendezvous (EARLY_W, removed after evidence/h200/2026-12-02_pending_runs/1_*) lost
 0.8-7.4 points on 10 of 11 shapes.
 """
@@ -224,8 +225,7 @@ def rms_norm_split_window_trials(device: torch.device, dtype: torch.dtype) -> It
         planned = rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n))
         splits = [("scalar (before)", rms_norm._split_plan(m, n, n, es, rms_norm._align(es, n, n), realign=False)),
                   ("planned, weight from w - shift (WT=-1)", planned._replace(meta={**planned.meta, "WT": -1})),
-                  ("planned, shifted-weight table", planned._replace(meta={
-                      **planned.meta, "WT": planned.n_parts * planned.meta["CHUNK"]}))]
+                  ("planned, weight element by element (WT=0)", planned._replace(meta={**planned.meta, "WT": 0}))]
         splits += [(f"window chunk={c} warps={wp}", _window_split(m, n, c, wp))
                    for c, wp in ((4096, 2), (8192, 4))]
         for label, split in splits:

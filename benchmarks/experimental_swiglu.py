@@ -6,7 +6,8 @@
 - `--only swiglu_odd`: rows off the 16-byte grid, the built-in's planned launch (the output-vector kernel,
   `swiglu._swiglu_out_vectors`, shipped after this family measured it) beside the gather kernel that took them
   before, over block sizes and warps, and where width and padding allow, its inputs read 2 or 4 elements at a time
-  (IN_VEC).
+  (IN_VEC, planned after this family measured it: H200, bf16, CUPTI, 79-85% of copy to 94-99% at three even widths,
+  evidence/h200/2026-12-02_in_vec_table/1_*).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _swiglu_rows(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.ten
     tl.store(y_ptr + row0 * N + rows[:, None] * N + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-# then rows whose width and padding are even (the inputs readable in groups of 2 or 4: IN_VEC, not yet run)
+# then rows whose width and padding are even (the inputs readable in groups of 2 or 4: IN_VEC)
 ODD_SHAPES = ((1583, 13937, 3), (1783, 10131, 1), (4096, 5001, 7), (2048, 14335, 2), (4096, 11008, 1),
               (4005, 14386, 6), (3000, 9002, 2), (2048, 14388, 4))
 

@@ -82,7 +82,7 @@ def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Itera
             if sum(cut) // (32 * warps) < 8:
                 continue
             plan, meta = rms_norm._realigned_plan(m, n, n, cut, warps, reread)
-            launch = partial(plan, x, w, y, m, n, n, 1e-6, **meta)
+            launch = partial(_realigned_with_table, plan, meta, x, w, y)
             label = "+".join(str(p) for p in cut if p) + f" warps={warps}" + (" reread" if reread else "")
             if _checked(launch, y, ref, f"rms_norm.realigned {m}x{n} {label}"):
                 yield ("rms_norm.realigned", (m, n), label, launch, moved, False)
@@ -94,24 +94,22 @@ def rms_norm_realigned_trials(device: torch.device, dtype: torch.dtype) -> Itera
 def _realigned_with_table(plan: Callable[..., object], meta: dict[str, Any], x: torch.Tensor, w: torch.Tensor,
                           y: torch.Tensor) -> None:
     m, n = x.shape
-    plan(x, rms_norm._weight_table(w, meta["WT"]), y, m, n, x.stride(0), 1e-6, **meta)
+    wt = meta.get("WT", 0)
+    plan(x, rms_norm._weight_table(w, wt) if wt > 0 else w, y, m, n, x.stride(0), 1e-6, **meta)
 
 
 def _weight_variants(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: torch.Tensor,
                      moved: int) -> Iterator[Trial]:
-    """The planned realigned launch (rows off the 16-byte grid) with its weight read from w - shift, one scalar
-    subtraction (WT=-1), and from a table of the weight shifted by 0-7, built every call and read 16 bytes wide."""
+    """The planned realigned launch (rows off the 16-byte grid; planned: the weight from a table of its copies shifted
+    by 0-7, built every call and read 16 bytes wide) with its weight read from w - shift, one scalar subtraction
+    (WT=-1), and element by element (WT=0, the plan before)."""
     m, n = x.shape
     planned = rms_norm._plan(m, n, x.stride(0), x.element_size(), x.device)
     if isinstance(planned, rms_norm._Split) or "WINDOW" not in planned[1]:
         return
     plan, meta = planned
-    lanes = meta["WINDOW"] + meta["PART1"] + meta["PART2"]
-    for label, wt in (("planned, weight from w - shift (WT=-1)", -1), ("planned, shifted-weight table", lanes)):
-        if wt < 0:
-            launch = partial(plan, x, w, y, m, n, x.stride(0), 1e-6, **{**meta, "WT": wt})
-        else:
-            launch = partial(_realigned_with_table, plan, {**meta, "WT": wt}, x, w, y)
+    for label, wt in (("planned, weight from w - shift (WT=-1)", -1), ("planned, weight element by element (WT=0)", 0)):
+        launch = partial(_realigned_with_table, plan, {**meta, "WT": wt}, x, w, y)
         if _checked(launch, y, ref, f"rms_norm.realigned {m}x{n} {label}"):
             yield ("rms_norm.realigned", (m, n), label, launch, moved, False)
 

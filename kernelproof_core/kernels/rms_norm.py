@@ -147,10 +147,12 @@ def _part(START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.
 
 @triton.jit
 def _w_ptrs(w_ptr: tl.tensor, offs: tl.tensor, shift: tl.tensor, WT: tl.constexpr) -> tl.tensor:
-    # A realigned row's weight at window positions `offs`: w[offs - shift], misaligned, read element by element (WT
-    # = 0, planned); the same from w - shift, one scalar subtraction instead of one an element (WT = -1: sm_90 builds
-    # 13-19% fewer instructions; swept, not planned); or row `shift` of a table of the weight shifted by 0-7
-    # (_weight_table), read 16 bytes wide (WT = the table's row length; swept, not planned).
+    # A realigned row's weight at window positions `offs`: row `shift` of a table of the weight shifted by 0-7
+    # (_weight_table), read 16 bytes wide (WT = the table's row length; planned: H200, bf16, CUPTI, table kernel
+    # included, +0.9 to +8.5 points of copy over WT = 0 at 10 of 11 shapes, -1.0 at the 11th;
+    # evidence/h200/2026-12-02_in_vec_table/1_*); w[offs - shift], misaligned, read element by element (WT = 0,
+    # before); or the same from w - shift, one scalar subtraction instead of one an element (WT = -1: sm_90 builds
+    # 13-19% fewer instructions, about half the table's gain).
     if WT > 0:
         return w_ptr + (offs + shift * WT)
     elif WT < 0:
@@ -327,7 +329,8 @@ def _cdiv(a: int, b: int) -> int:
 
 def _weight_table(w: torch.Tensor, wt: int) -> torch.Tensor:
     """The weight shifted by 0-7 elements, rows of wt (a multiple of 8) window positions: what a realigned launch
-    with WT=wt reads instead of w (swept, not planned: one more small kernel a call, 16 bytes wide weight reads)."""
+    with WT=wt reads instead of w. Built every call (one small kernel, 16 x wt bytes written): the weight may change
+    between calls, and a cache keyed on its address would serve a stale table after an in-place write."""
     table = torch.empty((8, wt), dtype=w.dtype, device=w.device)
     _rms_norm_weight_table[(8, _cdiv(wt, 2048))](w, table, w.numel(), WT=wt, BLOCK=2048, num_warps=4)
     return table
@@ -377,7 +380,8 @@ def _split_plan(m: int, n: int, stride: int, elsize: int, align: int, realign: b
     accesses without)."""
     if elsize == 2 and align * elsize < 16 and realign:
         n_parts = _cdiv(n + 7, _SPLIT_CHUNK_REALIGNED)
-        meta = {"CHUNK": _SPLIT_CHUNK_REALIGNED, "ALIGN": _align(2, stride - n), "REALIGN": True}
+        meta = {"CHUNK": _SPLIT_CHUNK_REALIGNED, "ALIGN": _align(2, stride - n), "REALIGN": True,
+                "WT": n_parts * _SPLIT_CHUNK_REALIGNED}
     else:
         chunk = _SPLIT_CHUNK if align * elsize == 16 else _SPLIT_CHUNK_SCALAR
         n_parts = _cdiv(n, chunk)
@@ -466,7 +470,8 @@ def _realigned_plan(m: int, n: int, stride: int, parts: tuple[int, int, int], wa
     warps = warps or (_REALIGNED_NARROW_WARPS if lanes <= _REALIGNED_NARROW_WINDOW else 4 if lanes <= 8192 else 8)
     return _rms_norm_realigned[(m,)], {"WINDOW": parts[0], "PART1": parts[1], "PART2": parts[2], "VEC": 8,
                                        "ALIGN_X": _align(2, stride - n),
-                                       "REREAD": lanes > 8192 if reread is None else reread, "num_warps": warps}
+                                       "REREAD": lanes > 8192 if reread is None else reread, "WT": lanes,
+                                       "num_warps": warps}
 
 
 def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -490,8 +495,11 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     if isinstance(plan, _Split):
         partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=device)
         done = torch.zeros((m,), dtype=torch.int32, device=device)
-        plan.launch(x, weight, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
+        wt = plan.meta.get("WT", 0)
+        plan.launch(x, _weight_table(weight, wt) if wt else weight, y, partials, done, n, stride, eps, plan.n_parts,
+                    **plan.meta)
     else:
         launch, meta = plan
-        launch(x, weight, y, m, n, stride, eps, **meta)
+        wt = meta.get("WT", 0)
+        launch(x, _weight_table(weight, wt) if wt else weight, y, m, n, stride, eps, **meta)
     return y

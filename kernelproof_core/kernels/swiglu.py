@@ -136,8 +136,10 @@ def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_
     # store, and each element's inputs loaded from its own row (a vector can straddle one row end: the host
     # guarantees N >= VEC). On the H200 (bf16, CUPTI) +0.7 to +1.9 points of copy over the gather kernel at four of
     # five odd shapes, level at the fifth (evidence/h200/2026-12-01_cluster_apart/1_*). WIDE: offsets need 64 bits.
+    # IN_VEC > 1 (planned where 2 or 4 divides the width and both strides): inputs read in groups of IN_VEC, 79-85%
+    # of copy to 94-99% at three even widths (evidence/h200/2026-12-02_in_vec_table/1_*).
     start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
-    if IN_VEC > 1:  # swept, not planned
+    if IN_VEC > 1:
         _out_vectors_grouped(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC, IN_VEC)
         return
     first = start + tl.arange(0, BLOCK // VEC) * VEC  # flat index of each output vector's first element
@@ -179,9 +181,11 @@ def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: tor
     vec, full = _align(elsize, n, stride_g, stride_u), max(1, 16 // elsize)
     wide = (m - 1) * max(stride_g, stride_u) + n >= 2**31 - _GATHER_BLOCK or total >= 2**31 - _GATHER_BLOCK
     off_grid = vec < full <= n  # rows off the 16-byte grid, at least one vector wide: walked in y's own vectors
-    kernel = _swiglu_out_vectors if off_grid else _swiglu_gather
-    return kernel[(_cdiv(total, _GATHER_BLOCK),)], {"BLOCK": _GATHER_BLOCK, "VEC": full if off_grid else vec,
-                                                    "WIDE": wide, "num_warps": _GATHER_WARPS}, False
+    grid = (_cdiv(total, _GATHER_BLOCK),)
+    meta = {"BLOCK": _GATHER_BLOCK, "WIDE": wide, "num_warps": _GATHER_WARPS}
+    if off_grid:  # inputs in groups of vec (a group never straddles a row end: vec divides width and strides)
+        return _swiglu_out_vectors[grid], {**meta, "VEC": full, "IN_VEC": vec}, False
+    return _swiglu_gather[grid], {**meta, "VEC": vec}, False
 
 
 def candidate(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -47,8 +47,8 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
     plan takes it for every row stride, its window in power-of-two parts or one; each variant (x held or re-read;
     parts or one window) is within a bf16 rounding of fp32, held and re-read give the same bits, and nothing is
     written past the output (a guard row after it). Rows at both window bounds, and the narrow rows (1025-2041) whose
-    window is 2048 lanes on 2 warps. The weight read from w - shift (WT=-1) or from the table of its shifted copies
-    (WT > 0, 16 bytes wide) gives the same bits too."""
+    window is 2048 lanes on 2 warps. The weight is read from the table of its shifted copies (WT > 0, 16 bytes wide,
+    planned); read from w - shift (WT=-1) or element by element (WT=0) it gives the same bits."""
     gen = torch.Generator().manual_seed(11)
     x = torch.randn(m, n + pad, generator=gen).to(torch.bfloat16).to(DEVICE)[:, :n]
     w = (1 + 0.1 * torch.randn(n, generator=gen)).to(torch.bfloat16).to(DEVICE)
@@ -62,17 +62,17 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
     for cut, reread in itertools.product(cuts, (False, True)):
         out = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
         launch, variant = rms_norm._realigned_plan(m, n, x.stride(0), cut, reread=reread)
-        launch(x, w, out, m, n, x.stride(0), 1e-6, **variant)
+        assert variant["WT"] == sum(cut), variant
+        launch(x, rms_norm._weight_table(w, variant["WT"]), out, m, n, x.stride(0), 1e-6, **variant)
         assert bool((out[m] == 7.0).all()), "wrote past the output"
         torch.testing.assert_close(out[:m].float(), ref, rtol=1.6e-2, atol=1e-2)
         outs[cut, reread] = out[:m]
     for cut in cuts:
         assert torch.equal(outs[cut, False], outs[cut, True])
         launch, variant = rms_norm._realigned_plan(m, n, x.stride(0), cut)
-        for wt in (-1, sum(cut)):
+        for wt in (-1, 0):
             out = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
-            weight = rms_norm._weight_table(w, wt) if wt > 0 else w
-            launch(x, weight, out, m, n, x.stride(0), 1e-6, **{**variant, "WT": wt})
+            launch(x, w, out, m, n, x.stride(0), 1e-6, **{**variant, "WT": wt})
             assert bool((out[m] == 7.0).all()), "wrote past the output"
             assert torch.equal(out[:m], outs[cut, False]), wt
     assert torch.equal(rms_norm.candidate(x, w, 1e-6), outs[parts, False])
@@ -149,7 +149,8 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
                                                                dtype: torch.dtype) -> None:
     """Rows off the 16-byte grid take the output-vector kernel (vectors straddling row ends included) and write
     bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output; so does its form that
-    reads the inputs in groups of 2 or 4 elements where the width and strides allow (IN_VEC, swept)."""
+    reads the inputs one at a time (IN_VEC=1); where the width and strides allow, the plan reads them in groups of 2
+    or 4 (IN_VEC)."""
     g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
     u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
     full = 16 // g.element_size()
@@ -160,12 +161,13 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
                                                                                    n + pad_u))
     kernels = [c.cell_contents for c in launch.__closure__ or ()]  # kernel[grid] closes over its JITFunction
     assert (swiglu._swiglu_out_vectors in kernels) == (n >= full) != (swiglu._swiglu_gather in kernels)
+    in_vec = swiglu._align(g.element_size(), n, g.stride(0), u.stride(0))
+    assert meta.get("IN_VEC", in_vec) == in_vec, meta  # the out-vector kernel reads its inputs in groups of in_vec
     flat = torch.full((m, n), float("nan"), dtype=dtype, device=DEVICE)
     swiglu._swiglu_flat[(-(-m * n // 64),)](g.contiguous(), u.contiguous(), flat, m * n, BLOCK=64)
     assert swiglu.candidate(g, u).equal(flat)
     ref = torch.nn.functional.silu(g.float()) * u.float()
     torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    in_vec = swiglu._align(g.element_size(), n, g.stride(0), u.stride(0))
     for wide, grouped in itertools.product((False, True) if n >= full else (), {1, in_vec}):  # 32-/64-bit offsets
         out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,

@@ -346,8 +346,9 @@ out = []
 for m, n, stride, elsize, table in json.loads(sys.argv[1]):
     dtype = torch.bfloat16 if elsize == 2 else torch.float32
     plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"))
-    if table:
-        plan = plan._replace(meta={**plan.meta, "WT": plan.n_parts * plan.meta["CHUNK"]})
+    assert plan.meta.get("WT", 0) == (plan.n_parts * plan.meta["CHUNK"] if plan.meta.get("REALIGN") else 0)
+    if not table:  # the weight element by element, as before its shifted-copy table
+        plan = plan._replace(meta={**plan.meta, "WT": 0})
     x = torch.empty((m, stride), dtype=dtype)[:, :n]
     parts = torch.empty((m, plan.n_parts), dtype=torch.float32)
     with compile_only("cuda", 90, 32):
@@ -368,7 +369,7 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -
     16 bytes wide where its padding is whole vectors and element by element where not (the weight too, at p - shift,
     unless the width is a multiple of 8: 40000 wide padded by 3 reads x element by element and the weight 16 bytes
     wide); aligned rows load x and the weight 16 bytes wide (8192 a program); fp32 rows stay as they were; with the
-    weight's shifted-copy table (WT, swept) the weight too is read 16 bytes wide. Nothing in local memory. Numbers on
+    weight's shifted-copy table (WT, planned) the weight too is read 16 bytes wide. Nothing in local memory. Numbers on
     the GPU: kernel_sweep.py --only rms_norm_split_window."""
     cases = [(425, 52717, 52717, 2, 0), (7, 40001, 40006, 2, 0), (7, 40001, 40009, 2, 0), (1024, 65536, 65536, 2, 0),
              (7, 40000, 40003, 2, 0), (64, 40001, 40001, 4, 0), (425, 52717, 52717, 2, 1), (7, 40001, 40006, 2, 1)]

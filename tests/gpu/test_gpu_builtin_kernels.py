@@ -120,7 +120,8 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
     """The split path; 16-bit rows off the 16-byte grid through their vector windows (REALIGN: rows starting at every
     offset inside a vector, one row, a tensor whose end is not a whole vector), contiguous or padded by 5 (x's
     accesses scalar) or 8 elements; against fp32, replayed bit for bit, nothing written past the output; the
-    realigned split's weight read from w - shift (WT=-1) or its shifted-copy table (WT > 0) gives the same bits."""
+    realigned split's weight read from its shifted-copy table (WT > 0, planned), from w - shift (WT=-1) or element by
+    element (WT=0) gives the same bits."""
     m, n = shape
     x = torch.randn(m, n, device="cuda").to(dtype)
     w = torch.randn(n, device="cuda").to(dtype)
@@ -137,14 +138,16 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
         guarded = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
         parts = torch.empty((m, plan.n_parts), dtype=torch.float32, device="cuda")
         done = torch.zeros((m,), dtype=torch.int32, device="cuda")
-        plan.launch(xs, w, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts, **plan.meta)
+        table = plan.meta.get("WT", 0)
+        assert table == (plan.n_parts * plan.meta["CHUNK"] if plan.meta.get("REALIGN") else 0), plan.meta
+        weight = rms_norm._weight_table(w, table) if table else w
+        plan.launch(xs, weight, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts, **plan.meta)
         assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), "wrote past the output"
-        if plan.meta.get("REALIGN"):  # the weight from w - shift, or from its table of shifted copies (swept)
-            for wt in (-1, plan.n_parts * plan.meta["CHUNK"]):
-                weight = rms_norm._weight_table(w, wt) if wt > 0 else w
+        if plan.meta.get("REALIGN"):  # the weight from w - shift, or element by element (the plan before)
+            for wt in (-1, 0):
                 guarded.fill_(7.0)
                 done.zero_()
-                plan.launch(xs, weight, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts,
+                plan.launch(xs, w, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts,
                             **{**plan.meta, "WT": wt})
                 assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), wt
 
