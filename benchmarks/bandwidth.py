@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path)
     parser.add_argument("--quick", action="store_true", help="the largest shape per task only")
     parser.add_argument("--dtype", action="append", default=None)
+    parser.add_argument("--task", action="append", choices=sorted(SHAPES), help="these tasks only (default: all)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("benchmarks/bandwidth.py needs a CUDA device")
@@ -122,6 +123,8 @@ def main() -> None:
     dtypes = [getattr(torch, d) for d in (args.dtype or ["bfloat16", "float16"])]
     rows: list[dict[str, Any]] = []
     for task_name, shapes in (QUICK if args.quick else SHAPES).items():
+        if args.task and task_name not in args.task:
+            continue
         task = get_task(task_name)
         impls = implementations(task_name)
         for dtype in dtypes:

@@ -117,7 +117,9 @@ def _weight_variants(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: tor
 def swiglu_parity_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The flat kernel over block sizes and warps beside torch.compile and Liger (contiguous inputs); --cupti to
     compare kernel time."""
-    for m, n in ((256, 2048), (512, 2048), (4096, 4096), (4096, 11008), (32768, 8192)):
+    # 1-3 MB first (bandwidth.py's 4095 x 127 and 256 x 2048, where the kernel takes 2-3 us): how small programs help
+    for m, n in ((4095, 127), (1024, 512), (256, 2048), (1024, 1024), (512, 2048), (4096, 4096), (4096, 11008),
+                 (32768, 8192)):
         g = torch.randn(m, n, dtype=dtype, device=device)
         u = torch.randn(m, n, dtype=dtype, device=device)
         y = torch.empty_like(g)
