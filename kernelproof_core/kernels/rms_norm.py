@@ -54,10 +54,12 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 _REALIGNED_MIN_N, _REALIGNED_MAX_WINDOW = 2048, 16384
 _REALIGNED_NARROW_MIN_N, _REALIGNED_NARROW_WINDOW, _REALIGNED_NARROW_WARPS = 1025, 2048, 2
 _MIN_PART = 1024  # smallest part of a realigned window: the vectors of 4 warps
-# Short 16-bit rows (padded to 128-1024 lanes, not taken by the re-read plan above): re-read, on tiles of
-# _SHORT_SCALAR_TILE elements on one warp where accesses are scalar, else of _SHORT_TILE (rows up to 256 lanes) or
-# _SHORT_WIDE_TILE elements at _SHORT_PER_THREAD a thread (H200, bf16, CUPTI, `--only rms_norm_small_rows`).
-_SHORT_MIN_LANES, _SHORT_MAX_LANES = 128, 1024
+# Short 16-bit rows (padded to 128-1024 lanes, not taken by the re-read plan; 128-256 where accesses are scalar):
+# re-read, on tiles of _SHORT_SCALAR_TILE elements on one warp where accesses are scalar, else of _SHORT_TILE (rows
+# up to 256 lanes) or _SHORT_WIDE_TILE elements at _SHORT_PER_THREAD a thread (H200, bf16, CUPTI, `--only
+# rms_norm_small_rows`). Scalar rows of 512 lanes keep the tile rule: on one warp the campaign's 1061 x 333 took
+# 2.31 us kernel time against 2.25 (evidence/h200/2026-12-02_in_vec_table/5_*).
+_SHORT_MIN_LANES, _SHORT_MAX_LANES, _SHORT_SCALAR_MAX_LANES = 128, 1024, 256
 _SHORT_SCALAR_TILE, _SHORT_TILE, _SHORT_WIDE_TILE, _SHORT_PER_THREAD = 1024, 2048, 4096, 16
 _CPU_SMS = 132  # H200 SM count; used only to size grids when there is no CUDA device (interpreter)
 
@@ -418,7 +420,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
     block_n = triton.next_power_of_2(n)
     if elsize == 2 and vectorised and _REREAD_MIN_N <= block_n <= _REREAD_MAX_N and (block_n == n or n >= 2048):
         return _reread_plan(m, n, block_n, align, n_sm)
-    if elsize == 2 and _SHORT_MIN_LANES <= block_n <= _SHORT_MAX_LANES:
+    if elsize == 2 and _SHORT_MIN_LANES <= block_n <= (_SHORT_MAX_LANES if align > 1 else _SHORT_SCALAR_MAX_LANES):
         return _short_plan(m, n, block_n, align, n_sm)
     block_m = min(max(1, _TILE // block_n), triton.next_power_of_2(m))
     while block_m > 1 and _cdiv(m, block_m) < _WAVES * n_sm:
@@ -428,12 +430,12 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
 
 
 def _short_plan(m: int, n: int, block_n: int, align: int, n_sm: int) -> Launch:
-    """16-bit rows padded to 128-1024 lanes: x re-read for the scaling pass, 1024-element tiles on one warp
-    where accesses are scalar (odd widths), else 2048-4096-element tiles at 16 elements a thread. On the H200 (bf16,
-    CUPTI, evidence/h200/2026-12-02_in_vec_table/4_*) the best config swept or within 4% of it at six shapes, against
-    the 8192-element tiles held across the reduction before: 4096 x 127 2.23 us (was 2.9; torch.compile 3.7),
-    4096 x 255 2.82 (3.6; 2.92), 16384 x 100 3.03 (4.1; 4.1), 4096 x 1000 4.62 (5.8; 5.2), 8192 x 196 3.05 (3.8;
-    3.5)."""
+    """16-bit rows padded to 128-1024 lanes (128-256 if odd): x re-read for the scaling pass, 1024-element tiles on
+    one warp where accesses are scalar (odd widths), else 2048-4096-element tiles at 16 elements a thread. On the
+    H200 (bf16, CUPTI) the best config swept or within 4% of it at six shapes, against the 8192-element tiles held
+    across the reduction before (evidence/h200/2026-12-02_in_vec_table/4_*): 4096 x 127 2.23 us (was 2.9;
+    torch.compile 3.7), 4096 x 255 2.82 (3.6; 2.92), 16384 x 100 3.03 (4.1; 4.1), 4096 x 1000 4.62 (5.8; 5.2),
+    8192 x 196 3.05 (3.8; 3.5); planned, ahead of torch.compile at all six (`5_*`)."""
     if align == 1:
         tile, warps = _SHORT_SCALAR_TILE, 1
     else:

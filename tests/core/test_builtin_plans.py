@@ -405,19 +405,19 @@ def test_short_softmax_rows_take_small_programs(m: int, n: int, stride: int, exp
 @pytest.mark.parametrize(("m", "n", "stride", "expected"), [
     (4096, 127, 127, (8, 128, 1)), (8192, 127, 127, (8, 128, 1)), (4096, 255, 255, (4, 256, 1)),
     (16384, 100, 100, (16, 128, 4)), (4096, 1000, 1000, (4, 1024, 8)), (8192, 196, 196, (8, 256, 4)),
-    (1061, 333, 333, (2, 512, 1)), (4096, 1000, 1024, (4, 1024, 8)), (64, 200, 200, (1, 256, 4))])
+    (2048, 500, 500, (4, 512, 8)), (4096, 1000, 1024, (4, 1024, 8)), (64, 200, 200, (1, 256, 4))])
 def test_short_16_bit_rms_norm_rows_reread_small_tiles(m: int, n: int, stride: int,
                                                        expected: tuple[int, int, int],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """16-bit rows padded to 128-1024 lanes re-read x for the scaling pass: odd widths (scalar accesses) on one warp
-    and 1024-element tiles, vectorised rows on 2048-element tiles (up to 256 lanes) or 4096 at 16 elements a thread,
-    halved until the grid has two programs an SM (H200: 4096 x 127 2.23 us against 2.9 on 8192-element tiles held
-    across the reduction; 4096 x 1000 4.62 against 5.8, torch.compile 5.2). fp32 rows, rows narrower than 128 lanes
-    and 1024-wide rows (the re-read plan) keep their plans."""
+    """16-bit rows padded to 128-1024 lanes re-read x for the scaling pass: odd widths (scalar accesses) up to 256
+    lanes on one warp and 1024-element tiles, vectorised rows on 2048-element tiles (up to 256 lanes) or 4096 at 16
+    elements a thread, halved until the grid has two programs an SM (H200: 4096 x 127 2.23 us against 2.9 on
+    8192-element tiles held across the reduction; 4096 x 1000 4.62 against 5.8, torch.compile 5.2). fp32 rows, rows
+    narrower than 128 lanes, scalar rows of 512 lanes and 1024-wide rows (the re-read plan) keep their plans."""
     monkeypatch.setattr(rms_norm, "_num_sms", lambda device: H200_SMS)
     _launch, meta = rms_norm._plan(m, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
     assert (meta["BLOCK_M"], meta["BLOCK_N"], meta["num_warps"]) == expected, meta
     assert meta["REREAD"] and meta["EVEN"] == (n == meta["BLOCK_N"] and m % meta["BLOCK_M"] == 0)
-    for width, elsize in ((127, 4), (60, 2)):  # fp32 rows, and rows of 64 lanes: the tile rule, held across
+    for width, elsize in ((127, 4), (60, 2), (333, 2)):  # fp32, 64 lanes, 512 scalar lanes: the tile rule
         _launch, meta = rms_norm._plan(4096, width, width, elsize, torch.device("cpu"))  # type: ignore[misc]
         assert not meta.get("REREAD") and meta["BLOCK_M"] * meta["BLOCK_N"] >= 512, (width, elsize, meta)
