@@ -235,8 +235,17 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 
 @triton.jit
 def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
-               N: tl.tensor, live: tl.tensor) -> tl.tensor:
+               N: tl.tensor, live: tl.tensor, FLAT: tl.constexpr = False) -> tl.tensor:
     # Window positions START .. START + SIZE of a row, read vector by vector: the vectors wholly inside the row only.
+    # FLAT (x's rows off the vector grid: ALIGN_X < VEC): read as one flat run, so consecutive threads take
+    # consecutive elements (one 64-byte access a warp instruction where the vector layout's scalar loads span 512
+    # bytes each), then regrouped in vectors (stmatrix / ld.shared, on sm_90) for the rest of the kernel.
+    if FLAT:
+        flat = START + tl.arange(0, SIZE)
+        first = (flat // VEC) * VEC
+        inside = (first >= shift) & (first + VEC <= shift + N)
+        v = tl.load(at + flat, mask=inside & live, other=float("-inf"))
+        return tl.reshape(v, [SIZE // VEC, VEC])
     vecs = START + tl.arange(0, SIZE // VEC) * VEC
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
     return tl.load(at + vecs[:, None] + tl.arange(0, VEC)[None, :], mask=whole[:, None] & live, other=float("-inf"))
@@ -244,16 +253,17 @@ def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.c
 
 @triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
-               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr) -> tuple[tl.tensor, ...]:
+               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
+               FLAT: tl.constexpr = False) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
     # _softmax_realigned prefetches them.
-    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live)
+    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, FLAT)
     p1 = 0.0
     p2 = 0.0
     if PART1 > 0:
-        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live)
+        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live, FLAT)
     if PART2 > 0:
-        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live)
+        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live, FLAT)
     e_offs, e_mask = _edges(shift, N, VEC)
     return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
 
@@ -293,7 +303,7 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, FLAT_X: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -303,7 +313,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
-    # 16-bit rows).
+    # 16-bit rows). FLAT_X: x read in flat runs (_part_load; swept, not planned).
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -312,7 +322,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
-    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
+    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, FLAT_X)
     nxt_shift = shift
     while row < M:
         v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
@@ -324,7 +334,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         nxt_shift = (a_start - a_base).to(tl.int32)
         a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
         # past the last row: fully masked, so no memory traffic; the values are never used
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC, FLAT_X)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))

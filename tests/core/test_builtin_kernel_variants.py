@@ -97,6 +97,29 @@ def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tupl
     assert torch.equal(softmax.candidate(x), y)
 
 
+@pytest.mark.parametrize(("n", "pad", "parts"), [(16655, 3, (32768, 0, 0)), (16655, 3, (16384, 1024, 0)),
+                                               (9001, 2, (16384, 0, 0)), (12001, 4, (8192, 4096, 0))])
+def test_realigned_softmax_reads_padded_rows_in_flat_runs(n: int, pad: int, parts: tuple[int, int, int]) -> None:
+    """FLAT_X (swept, not planned): rows whose padding is not whole vectors read x as flat runs and regroup them in
+    vectors; every element within a bf16 rounding of fp32, nothing written past the output, replays bit for bit, and
+    (interpreted: no layouts) the same bits as the vector reads."""
+    m = 5
+    x = (torch.randn(m, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(torch.bfloat16).to(DEVICE)[:, :n]
+    x[1, ::7] = float("-inf")
+    outs = []
+    for flat in (False, True, True):
+        launch, meta = softmax._realigned_plan(m, n, n + pad, 2, 4, 1, 8, False, parts)
+        assert meta["ALIGN_X"] == softmax._align(2, pad) < meta["VEC"], meta
+        y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)  # a guard row after the output
+        launch(x, y, m, n, n + pad, **{**meta, "FLAT_X": flat})
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        torch.testing.assert_close(y[:m].float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
+        outs.append(y[:m])
+    assert torch.equal(outs[1], outs[2])
+    if DEVICE.type != "cuda":
+        assert torch.equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
 def test_softmax_row_kernel_with_and_without_masks_agree_bit_for_bit(m: int, n: int, block_m: int) -> None:
     x = torch.randn(m, n, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).to(DEVICE)
