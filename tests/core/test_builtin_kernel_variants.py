@@ -172,8 +172,8 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
                                                                dtype: torch.dtype) -> None:
     """Rows off the 16-byte grid take the output-vector kernel (vectors straddling row ends included) and write
     bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output; so does its form that
-    reads the inputs one at a time (IN_VEC=1); where the width and strides allow, the plan reads them in groups of 2
-    or 4 (IN_VEC)."""
+    reads the inputs one at a time (IN_VEC=1), and through flat offsets (FLAT, swept); where the width and strides
+    allow, the plan reads them in groups of 2 or 4 (IN_VEC)."""
     g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
     u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
     full = 16 // g.element_size()
@@ -191,10 +191,11 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
     assert swiglu.candidate(g, u).equal(flat)
     ref = torch.nn.functional.silu(g.float()) * u.float()
     torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    for wide, grouped in itertools.product((False, True) if n >= full else (), {1, in_vec}):  # 32-/64-bit offsets
+    reads = sorted({(1, False), (1, True), (in_vec, False)})  # (IN_VEC, FLAT: inputs through flat offsets)
+    for wide, (grouped, flat_in) in itertools.product((False, True) if n >= full else (), reads):  # 32/64-bit offsets
         out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
-                                                       VEC=full, WIDE=wide, IN_VEC=grouped)
+                                                       VEC=full, WIDE=wide, IN_VEC=grouped, FLAT=flat_in)
         assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all()), (wide, grouped)
 
 
