@@ -31,17 +31,10 @@ SHAPES = ((1029, 16655, 3), (1024, 16655, 2), (1500, 12001, 6), (2048, 9001, 5),
 
 
 def _parts_options(n: int) -> list[tuple[int, int, int]]:
-    """One power-of-two window and the parts cover (softmax._parts' rounding) for a 16-bit row of n."""
+    """One power-of-two window and, where softmax._parts' rounding cuts the row's span in parts, those parts."""
     one = (softmax._window(n, 2), 0, 0)
-    span = n + 7
-    top = 1 << (span.bit_length() - 1)
-    quantum = max(top // 8, 1024)
-    rounded = -(-span // quantum) * quantum
-    bits = [quantum << b for b in (2, 1, 0) if (rounded - top) & (quantum << b)]
-    options = [one]
-    if rounded < 2 * top and len(bits) <= 2:
-        options.append((top, *[*bits, 0, 0][:2]))
-    return options
+    cut = softmax._parts(n, 2, max_span=softmax._MAX_FUSED_N)
+    return [one] if cut == one else [one, cut]
 
 
 def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

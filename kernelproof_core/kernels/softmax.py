@@ -900,13 +900,13 @@ def _window(n: int, elsize: int) -> int:
     return triton.next_power_of_2(n if n % (16 // elsize) == 0 else n + 16 // elsize - 1)
 
 
-def _parts(n: int, elsize: int) -> tuple[int, int, int]:
+def _parts(n: int, elsize: int, max_span: int = _PIPELINED_MIN_N) -> tuple[int, int, int]:
     """The realigned window: spans of up to _PIPELINED_MIN_N cut in at most three power-of-two parts (0: none),
     covering the span rounded up to an eighth of its largest power of two (at most 12.5% of the lanes idle, against
     up to half for one window) and to _MIN_PART (a part under half a CTA's vectors is spread over several threads
     each); one power-of-two window where seven eighths would need four parts (spans of 14337-15360), and over wider
     spans, where parts measured slower (H200: 70.5% of copy at 25249 wide on 16384+8192+2048 lanes against 78.7% on
-    32768; docs/TASKS.md)."""
+    32768; docs/TASKS.md). max_span: the widest span cut in parts (benchmarks cut wider ones)."""
     vec = 16 // elsize
     span = n if n % vec == 0 else n + vec - 1
     top = 1 << (span.bit_length() - 1)
@@ -914,7 +914,7 @@ def _parts(n: int, elsize: int) -> tuple[int, int, int]:
     rounded = _cdiv(span, quantum) * quantum
     if bin(rounded - top).count("1") > 2:  # seven eighths: four parts; the kernel takes three
         rounded = 2 * top
-    if rounded == 2 * top or span > _PIPELINED_MIN_N:
+    if rounded == 2 * top or span > max_span:
         return triton.next_power_of_2(span), 0, 0
     rest = [quantum << bit for bit in (2, 1, 0) if (rounded - top) & (quantum << bit)] + [0, 0]
     return top, rest[0], rest[1]

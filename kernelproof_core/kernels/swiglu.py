@@ -91,6 +91,20 @@ def _swiglu_gather(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_eleme
 
 
 @triton.jit
+def _vector_cells(start: tl.tensor, N: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr, COLS: tl.constexpr,
+                  STEP: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor]:
+    # The output vectors of a block of _swiglu_out_vectors: each vector's flat index, and the row and column of its
+    # COLS cells STEP elements apart ([vectors, COLS]); a vector can straddle one row end (the host guarantees
+    # N >= VEC), so cells past it are the next row's first elements.
+    first = start + tl.arange(0, BLOCK // VEC) * VEC
+    row = first // N
+    col = first - row * N
+    c = col[:, None] + tl.arange(0, COLS)[None, :] * STEP
+    wrap = c >= N
+    return first, row[:, None] + wrap.to(row.dtype), tl.where(wrap, c - N, c)
+
+
+@triton.jit
 def _out_vectors_grouped(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
                          stride_g: tl.tensor, stride_u: tl.tensor, start: tl.tensor, BLOCK: tl.constexpr,
                          VEC: tl.constexpr, IN_VEC: tl.constexpr) -> None:
@@ -101,13 +115,7 @@ def _out_vectors_grouped(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
     N = (N // IN_VEC) * IN_VEC
     stride_g = (stride_g // IN_VEC) * IN_VEC
     stride_u = (stride_u // IN_VEC) * IN_VEC
-    first = start + tl.arange(0, BLOCK // VEC) * VEC
-    row = first // N
-    col = first - row * N
-    c = col[:, None] + tl.arange(0, G)[None, :] * IN_VEC  # each group's first column
-    wrap = c >= N
-    r = row[:, None] + wrap.to(row.dtype)
-    c = tl.where(wrap, c - N, c)
+    first, r, c = _vector_cells(start, N, BLOCK, VEC, G, IN_VEC)  # each group's first column
     lane = tl.arange(0, IN_VEC)[None, None, :]
     g_ptrs = g_ptr + tl.multiple_of(r * stride_g + c, [IN_VEC, IN_VEC])[:, :, None] + lane
     u_ptrs = u_ptr + tl.multiple_of(r * stride_u + c, [IN_VEC, IN_VEC])[:, :, None] + lane
@@ -135,13 +143,7 @@ def _out_vectors_flat(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_el
     # warp instruction spanning 512 bytes; a 1-D load is laid out on its own, consecutive threads on consecutive
     # elements (64 bytes a warp instruction), and the values are regrouped in vectors for the 16-byte stores (swept,
     # not planned).
-    first = start + tl.arange(0, BLOCK // VEC) * VEC
-    row = first // N
-    col = first - row * N
-    c = col[:, None] + tl.arange(0, VEC)[None, :]
-    wrap = c >= N
-    r = row[:, None] + wrap.to(row.dtype)
-    c = tl.where(wrap, c - N, c)
+    first, r, c = _vector_cells(start, N, BLOCK, VEC, VEC, 1)
     g_offs = tl.reshape(r * stride_g + c, [BLOCK])
     u_offs = tl.reshape(r * stride_u + c, [BLOCK])
     y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + tl.arange(0, VEC)[None, :]
@@ -176,13 +178,7 @@ def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_
     if FLAT:  # swept, not planned
         _out_vectors_flat(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC)
         return
-    first = start + tl.arange(0, BLOCK // VEC) * VEC  # flat index of each output vector's first element
-    row = first // N
-    col = first - row * N
-    c = col[:, None] + tl.arange(0, VEC)[None, :]
-    wrap = c >= N  # past this row's end: the next row's first elements
-    r = row[:, None] + wrap.to(row.dtype)
-    c = tl.where(wrap, c - N, c)
+    first, r, c = _vector_cells(start, N, BLOCK, VEC, VEC, 1)
     g_ptrs = g_ptr + r * stride_g + c
     u_ptrs = u_ptr + r * stride_u + c
     y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + tl.arange(0, VEC)[None, :]
