@@ -7,10 +7,7 @@
   `swiglu._swiglu_out_vectors`, shipped after this family measured it) beside the gather kernel that took them
   before, over block sizes and warps, and where width and padding allow, its inputs read 2 or 4 elements at a time
   (IN_VEC, planned after this family measured it: H200, bf16, CUPTI, 79-85% of copy to 94-99% at three even widths,
-  evidence/h200/2026-12-02_in_vec_table/1_*); rows of odd width or padding also with FLAT (the inputs through flat
-  offsets, so their loads are laid out on their own: consecutive threads on consecutive elements; written and
-  compiled for sm_90, not yet run: 1322 x 10725 padded by 3 builds 688 instructions and 8 divisions a thread
-  against 496 and 1).
+  evidence/h200/2026-12-02_in_vec_table/1_*).
 """
 
 from __future__ import annotations
@@ -72,13 +69,11 @@ def swiglu_odd_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Tria
         if _checked(gather, y, ref, f"swiglu.gather {m}x{n}"):
             yield ("swiglu.gather", (m, n), "before: block=1024 warps=4", gather, moved, False)
         in_vec = swiglu._align(g.element_size(), n, n + pad)
-        reads = [(in_vec, False)] if in_vec > 1 else [(1, False), (1, True)]  # (IN_VEC, FLAT)
-        for block, warps, (grouped, flat) in itertools.product((512, 1024, 2048, 4096), (2, 4, 8), reads):
+        for block, warps, grouped in itertools.product((512, 1024, 2048, 4096), (2, 4, 8), sorted({1, in_vec})):
             if not 4 <= block // (warps * 32) <= 16:
                 continue
             launch = partial(_swiglu_out_vectors[(-(-m * n // block),)], g, u, y, m * n, n, n + pad, n + pad,
-                             BLOCK=block, VEC=vec, WIDE=wide, IN_VEC=grouped, FLAT=flat, num_warps=warps)
-            label = (f"block={block} warps={warps}" + (f" in_vec={grouped}" if grouped > 1 else "")
-                     + (" flat" if flat else ""))
+                             BLOCK=block, VEC=vec, WIDE=wide, IN_VEC=grouped, num_warps=warps)
+            label = f"block={block} warps={warps}" + (f" in_vec={grouped}" if grouped > 1 else "")
             if _checked(launch, y, ref, f"swiglu.out_vectors {m}x{n} {label}"):
                 yield ("swiglu.out_vectors", (m, n), label, launch, moved, False)

@@ -1,21 +1,19 @@
-"""kernel_sweep.py family `softmax_padded`: 16-bit softmax rows of 8193-32768 whose row padding is not a whole number
-of vectors (the hidden `odd` profile's draws of 64 MB and more: 46-67% of copy in the campaigns, 1029 x 16655
-padded by 3 at 46-50% in evidence/h200/2026-12-02_in_vec_table/2_*). Rows wider than 16384 take the realigned
-kernel on one power-of-two window: 16662 positions in 32768 lanes, 128 registers a thread on 16 warps and 88 bytes
-of stack (an sm_90 build), x read element by element. Timed against it: the window in parts (16384 + 1024 lanes),
-8 warps, one or two programs an SM, and FLAT_X (x read in flat runs, consecutive threads on consecutive elements,
-then regrouped in vectors through shared memory: one 64-byte access a warp instruction where the vector layout's
-scalar loads span 512 bytes), beside eager and torch.compile. Each config is checked against fp32 before it is timed.
-Written and compiled for sm_90, not yet run. The builds (1029 x 16655 padded by 3, registers / stack bytes a thread):
-one window on 16 warps 128 / 88, with FLAT_X 128 / 216; in parts (16384 + 2048) 128 / 0 either way; on 8 warps one
-window spills 104 (824 with FLAT_X), parts none. Rows of 9001-16384 padded off the vector grid take the row kernel
-today (scalar accesses both ways): the realigned kernel is new to them here.
+"""kernel_sweep.py family `softmax_padded`: 16-bit softmax rows whose row padding is not a whole number of vectors (the
+hidden `odd` profile's draws: 46-67% of copy in the campaigns before the plan below), so x's rows start off the
+output's vector grid and x is read at most ALIGN_X elements at a time. The planned launch (since
+evidence/h200/2026-12-02_padded_parts/1_*: the realigned kernel on 8 warps, the window in parts up to 32768 lanes, one
+program an SM over 16384 lanes, two from 8193) beside the plan before it (one power-of-two window over 16384, the row
+kernel at 9001-16384), eager and torch.compile, and the realigned kernel over window cuts, warps and programs an SM.
+Rows of 2049-8192 (lanes up to 8192) still take the row kernel: the narrow shapes time the realigned kernel against
+it there. Each config is checked against fp32 before it is timed. In 1_* reading x in flat runs (FLAT_X: consecutive
+threads on consecutive elements, regrouped in vectors through shared memory) was 1.3-4x slower at every shape and
+config, and was taken out.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import torch
@@ -27,7 +25,7 @@ from kernelproof_core.tasks import get_task
 
 # (rows, width, row padding): the hidden draw above, then padded widths across the realigned kernel's range
 SHAPES = ((1029, 16655, 3), (1024, 16655, 2), (1500, 12001, 6), (2048, 9001, 5), (700, 24001, 1), (620, 30001, 7),
-          (1024, 20000, 3))
+          (1024, 20000, 3), (4096, 3001, 3), (4096, 5001, 1), (3000, 7001, 2), (8192, 2501, 5), (2048, 8001, 6))
 
 
 def _parts_options(n: int) -> list[tuple[int, int, int]]:
@@ -48,13 +46,30 @@ def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
         yield ("softmax.eager", (m, n), "eager", partial(torch.softmax, x, -1), moved, False)
         yield ("softmax.inductor", (m, n), "torch.compile", partial(torch.compile(get_task("softmax").baseline()), x),
                moved, False)
-        for parts, warps, per_sm, flat in itertools.product(_parts_options(n), (8, 16), (1, 2), (False, True)):
+        before = softmax._plan(m, n, n + pad, x.element_size(), device, dtype, padded_parts=False)
+        yield from _checked(partial(softmax._run, before, x, y, m, n, n + pad), y, ref, "softmax.before", (m, n),
+                            f"before: {_kind(before)}", moved)
+        narrow = softmax._lanes(n, 2) <= softmax._PIPELINED_MIN_N
+        configs = ((2, 4), (2, 8), (8, 4), (8, 8)) if narrow else ((1, 8), (1, 16), (2, 8), (2, 16))
+        for parts, (per_sm, warps) in itertools.product(_parts_options(n), configs):
             launch, meta = softmax._realigned_plan(m, n, n + pad, x.element_size(), sms, per_sm, warps, False, parts)
-            if flat and meta["ALIGN_X"] >= meta["VEC"]:
-                continue
-            run = partial(launch, x, y, m, n, n + pad, **{**meta, "FLAT_X": flat})
-            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" flat" if flat else "")
-            y.fill_(float("nan"))
-            run()
-            if _correct(y, ref, f"softmax.realigned {m}x{n} pad={pad} {label}"):
-                yield ("softmax.realigned", (m, n), label, run, moved, False)
+            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}"
+            yield from _checked(partial(launch, x, y, m, n, n + pad, **meta), y, ref, "softmax.realigned", (m, n),
+                                label, moved)
+
+
+def _kind(plan: object) -> str:
+    """Which kernel a softmax plan launches, for the sweep's labels."""
+    if not isinstance(plan, tuple):
+        return type(plan).__name__.strip("_")
+    meta = plan[1]
+    return f"realigned {meta['WINDOW']}+{meta['PART1']} w{meta['num_warps']}" if "WINDOW" in meta else "row kernel"
+
+
+def _checked(run: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, kind: str, shape: tuple[int, int],
+             label: str, moved: int) -> Iterator[Trial]:
+    """The trial, if one run of it matches fp32 (else it is reported and skipped)."""
+    y.fill_(float("nan"))
+    run()
+    if _correct(y, ref, f"{kind} {shape[0]}x{shape[1]} {label}"):
+        yield (kind, shape, label, run, moved, False)

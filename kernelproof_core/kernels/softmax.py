@@ -55,6 +55,14 @@ _TILE = 8192  # elements per program for the fused path
 # (65%), 79% and 86% at aligned 9600 and 12288 (66%, 76% on the row kernel). FAST, 32 warps: -1 to -12 on 16-bit.
 _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, False), torch.float32: (2, 16, True)}
 _REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8, False), 8192
+# 16-bit rows whose padding is not whole vectors (x's rows start off the output's vector grid, so x is read at most
+# ALIGN_X elements at a time): the realigned kernel on 8 warps, the window in parts up to _MAX_FUSED_N lanes (one
+# power-of-two window of 32768 spills on 8 and 16 warps), one program an SM over 16384 lanes, two from 8193. H200
+# (bf16, CUPTI, kernel_sweep.py --cupti --only softmax_padded, evidence/h200/2026-12-02_padded_parts/1_*): 1029 x
+# 16655 padded by 3 34.1 us on 16384+2048 lanes against 50.1 planned before (one 32768 window, 2 per SM, 16 warps)
+# and torch.compile's 67.2; 700 x 24001 31.9 against 42.2; 1024 x 20000 37.3 against 52.5; on the row kernel
+# before, 1500 x 12001 23.0 against 31.6 and 2048 x 9001 30.0 against 38.7.
+_REALIGNED_PADDED_WIDE, _REALIGNED_PADDED_MID = (1, 8, False), (2, 8, False)
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -235,17 +243,8 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 
 @triton.jit
 def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
-               N: tl.tensor, live: tl.tensor, FLAT: tl.constexpr = False) -> tl.tensor:
+               N: tl.tensor, live: tl.tensor) -> tl.tensor:
     # Window positions START .. START + SIZE of a row, read vector by vector: the vectors wholly inside the row only.
-    # FLAT (x's rows off the vector grid: ALIGN_X < VEC): read as one flat run, so consecutive threads take
-    # consecutive elements (one 64-byte access a warp instruction where the vector layout's scalar loads span 512
-    # bytes each), then regrouped in vectors (stmatrix / ld.shared, on sm_90) for the rest of the kernel.
-    if FLAT:
-        flat = START + tl.arange(0, SIZE)
-        first = (flat // VEC) * VEC
-        inside = (first >= shift) & (first + VEC <= shift + N)
-        v = tl.load(at + flat, mask=inside & live, other=float("-inf"))
-        return tl.reshape(v, [SIZE // VEC, VEC])
     vecs = START + tl.arange(0, SIZE // VEC) * VEC
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
     return tl.load(at + vecs[:, None] + tl.arange(0, VEC)[None, :], mask=whole[:, None] & live, other=float("-inf"))
@@ -253,17 +252,16 @@ def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.c
 
 @triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
-               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
-               FLAT: tl.constexpr = False) -> tuple[tl.tensor, ...]:
+               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
     # _softmax_realigned prefetches them.
-    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, FLAT)
+    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live)
     p1 = 0.0
     p2 = 0.0
     if PART1 > 0:
-        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live, FLAT)
+        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live)
     if PART2 > 0:
-        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live, FLAT)
+        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live)
     e_offs, e_mask = _edges(shift, N, VEC)
     return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
 
@@ -303,7 +301,7 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, FLAT_X: tl.constexpr = False) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -313,7 +311,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
-    # 16-bit rows). FLAT_X: x read in flat runs (_part_load; swept, not planned).
+    # 16-bit rows).
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -322,7 +320,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
-    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, FLAT_X)
+    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
     nxt_shift = shift
     while row < M:
         v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
@@ -334,7 +332,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         nxt_shift = (a_start - a_base).to(tl.int32)
         a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
         # past the last row: fully masked, so no memory traffic; the values are never used
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC, FLAT_X)
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
@@ -950,9 +948,10 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
-          resident_realign: bool = True) -> Launch | _Staged | _Split:
+          resident_realign: bool = True, padded_parts: bool = True) -> Launch | _Staged | _Split:
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's).
-    resident_realign=False: the plan as it was before REALIGN (benchmarks time it beside the built-in's)."""
+    resident_realign=False, padded_parts=False: the plan as it was before REALIGN, before _REALIGNED_PADDED_*
+    (benchmarks time it beside the built-in's)."""
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
@@ -971,8 +970,14 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
         return _staged_plan(m, n, elsize, align)
     n_sm = _num_sms(device)
     key = dtype if dtype in _REALIGNED_CONFIG else torch.float32 if elsize == 4 else torch.bfloat16
+    off_grid_x = padded_parts and elsize == 2 and _align(elsize, stride - n) < 8  # x's rows start off y's vector grid
     if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
+        if off_grid_x:
+            return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_PADDED_WIDE,
+                                   _parts(n, elsize, max_span=_MAX_FUSED_N))
         return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
+    if off_grid_x and _REALIGNED_SMALL_WINDOW < _lanes(n, elsize) <= _PIPELINED_MIN_N:
+        return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_PADDED_MID)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):

@@ -135,34 +135,9 @@ def _out_vectors_grouped(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
 
 
 @triton.jit
-def _out_vectors_flat(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
-                      stride_g: tl.tensor, stride_u: tl.tensor, start: tl.tensor, BLOCK: tl.constexpr,
-                      VEC: tl.constexpr) -> None:
-    # _swiglu_out_vectors with the inputs read through flat (1-D) offsets: Triton's coalescing pass gives a load the
-    # layout of the stores of its shape and order, so [vectors, VEC] inputs are read 8 scalar loads a thread, each
-    # warp instruction spanning 512 bytes; a 1-D load is laid out on its own, consecutive threads on consecutive
-    # elements (64 bytes a warp instruction), and the values are regrouped in vectors for the 16-byte stores (swept,
-    # not planned).
-    first, r, c = _vector_cells(start, N, BLOCK, VEC, VEC, 1)
-    g_offs = tl.reshape(r * stride_g + c, [BLOCK])
-    u_offs = tl.reshape(r * stride_u + c, [BLOCK])
-    y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + tl.arange(0, VEC)[None, :]
-    if start + BLOCK <= n_elements:
-        g = tl.reshape(tl.load(g_ptr + g_offs), [BLOCK // VEC, VEC]).to(tl.float32)
-        u = tl.reshape(tl.load(u_ptr + u_offs), [BLOCK // VEC, VEC]).to(tl.float32)
-        tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty))
-    else:
-        mask = first[:, None] + tl.arange(0, VEC)[None, :] < n_elements
-        flat_mask = tl.reshape(mask, [BLOCK])
-        g = tl.reshape(tl.load(g_ptr + g_offs, mask=flat_mask, other=0.0), [BLOCK // VEC, VEC]).to(tl.float32)
-        u = tl.reshape(tl.load(u_ptr + u_offs, mask=flat_mask, other=0.0), [BLOCK // VEC, VEC]).to(tl.float32)
-        tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
 def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
                         stride_g: tl.tensor, stride_u: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr,
-                        WIDE: tl.constexpr, IN_VEC: tl.constexpr = 1, FLAT: tl.constexpr = False) -> None:
+                        WIDE: tl.constexpr, IN_VEC: tl.constexpr = 1) -> None:
     # Rows whose width or strides are not multiples of a 16-byte vector, where the gather kernel would walk them in
     # groups of as few as one element (one row/column division and one 2-byte store per element). Here the output's
     # flat stream (y is contiguous) is walked in its own VEC-element vectors: one division per vector, one vector
@@ -174,9 +149,6 @@ def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_
     start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
     if IN_VEC > 1:
         _out_vectors_grouped(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC, IN_VEC)
-        return
-    if FLAT:  # swept, not planned
-        _out_vectors_flat(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC)
         return
     first, r, c = _vector_cells(start, N, BLOCK, VEC, VEC, 1)
     g_ptrs = g_ptr + r * stride_g + c

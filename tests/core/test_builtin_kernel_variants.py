@@ -81,10 +81,12 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
 @pytest.mark.parametrize(("n", "pad", "parts"), [
     (9554, 0, (8192, 2048, 0)), (12345, 8, (8192, 4096, 1024)), (8191, 0, (8192, 1024, 0)),
     (6608, 0, (4096, 2048, 1024)), (5000, 0, (4096, 1024, 0)), (14329, 0, (8192, 4096, 2048)),
-    (14330, 0, (16384, 0, 0)), (14344, 0, None), (15353, 0, (16384, 0, 0))])
+    (14330, 0, (16384, 0, 0)), (14344, 0, None), (15353, 0, (16384, 0, 0)), (16655, 3, (16384, 2048, 0)),
+    (12001, 6, (8192, 4096, 0)), (20000, 2, (16384, 4096, 0))])
 def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tuple[int, int, int] | None) -> None:
     """16-bit rows on the realigned kernel with their window in parts (two, three, and the widths where seven
-    eighths would need four parts and one window is taken instead; 14344 is aligned and stays on the row kernel):
+    eighths would need four parts and one window is taken instead; 14344 is aligned and stays on the row kernel;
+    rows padded off the vector grid, x read at most ALIGN_X elements at a time, in parts past 16384 too):
     every element within a bf16 rounding of fp32, rows starting at every offset inside a vector; an output element
     no part covers would be left as the NaN the buffer starts with."""
     x = (torch.randn(9, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(torch.bfloat16).to(DEVICE)[:, :n]
@@ -95,29 +97,6 @@ def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tupl
     launch(x, y, 9, n, x.stride(0), **meta)
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
     assert torch.equal(softmax.candidate(x), y)
-
-
-@pytest.mark.parametrize(("n", "pad", "parts"), [(16655, 3, (32768, 0, 0)), (16655, 3, (16384, 1024, 0)),
-                                               (9001, 2, (16384, 0, 0)), (12001, 4, (8192, 4096, 0))])
-def test_realigned_softmax_reads_padded_rows_in_flat_runs(n: int, pad: int, parts: tuple[int, int, int]) -> None:
-    """FLAT_X (swept, not planned): rows whose padding is not whole vectors read x as flat runs and regroup them in
-    vectors; every element within a bf16 rounding of fp32, nothing written past the output, replays bit for bit, and
-    (interpreted: no layouts) the same bits as the vector reads."""
-    m = 5
-    x = (torch.randn(m, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(torch.bfloat16).to(DEVICE)[:, :n]
-    x[1, ::7] = float("-inf")
-    outs = []
-    for flat in (False, True, True):
-        launch, meta = softmax._realigned_plan(m, n, n + pad, 2, 4, 1, 8, False, parts)
-        assert meta["ALIGN_X"] == softmax._align(2, pad) < meta["VEC"], meta
-        y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)  # a guard row after the output
-        launch(x, y, m, n, n + pad, **{**meta, "FLAT_X": flat})
-        assert bool((y[m] == 7.0).all()), "wrote past the output"
-        torch.testing.assert_close(y[:m].float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
-        outs.append(y[:m])
-    assert torch.equal(outs[1], outs[2])
-    if DEVICE.type != "cuda":
-        assert torch.equal(outs[0], outs[1])
 
 
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
@@ -172,8 +151,8 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
                                                                dtype: torch.dtype) -> None:
     """Rows off the 16-byte grid take the output-vector kernel (vectors straddling row ends included) and write
     bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output; so does its form that
-    reads the inputs one at a time (IN_VEC=1), and through flat offsets (FLAT, swept); where the width and strides
-    allow, the plan reads them in groups of 2 or 4 (IN_VEC)."""
+    reads the inputs one at a time (IN_VEC=1); where the width and strides allow, the plan reads them in groups of 2
+    or 4 (IN_VEC)."""
     g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
     u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
     full = 16 // g.element_size()
@@ -191,11 +170,10 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
     assert swiglu.candidate(g, u).equal(flat)
     ref = torch.nn.functional.silu(g.float()) * u.float()
     torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    reads = sorted({(1, False), (1, True), (in_vec, False)})  # (IN_VEC, FLAT: inputs through flat offsets)
-    for wide, (grouped, flat_in) in itertools.product((False, True) if n >= full else (), reads):  # 32/64-bit offsets
+    for wide, grouped in itertools.product((False, True) if n >= full else (), {1, in_vec}):  # 32-/64-bit offsets
         out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
-                                                       VEC=full, WIDE=wide, IN_VEC=grouped, FLAT=flat_in)
+                                                       VEC=full, WIDE=wide, IN_VEC=grouped)
         assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all()), (wide, grouped)
 
 
