@@ -57,11 +57,13 @@ _REALIGNED_CONFIG = {torch.bfloat16: (2, 16, False), torch.float16: (2, 16, Fals
 _REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8, False), 8192
 # 16-bit rows whose padding is not whole vectors (x's rows start off the output's vector grid, so x is read at most
 # ALIGN_X elements at a time): the realigned kernel on 8 warps, the window in parts up to _MAX_FUSED_N lanes (one
-# power-of-two window of 32768 spills on 8 and 16 warps), one program an SM over 16384 lanes, two from 8193. H200
-# (bf16, CUPTI, kernel_sweep.py --cupti --only softmax_padded, evidence/h200/2026-12-02_padded_parts/1_*): 1029 x
-# 16655 padded by 3 34.1 us on 16384+2048 lanes against 50.1 planned before (one 32768 window, 2 per SM, 16 warps)
-# and torch.compile's 67.2; 700 x 24001 31.9 against 42.2; 1024 x 20000 37.3 against 52.5; on the row kernel
-# before, 1500 x 12001 23.0 against 31.6 and 2048 x 9001 30.0 against 38.7.
+# power-of-two window of 32768 spills on 8 and 16 warps), one program an SM over 16384 lanes, two from 8193, and
+# _narrow_config's up to 8192 (rows of 2049 and more). H200 (bf16, CUPTI, kernel_sweep.py --cupti --only
+# softmax_padded, evidence/h200/2026-12-02_padded_parts/1_*, 2_*): 1029 x 16655 padded by 3 34.1 us on 16384+2048
+# lanes against 50.1 planned before (one 32768 window, 2 per SM, 16 warps) and torch.compile's 67.2; 700 x 24001
+# 31.9 against 42.2; 1024 x 20000 37.3 against 52.5; on the row kernel before, 1500 x 12001 23.0 against 31.6,
+# 2048 x 9001 30.0 against 38.7, 4096 x 5001 30.3 against 38.6, 3000 x 7001 27.4 against 34.1, 2048 x 8001 22.8
+# against 25.7, and level at 4096 x 3001 (21.1 against 21.5) and 8192 x 2501 (37.3 against 37.5).
 _REALIGNED_PADDED_WIDE, _REALIGNED_PADDED_MID = (1, 8, False), (2, 8, False)
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
@@ -976,8 +978,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
             return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_PADDED_WIDE,
                                    _parts(n, elsize, max_span=_MAX_FUSED_N))
         return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
-    if off_grid_x and _REALIGNED_SMALL_WINDOW < _lanes(n, elsize) <= _PIPELINED_MIN_N:
-        return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_PADDED_MID)
+    if off_grid_x and n > _REALIGNED_NARROW_MIN_N and (lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N:
+        config = _REALIGNED_PADDED_MID if lanes > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, elsize))
+        return _realigned_plan(m, n, stride, elsize, n_sm, *config)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):

@@ -56,19 +56,19 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
     (12901, 12901, "realigned"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
     (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "realigned"), (32767, 32780, "pipelined"),
     (2049, 2049, "realigned"), (2047, 2047, "rows"), (3001, 3001, "realigned"), (5207, 5215, "realigned"),
-    (5207, 5212, "rows"), (8191, 8191, "realigned"), (5208, 5208, "realigned"), (6000, 6004, "rows"),
+    (5207, 5212, "realigned"), (8191, 8191, "realigned"), (5208, 5208, "realigned"), (6000, 6004, "realigned"),
     (3000, 3000, "rows"), (6608, 6608, "realigned"), (4096, 4096, "rows"),
     (9600, 9600, "realigned"), (12288, 12296, "realigned"), (12288, 12290, "realigned"), (16000, 16000, "rows"),
     (9554, 9554, "realigned"), (12345, 12345, "realigned"), (16655, 16658, "realigned"), (24001, 24002, "realigned"),
-    (30001, 30008, "realigned"), (9001, 9006, "realigned"), (3001, 3004, "rows"), (8001, 8007, "rows")])
+    (30001, 30008, "realigned"), (9001, 9006, "realigned"), (3001, 3004, "realigned"), (8001, 8007, "realigned"), (2047, 2050, "rows")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
     their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path. Unaligned
     16-bit rows of 2049-16384 take it too where x's padding is whole vectors, and so do aligned ones of 4097-16383
     whose window parts are fewer lanes than the row kernel's tile (9600: 8192 + 2048; not 16000, one 16384 window
     either way; not 3000, where the row kernel wins). Rows padded off the vector grid (x read at most ALIGN_X
-    elements at a time) take it on 8 warps over 8192 lanes, their window in parts up to 32768 lanes (one window of
-    32768 spills); up to 8192 lanes they stay on the row kernel."""
+    elements at a time) take it from 2049 wide, on 8 warps over 8192 lanes, their window in parts up to 32768 lanes
+    (one window of 32768 spills)."""
     _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
     taken = "realigned" if "WINDOW" in meta else "rows" if "BLOCK_M" in meta else "pipelined"
     assert taken == path
