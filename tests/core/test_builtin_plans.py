@@ -60,7 +60,8 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
     (3000, 3000, "rows"), (6608, 6608, "realigned"), (4096, 4096, "rows"),
     (9600, 9600, "realigned"), (12288, 12296, "realigned"), (12288, 12290, "realigned"), (16000, 16000, "rows"),
     (9554, 9554, "realigned"), (12345, 12345, "realigned"), (16655, 16658, "realigned"), (24001, 24002, "realigned"),
-    (30001, 30008, "realigned"), (9001, 9006, "realigned"), (3001, 3004, "realigned"), (8001, 8007, "realigned"), (2047, 2050, "rows")])
+    (30001, 30008, "realigned"), (9001, 9006, "realigned"), (3001, 3004, "realigned"), (8001, 8007, "realigned"),
+    (2047, 2050, "rows")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
     their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path. Unaligned
