@@ -1,15 +1,17 @@
 """kernel_sweep.py family `softmax_padded`: 16-bit softmax rows whose row padding is not a whole number of vectors (the
 hidden `odd` profile's draws: 46-67% of copy in the campaigns before the plan below), so x's rows start off the
 output's vector grid and x is read at most ALIGN_X elements at a time. The planned launch (since
-evidence/h200/2026-12-02_padded_parts/1_*: the realigned kernel on 8 warps, the window in parts up to 32768 lanes, one
-program an SM over 16384 lanes, two from 8193) beside the plan before it (one power-of-two window over 16384, the row
-kernel at 9001-16384), eager and torch.compile, and the realigned kernel over window cuts, warps and programs an SM.
-Rows of 2049-8192 (lanes up to 8192) still take the row kernel: the narrow shapes time the realigned kernel against
-it there. Each config is checked against fp32 before it is timed. In 1_* reading x in flat runs (FLAT_X: consecutive
-threads on consecutive elements, regrouped in vectors through shared memory) was 1.3-4x slower at every shape and
-config, and was taken out. Every config runs with and without FUNNEL (x read in aligned 16-byte vectors and shifted
-into place: an sm_90 build of 1029 x 16655 padded by 3 on 16384+2048 lanes, 8 warps, has 36 16-byte loads and 2
-2-byte ones against 146 2-byte loads, 174 registers against 232, 1848 instructions against 1536).
+evidence/h200/2026-12-02_padded_parts/1_*: the realigned kernel on 8 warps, the window in parts up to 32768 lanes,
+one program an SM over 16384 lanes, two from 8193, and _narrow_config's up to 8192 lanes since 2_*) beside the plan
+before it (one power-of-two window over 16384, the row kernel at 2049-16384), eager and torch.compile, and the
+realigned kernel over window cuts, warps and programs an SM. Each config is checked against fp32 before it is timed.
+In 1_* reading x in flat runs (FLAT_X: consecutive threads on consecutive elements, regrouped in vectors through
+shared memory) was 1.3-4x slower at every shape and config, and was taken out; so was FUNNEL in 3_* (x read in
+aligned 16-byte vectors, each window vector cut from the two it straddles and shifted into place by a barrel shifter
+of selects the same for every thread: 36 16-byte loads a row where the element reads take 146, 174 registers against
+232 at 1029 x 16655 on 8 warps), 20-45% slower on every planned config (1029 x 16655 padded by 3: 44.6 us against
+33.9; 4096 x 5001: 33.2 against 30.0), ahead only on the one-window 32768-lane builds on 16 warps that spill (3-5%),
+none of them planned.
 """
 
 from __future__ import annotations
@@ -53,11 +55,11 @@ def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
                             f"before: {_kind(before)}", moved)
         narrow = softmax._lanes(n, 2) <= softmax._PIPELINED_MIN_N
         configs = ((2, 4), (2, 8), (8, 4), (8, 8)) if narrow else ((1, 8), (1, 16), (2, 8), (2, 16))
-        for parts, (per_sm, warps), funnel in itertools.product(_parts_options(n), configs, (False, True)):
+        for parts, (per_sm, warps) in itertools.product(_parts_options(n), configs):
             launch, meta = softmax._realigned_plan(m, n, n + pad, x.element_size(), sms, per_sm, warps, False, parts)
-            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" funnel" * funnel)
-            yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "FUNNEL": funnel}), y, ref,
-                                "softmax.realigned", (m, n), label, moved)
+            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}"
+            yield from _checked(partial(launch, x, y, m, n, n + pad, **meta), y, ref, "softmax.realigned", (m, n),
+                                label, moved)
 
 
 def _kind(plan: object) -> str:

@@ -253,86 +253,17 @@ def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.c
 
 
 @triton.jit
-def _quarters(w: tl.tensor) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
-    # The 4 words of each row of a [V, 4] tile as 4 [V] tensors (held by the same thread: no data moves).
-    even, odd = tl.split(tl.reshape(w, [w.shape[0], 2, 2]))
-    w0, w2 = tl.split(even)
-    w1, w3 = tl.split(odd)
-    return w0, w1, w2, w3
-
-
-@triton.jit
-def _funnel_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
-                 N: tl.tensor, live: tl.tensor, delta: tl.tensor) -> tl.tensor:
-    # _part_load for 16-bit x whose window position 0 lies `delta` elements (0-7, the same for the whole row) past a
-    # 16-byte boundary `at`: each window vector is cut from the two aligned vectors it straddles, read as 16-byte
-    # loads of 4 words (the neighbour's copy of the second comes from L1), and shifted into place by delta
-    # elements: a half-word funnel, then word selects (a barrel shifter on selects that are the same for every
-    # thread), about 4 operations an element where the element-by-element loads cost 8 load instructions a vector
-    # spanning 512 bytes a warp. Whole 16-byte vectors are read, so bytes of the padding or the next row sharing a
-    # vector with the row's are read too (never a vector holding none of the row's: the second is read only when
-    # delta > 0, and then holds some of it), and dropped.
-    V: tl.constexpr = SIZE // VEC
-    vecs = START + tl.arange(0, V) * VEC
-    whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    first = START // 2 + tl.arange(0, V) * (VEC // 2)  # each window vector's first word
-    words = at.to(tl.pointer_type(tl.uint32)) + first[:, None] + tl.arange(0, VEC // 2)[None, :]
-    lo = tl.load(words, mask=(whole & live)[:, None], other=0)
-    hi = tl.load(words + VEC // 2, mask=(whole & live & (delta > 0))[:, None], other=0)
-    c0, c1, c2, c3 = _quarters(lo)
-    c4, c5, c6, c7 = _quarters(hi)
-    half = (delta & 1) != 0  # shift by one element: each word's high half and the next word's low half
-    s0 = tl.where(half, (c0 >> 16) | (c1 << 16), c0)
-    s1 = tl.where(half, (c1 >> 16) | (c2 << 16), c1)
-    s2 = tl.where(half, (c2 >> 16) | (c3 << 16), c2)
-    s3 = tl.where(half, (c3 >> 16) | (c4 << 16), c3)
-    s4 = tl.where(half, (c4 >> 16) | (c5 << 16), c4)
-    s5 = tl.where(half, (c5 >> 16) | (c6 << 16), c5)
-    s6 = tl.where(half, (c6 >> 16) | (c7 << 16), c6)
-    one = (delta & 2) != 0  # then by one word
-    t0 = tl.where(one, s1, s0)
-    t1 = tl.where(one, s2, s1)
-    t2 = tl.where(one, s3, s2)
-    t3 = tl.where(one, s4, s3)
-    t4 = tl.where(one, s5, s4)
-    t5 = tl.where(one, s6, s5)
-    two = (delta & 4) != 0  # then by two
-    o0 = tl.where(two, t2, t0)
-    o1 = tl.where(two, t3, t1)
-    o2 = tl.where(two, t4, t2)
-    o3 = tl.where(two, t5, t3)
-    w = tl.reshape(tl.join(tl.join(o0, o2), tl.join(o1, o3)), [V, VEC // 2])
-    if at.dtype.element_ty == tl.bfloat16:  # vectors outside the row: -inf, two to a word
-        w = tl.where(whole[:, None], w, tl.full([1, 1], 0xFF80FF80, tl.uint32))
-    else:
-        w = tl.where(whole[:, None], w, tl.full([1, 1], 0xFC00FC00, tl.uint32))
-    halves = tl.reshape(tl.join((w & 0xFFFF).to(tl.uint16), (w >> 16).to(tl.uint16)), [V, VEC])
-    return halves.to(at.dtype.element_ty, bitcast=True)
-
-
-@triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
-               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr, at_vec: tl.tensor, delta: tl.tensor,
-               FUNNEL: tl.constexpr) -> tuple[tl.tensor, ...]:
+               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
-    # _softmax_realigned prefetches them. FUNNEL: the parts through _funnel_load from at_vec = at - delta (computed
-    # as a multiple of VEC, so the compiler knows it is 16-byte aligned).
-    if FUNNEL:
-        p0 = _funnel_load(at_vec, 0, WINDOW, VEC, shift, N, live, delta)
-    else:
-        p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live)
+    # _softmax_realigned prefetches them.
+    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live)
     p1 = 0.0
     p2 = 0.0
     if PART1 > 0:
-        if FUNNEL:
-            p1 = _funnel_load(at_vec, WINDOW, PART1, VEC, shift, N, live, delta)
-        else:
-            p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live)
+        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live)
     if PART2 > 0:
-        if FUNNEL:
-            p2 = _funnel_load(at_vec, WINDOW + PART1, PART2, VEC, shift, N, live, delta)
-        else:
-            p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live)
+        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live)
     e_offs, e_mask = _edges(shift, N, VEC)
     return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
 
@@ -372,7 +303,7 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, FUNNEL: tl.constexpr = False) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -382,8 +313,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
-    # 16-bit rows). FUNNEL (16-bit x off the vector grid, ALIGN_X < VEC, on a 16-byte aligned x): the parts are read
-    # in 16-byte vectors and shifted into place (_funnel_load), reading whole 16-byte vectors of x.
+    # 16-bit rows).
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -392,9 +322,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
-    x_vec = x_ptr + ((row.to(tl.int64) * pad + base) // VEC) * VEC  # the 16-byte vector x_at lies in (FUNNEL)
-    delta = ((row.to(tl.int64) * pad + base) % VEC).to(tl.int32)  # and where in it
-    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, x_vec, delta, FUNNEL)
+    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
     nxt_shift = shift
     while row < M:
         v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
@@ -405,11 +333,8 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         a_base = (a_start // VEC) * VEC
         nxt_shift = (a_start - a_base).to(tl.int32)
         a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
-        a_vec = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // VEC) * VEC
-        a_delta = ((ahead.to(tl.int64) * pad + a_base) % VEC).to(tl.int32)
         # past the last row: fully masked, so no memory traffic; the values are never used
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC, a_vec,
-                                            a_delta, FUNNEL)
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
