@@ -64,7 +64,7 @@ def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
 
 def _kind(plan: object) -> str:
     """Which kernel a softmax plan launches, for the sweep's labels."""
-    if not isinstance(plan, tuple):
+    if not isinstance(plan, tuple) or hasattr(plan, "_fields"):  # _Split, _Staged: NamedTuples
         return type(plan).__name__.strip("_")
     meta = plan[1]
     return f"realigned {meta['WINDOW']}+{meta['PART1']} w{meta['num_warps']}" if "WINDOW" in meta else "row kernel"
@@ -86,7 +86,11 @@ WIDE_SHAPES = ((1965, 43657, 9), (1024, 40001, 3), (800, 60001, 5), (1024, 50000
 def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_padded_wide`: 16-bit rows of 32769-65536 padded off the vector grid take the realigned split
     (chunks cut from the output's vector window, x read ALIGN_X elements at a time; its chunk and warps were swept on
-    contiguous rows only): over chunk bytes and warps, beside the planned launch, eager and torch.compile."""
+    contiguous rows only): over chunk bytes and warps, beside the planned launch, eager and torch.compile. On the H200
+    (bf16, CUPTI, evidence/h200/2026-12-02_padded_parts/6_*) the planned chunk (8192 bytes, 4 warps) was the best
+    config swept or within 0.1% at 1965 x 43657, 1024 x 40001 and 800 x 60001 (58.4-60.8% of copy; torch.compile
+    25-29%); 1024 x 50000 padded by 2 is planned on the resident kernel (4-byte copies): 70.2%, the split's best 61.8%.
+    (Its `planned` labels in 6_* read "row kernel": a labelling slip since fixed; the launches were the plan's.)"""
     for m, n, pad in WIDE_SHAPES:
         x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
         y = torch.empty((m, n), dtype=dtype, device=device)
