@@ -11,10 +11,10 @@ aligned 16-byte vectors, each window vector cut from the two it straddles and sh
 of selects the same for every thread: 36 16-byte loads a row where the element reads take 146, 174 registers against
 232 at 1029 x 16655 on 8 warps), 20-45% slower on every planned config (1029 x 16655 padded by 3: 44.6 us against
 33.9; 4096 x 5001: 33.2 against 30.0), ahead only on the one-window 32768-lane builds on 16 warps that spill (3-5%),
-none of them planned. Every config also runs with X_GRID (the window on x's vectors: x read in whole 16-byte vectors,
-y written ALIGN_X elements at a time; written and compiled for sm_90: 1029 x 16655 padded by 3 on 16384+2048 lanes, 8
-warps, has 18 16-byte loads and 73 2-byte stores where the y window has 146 2-byte loads and 9 16-byte stores, 255
-registers against 232; default builds SASS-identical).
+none of them planned. So was X_GRID in 7_* (the window on x's vectors: x read in whole 16-byte vectors, y written
+ALIGN_X elements at a time; 255 registers against 232 at 1029 x 16655): more than 1% slower at 83 of 88 configs (1029
+x 16655 on the planned launch 39.6 us against 34.6; 4096 x 5001 38.3 against 30.1), 0.4-6% ahead at 4 unplanned ones.
+Neither side's element-by-element accesses can be traded away: neither access width is what holds these rows back.
 """
 
 from __future__ import annotations
@@ -58,11 +58,11 @@ def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
                             f"before: {_kind(before)}", moved)
         narrow = softmax._lanes(n, 2) <= softmax._PIPELINED_MIN_N
         configs = ((2, 4), (2, 8), (8, 4), (8, 8)) if narrow else ((1, 8), (1, 16), (2, 8), (2, 16))
-        for parts, (per_sm, warps), x_grid in itertools.product(_parts_options(n), configs, (False, True)):
+        for parts, (per_sm, warps) in itertools.product(_parts_options(n), configs):
             launch, meta = softmax._realigned_plan(m, n, n + pad, x.element_size(), sms, per_sm, warps, False, parts)
-            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" x_grid" * x_grid)
-            yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "X_GRID": x_grid}), y, ref,
-                                "softmax.realigned", (m, n), label, moved)
+            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}"
+            yield from _checked(partial(launch, x, y, m, n, n + pad, **meta), y, ref, "softmax.realigned", (m, n),
+                                label, moved)
 
 
 def _kind(plan: object) -> str:

@@ -301,21 +301,9 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 
 
 @triton.jit
-def _x_window(x_ptr: tl.tensor, y_ptr: tl.tensor, row: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-              VEC: tl.constexpr, ALIGN_X: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor]:
-    # _softmax_realigned's X_GRID window: on x's vectors, so that x's loads are whole vectors and y's stores go
-    # ALIGN_X elements at a time instead ((stride_x - N) is a multiple of ALIGN_X). Where the row begins inside its
-    # first vector, and x's and y's elements at window position 0.
-    start = row.to(tl.int64) * stride_x
-    base = (start // VEC) * VEC
-    y_at = y_ptr + ((base - row.to(tl.int64) * (stride_x - N)) // ALIGN_X) * ALIGN_X
-    return (start - base).to(tl.int32), x_ptr + base, y_at
-
-
-@triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, X_GRID: tl.constexpr = False) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -325,34 +313,26 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
-    # 16-bit rows). X_GRID: the window on x's vectors instead (_x_window).
+    # 16-bit rows).
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
-    if X_GRID:
-        shift, x_at, _ = _x_window(x_ptr, y_ptr, row, N, stride_x, VEC, ALIGN_X)
-    else:
-        start = row.to(tl.int64) * N
-        base = (start // VEC) * VEC
-        shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
-        x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
+    start = row.to(tl.int64) * N
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
+    x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
     nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
     nxt_shift = shift
     while row < M:
         v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
         shift = nxt_shift
-        if X_GRID:
-            ahead = row + step
-            _, _, y_at = _x_window(x_ptr, y_ptr, row, N, stride_x, VEC, ALIGN_X)
-            nxt_shift, a_at, _ = _x_window(x_ptr, y_ptr, ahead, N, stride_x, VEC, ALIGN_X)
-        else:
-            base = (row.to(tl.int64) * N // VEC) * VEC
-            ahead = row + step
-            a_start = ahead.to(tl.int64) * N
-            a_base = (a_start // VEC) * VEC
-            nxt_shift = (a_start - a_base).to(tl.int32)
-            a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
+        base = (row.to(tl.int64) * N // VEC) * VEC
+        ahead = row + step
+        a_start = ahead.to(tl.int64) * N
+        a_base = (a_start // VEC) * VEC
+        nxt_shift = (a_start - a_base).to(tl.int32)
+        a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
         # past the last row: fully masked, so no memory traffic; the values are never used
         nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
         x = v.to(tl.float32)
@@ -385,8 +365,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         if PART2 > 0:
             total += tl.sum(tl.sum(e2, axis=1), axis=0)
         inv = 1.0 / total
-        if not X_GRID:
-            y_at = y_ptr + base
+        y_at = y_ptr + base
         _part_store(y_at, (e * inv).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N)
         if PART1 > 0:
             _part_store(y_at, (e1 * inv).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N)
