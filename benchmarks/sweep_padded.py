@@ -15,6 +15,9 @@ none of them planned. So was X_GRID in 7_* (the window on x's vectors: x read in
 ALIGN_X elements at a time; 255 registers against 232 at 1029 x 16655): more than 1% slower at 83 of 88 configs (1029
 x 16655 on the planned launch 39.6 us against 34.6; 4096 x 5001 38.3 against 30.1), 0.4-6% ahead at 4 unplanned ones.
 Neither side's element-by-element accesses can be traded away: neither access width is what holds these rows back.
+Every config also runs with PF_L1 (the next row's lines prefetched into L1 instead of its values held in registers,
+then read element by element from L1 at the top of its iteration; written and compiled for sm_90: 127 registers
+against 228 at 1029 x 16655 on 8 warps, so two programs fit an SM; default builds SASS-identical).
 """
 
 from __future__ import annotations
@@ -58,11 +61,11 @@ def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
                             f"before: {_kind(before)}", moved)
         narrow = softmax._lanes(n, 2) <= softmax._PIPELINED_MIN_N
         configs = ((2, 4), (2, 8), (8, 4), (8, 8)) if narrow else ((1, 8), (1, 16), (2, 8), (2, 16))
-        for parts, (per_sm, warps) in itertools.product(_parts_options(n), configs):
+        for parts, (per_sm, warps), pf in itertools.product(_parts_options(n), configs, (False, True)):
             launch, meta = softmax._realigned_plan(m, n, n + pad, x.element_size(), sms, per_sm, warps, False, parts)
-            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}"
-            yield from _checked(partial(launch, x, y, m, n, n + pad, **meta), y, ref, "softmax.realigned", (m, n),
-                                label, moved)
+            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" pf_l1" * pf)
+            yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "PF_L1": pf}), y, ref,
+                                "softmax.realigned", (m, n), label, moved)
 
 
 def _kind(plan: object) -> str:

@@ -269,6 +269,25 @@ def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, W
 
 
 @triton.jit
+def _prefetch_part(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, shift: tl.tensor, N: tl.tensor) -> None:
+    # Ask L1 for the 128-byte lines of x behind window positions START .. START + SIZE of a row (PF_L1): one
+    # prefetch a line (64 16-bit elements), each address clamped into the row, so nothing outside x is named.
+    pos = tl.minimum(tl.maximum(START + tl.arange(0, SIZE // 64) * 64, shift), shift + N - 1)
+    tl.inline_asm_elementwise("prefetch.global.L1 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at + pos], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_row(at: tl.tensor, shift: tl.tensor, N: tl.tensor, WINDOW: tl.constexpr, PART1: tl.constexpr,
+                  PART2: tl.constexpr) -> None:
+    _prefetch_part(at, 0, WINDOW, shift, N)
+    if PART1 > 0:
+        _prefetch_part(at, WINDOW, PART1, shift, N)
+    if PART2 > 0:
+        _prefetch_part(at, WINDOW + PART1, PART2, shift, N)
+
+
+@triton.jit
 def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr,
                 shift: tl.tensor, N: tl.tensor) -> None:
     vecs = START + tl.arange(0, SIZE // VEC) * VEC
@@ -303,7 +322,7 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -313,7 +332,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
-    # 16-bit rows).
+    # 16-bit rows). PF_L1 (16-bit, compiled only; swept, not planned): instead of holding the next row in registers,
+    # its lines are prefetched into L1 and read at the top of its iteration, so element-by-element reads of padded
+    # rows hit L1 rather than asking L2 for the same sectors eight times over, and a program holds one row.
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -322,10 +343,17 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     base = (start // VEC) * VEC
     shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
     x_at = x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X  # x's element at window position 0
-    nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
+    if PF_L1:
+        _prefetch_row(x_at, shift, N, WINDOW, PART1, PART2)  # row < M: the grid has at most M programs
+    else:
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
     nxt_shift = shift
+    nxt_at = x_at
     while row < M:
-        v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
+        if PF_L1:
+            v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC)
+        else:
+            v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
         shift = nxt_shift
         base = (row.to(tl.int64) * N // VEC) * VEC
         ahead = row + step
@@ -333,8 +361,13 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         a_base = (a_start // VEC) * VEC
         nxt_shift = (a_start - a_base).to(tl.int32)
         a_at = x_ptr + ((ahead.to(tl.int64) * pad + a_base) // ALIGN_X) * ALIGN_X
-        # past the last row: fully masked, so no memory traffic; the values are never used
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
+        if PF_L1:
+            if ahead < M:
+                _prefetch_row(a_at, nxt_shift, N, WINDOW, PART1, PART2)
+            nxt_at = a_at
+        else:
+            # past the last row: fully masked, so no memory traffic; the values are never used
+            nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))

@@ -99,6 +99,29 @@ def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tupl
     assert torch.equal(softmax.candidate(x), y)
 
 
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="PF_L1 prefetches through inline PTX: compiled only")
+@pytest.mark.parametrize(("m", "n", "pad", "parts", "per_sm"), [
+    (1029, 16655, 3, (16384, 2048, 0), 2), (77, 12001, 6, (8192, 4096, 0), 2), (300, 5001, 1, (4096, 1024, 0), 8),
+    (64, 25249, 0, (32768, 0, 0), 2)])
+def test_realigned_softmax_prefetching_into_l1_writes_the_same_bits(m: int, n: int, pad: int,
+                                                                     parts: tuple[int, int, int],
+                                                                     per_sm: int) -> None:
+    """PF_L1 (swept, not planned): the next row's lines prefetched into L1 instead of its values held in registers
+    writes exactly what the planned prefetch writes, rows padded off the grid and contiguous, more rows than
+    programs (so every program walks several), nothing past the output."""
+    x = (torch.randn(m, n + pad, device=DEVICE) * 4).to(torch.bfloat16)[:, :n]
+    x[1, ::7] = float("-inf")
+    launch, meta = softmax._realigned_plan(m, n, n + pad, 2, 16, per_sm, 8, False, parts)
+    outs = []
+    for pf in (False, True):
+        y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
+        launch(x, y, m, n, n + pad, **{**meta, "PF_L1": pf})
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        outs.append(y[:m])
+    torch.testing.assert_close(outs[1].float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
+    assert torch.equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
 def test_softmax_row_kernel_with_and_without_masks_agree_bit_for_bit(m: int, n: int, block_m: int) -> None:
     x = torch.randn(m, n, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).to(DEVICE)
