@@ -65,6 +65,16 @@ _REALIGNED_NARROW_MIN_N, _REALIGNED_SMALL, _REALIGNED_SMALL_WINDOW = 2048, (8, 8
 # 2048 x 9001 30.0 against 38.7, 4096 x 5001 30.3 against 38.6, 3000 x 7001 27.4 against 34.1, 2048 x 8001 22.8
 # against 25.7, and level at 4096 x 3001 (21.1 against 21.5) and 8192 x 2501 (37.3 against 37.5).
 _REALIGNED_PADDED_WIDE, _REALIGNED_PADDED_MID = (1, 8, False), (2, 8, False)
+# PF_L1 for those rows on a GPU (the next row's lines prefetched into L1 instead of its values held in registers:
+# fewer registers, so more programs fit an SM) where it won in kernel_sweep.py --cupti --only softmax_padded
+# (H200, bf16, CUPTI, evidence/h200/2026-12-02_padded_parts/8_*, one run): windows in parts of 16385-20480 lanes on
+# 8 warps, 2 programs an SM (1029 x 16655 padded by 3 26.3 us against 34.1, 61.3% of copy; 1024 x 20000 31.3
+# against 37.2); one 32768-lane window on 16 warps, one an SM (620 x 30001 34.3 against 38.2); one 4096-lane window
+# on 4 warps, 8 an SM (4096 x 3001 18.4 against 21.2 on 2048+1024 lanes, 8192 x 2501 30.7 against 36.8). It lost
+# at 24576 lanes (700 x 24001 37.5 against 32.0: two programs do not fit), at 5001-7001 and at 12001; 9001 and 8001
+# gained 5-11% on configs not planned here.
+_PF_L1_PARTS_MAX_LANES, _PF_L1_WIDE, _PF_L1_ONE_WINDOW = 20480, (2, 8, False), (1, 16, False)
+_PF_L1_NARROW_WINDOW, _PF_L1_NARROW = 4096, (8, 4, False)
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -332,9 +342,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # vectorise as far as ALIGN_X (a power of two dividing stride_x - N). Nothing outside the row is read, padding
     # and the tensor's end included. Persistent and prefetching like _softmax_pipelined (every tile of the next row
     # is loaded before this row's work). FAST: exp as exp2 of one fused multiply-add (faster for fp32, slower for
-    # 16-bit rows). PF_L1 (16-bit, compiled only; swept, not planned): instead of holding the next row in registers,
-    # its lines are prefetched into L1 and read at the top of its iteration, so element-by-element reads of padded
-    # rows hit L1 rather than asking L2 for the same sectors eight times over, and a program holds one row.
+    # 16-bit rows). PF_L1 (16-bit, compiled only: the prefetch is inline PTX; planned for some padded rows,
+    # _PF_L1_*): instead of holding the next row's values in registers, its lines are prefetched into L1 and the row
+    # is read at the top of its iteration, so a program holds one row, not two (fewer registers: more programs fit).
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -982,6 +992,28 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
                                                             "ALIGN_X": _align(elsize, stride - n), "num_warps": warps}
 
 
+def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
+    """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
+    PF_L1 where it measured faster (compiled only: the prefetch is inline PTX)."""
+    lanes = _lanes(n, 2)
+    if n > _PIPELINED_MIN_N:  # the window in parts up to _MAX_FUSED_N lanes; one window where four parts would do
+        parts = _parts(n, 2, max_span=_MAX_FUSED_N)
+        if compiled_gpu and parts[1] and sum(parts) <= _PF_L1_PARTS_MAX_LANES:
+            return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_WIDE, parts))
+        if compiled_gpu and not parts[1]:
+            return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_ONE_WINDOW, parts))
+        return _realigned_plan(m, n, stride, 2, n_sm, *_REALIGNED_PADDED_WIDE, parts)
+    if compiled_gpu and _window(n, 2) == _PF_L1_NARROW_WINDOW:
+        return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_NARROW, (_PF_L1_NARROW_WINDOW, 0, 0)))
+    config = _REALIGNED_PADDED_MID if lanes > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, 2))
+    return _realigned_plan(m, n, stride, 2, n_sm, *config)
+
+
+def _prefetching(plan: Launch) -> Launch:
+    launch, meta = plan
+    return launch, {**meta, "PF_L1": True}
+
+
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
           resident_realign: bool = True, padded_parts: bool = True) -> Launch | _Staged | _Split:
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's).
@@ -1006,14 +1038,11 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     n_sm = _num_sms(device)
     key = dtype if dtype in _REALIGNED_CONFIG else torch.float32 if elsize == 4 else torch.bfloat16
     off_grid_x = padded_parts and elsize == 2 and _align(elsize, stride - n) < 8  # x's rows start off y's vector grid
+    if off_grid_x and n > _REALIGNED_NARROW_MIN_N and _lanes(n, elsize) <= (
+            _MAX_FUSED_N if n > _PIPELINED_MIN_N else _PIPELINED_MIN_N):
+        return _padded_plan(m, n, stride, n_sm, compiled_gpu)
     if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
-        if off_grid_x:
-            return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_PADDED_WIDE,
-                                   _parts(n, elsize, max_span=_MAX_FUSED_N))
         return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
-    if off_grid_x and n > _REALIGNED_NARROW_MIN_N and (lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N:
-        config = _REALIGNED_PADDED_MID if lanes > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, elsize))
-        return _realigned_plan(m, n, stride, elsize, n_sm, *config)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):

@@ -322,6 +322,42 @@ print(json.dumps(out))
 """
 
 
+_PADDED_ON_H200 = """
+import json, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    launch, meta = softmax._plan(m, n, stride, 2, torch.device("cuda"), torch.bfloat16)
+    x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
+    pf = bool(meta.get("PF_L1"))
+    assert ("prefetch.global.L1" in kernel.asm["ptx"]) == pf, meta  # the prefetch is compiled in where planned
+    out.append([[meta["WINDOW"], meta["PART1"], meta["PART2"]], meta["num_warps"], pf])
+print(json.dumps(out))
+"""
+
+
+def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faster() -> None:
+    """On the H200's topology (compiled kernels, a fresh process, no GPU needed): 16-bit rows padded off the vector
+    grid prefetch the next row into L1 (PF_L1) on windows in parts of 16385-20480 lanes (8 warps), on one
+    32768-lane window (16 warps) and on one 4096-lane window (4 warps); not at 24576 lanes, 5001, 9001 or 12001, nor
+    on aligned rows. Under the interpreter (the other plan tests) the same rows never take it: its prefetch is
+    inline PTX."""
+    cases = [(1029, 16655, 16658), (1024, 20000, 20003), (700, 24001, 24002), (620, 30001, 30008),
+             (4096, 3001, 3004), (8192, 2501, 2506), (4096, 5001, 5002), (2048, 9001, 9006), (1500, 12001, 12007),
+             (2048, 16655, 16663)]
+    done = subprocess.run([sys.executable, "-c", _PADDED_ON_H200, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        [[16384, 2048, 0], 8, True], [[16384, 4096, 0], 8, True], [[16384, 8192, 0], 8, False],
+        [[32768, 0, 0], 16, True], [[4096, 0, 0], 4, True], [[4096, 0, 0], 4, True], [[4096, 1024, 0], 4, False],
+        [[8192, 1024, 0], 8, False], [[8192, 4096, 0], 8, False], [[32768, 0, 0], 16, False]]
+
+
 def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_rows_off_the_grid() -> None:
     """On the H200's topology (compiled kernels, a fresh process, no GPU needed): contiguous 16-bit rows wider than
     32768 whose width is not a multiple of 8 take the resident kernel with REALIGN (16-byte copies, odd widths
