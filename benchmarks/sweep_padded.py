@@ -119,3 +119,28 @@ def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iter
                 continue
             yield from _checked(partial(softmax._run, plan, x, y, m, n, n + pad), y, ref, "softmax.split_realigned",
                                 (m, n), f"chunk={chunk_bytes // x.element_size()} warps={warps}", moved)
+
+
+# contiguous rows on the realigned kernel: the campaign's vocab_32000, long_32768 and random0 (1723 x 25249)
+PREFETCH_SHAPES = ((2048, 32000), (2048, 32768), (1723, 25249), (2048, 24576))
+
+
+def softmax_prefetch_l1_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_prefetch_l1`: PF_L1 (the next row's lines prefetched into L1 instead of its values held in
+    registers; planned on padded rows since evidence/h200/2026-12-02_padded_parts/8_*) on contiguous 16-bit rows of
+    the realigned path, whose 2048-row cases sit at 88-89% of copy. There it frees no occupancy (an sm_90 build holds
+    125-128 registers a thread on 16 warps either way, 62-64 on 32), so this asks whether the L1 prefetch alone, or a
+    32-warp program, moves them: planned, and each config with and without PF_L1. Written and compiled for sm_90, not
+    yet run."""
+    sms = softmax._num_sms(device)
+    for m, n in PREFETCH_SHAPES:
+        x = torch.randn(m, n, dtype=dtype, device=device) * 4
+        y = torch.empty_like(x)
+        ref = torch.softmax(x.float(), -1)
+        moved = 2 * x.numel() * x.element_size()
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for (per_sm, warps), pf in itertools.product(((2, 16), (1, 16), (1, 32)), (False, True)):
+            launch, meta = softmax._realigned_plan(m, n, n, x.element_size(), sms, per_sm, warps, False)
+            label = f"{meta['WINDOW']} warps={warps} per_sm={per_sm}" + (" pf_l1" * pf)
+            yield from _checked(partial(launch, x, y, m, n, n, **{**meta, "PF_L1": pf}), y, ref, "softmax.realigned",
+                                (m, n), label, moved)
