@@ -995,7 +995,6 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
     """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
     PF_L1 where it measured faster (compiled only: the prefetch is inline PTX)."""
-    lanes = _lanes(n, 2)
     if n > _PIPELINED_MIN_N:  # the window in parts up to _MAX_FUSED_N lanes; one window where four parts would do
         parts = _parts(n, 2, max_span=_MAX_FUSED_N)
         if compiled_gpu and parts[1] and sum(parts) <= _PF_L1_PARTS_MAX_LANES:
@@ -1005,7 +1004,7 @@ def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> 
         return _realigned_plan(m, n, stride, 2, n_sm, *_REALIGNED_PADDED_WIDE, parts)
     if compiled_gpu and _window(n, 2) == _PF_L1_NARROW_WINDOW:
         return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_NARROW, (_PF_L1_NARROW_WINDOW, 0, 0)))
-    config = _REALIGNED_PADDED_MID if lanes > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, 2))
+    config = _REALIGNED_PADDED_MID if _lanes(n, 2) > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, 2))
     return _realigned_plan(m, n, stride, 2, n_sm, *config)
 
 
