@@ -14,14 +14,13 @@ of selects the same for every thread: 36 16-byte loads a row where the element r
 none of them planned. So was X_GRID in 7_* (the window on x's vectors: x read in whole 16-byte vectors, y written
 ALIGN_X elements at a time; 255 registers against 232 at 1029 x 16655): more than 1% slower at 83 of 88 configs (1029
 x 16655 on the planned launch 39.6 us against 34.6; 4096 x 5001 38.3 against 30.1), 0.4-6% ahead at 4 unplanned ones.
-Neither side's element-by-element accesses can be traded away: neither access width is what holds these rows back.
-Every config also runs with PF_L1 (the next row's lines prefetched into L1 instead of its values held in registers,
-then read element by element at the top of its iteration: 127 registers against 228 at 1029 x 16655 on 8 warps, so
-two programs fit an SM; default builds SASS-identical). In 8_* it won where it let more programs share an SM: 1029 x
-16655 26.3 us on 2 programs an SM against 34.1, 1024 x 20000 31.3 against 37.2, 620 x 30001 (one 32768 window, 16
-warps) 34.3 against 38.2, 4096 x 3001 and 8192 x 2501 on one 4096 window (4 warps, 8 an SM) 18.4 and 30.7 against
-21.2 and 36.8; it lost at 700 x 24001 (24576 lanes), 4096 x 5001, 3000 x 7001 and 1500 x 12001. Planned there
-(softmax._PF_L1_*).
+Neither access width is what holds these rows back. Every config also runs with PF_L1 (the next row's lines
+prefetched into L1 instead of its values held in registers, then read element by element at the top of its iteration:
+127 registers against 228 at 1029 x 16655 on 8 warps, so two programs fit an SM; default builds SASS-identical). In
+8_* it won where it let more programs share an SM: 1029 x 16655 26.3 us on 2 programs an SM against 34.1, 1024 x
+20000 31.3 against 37.2, 620 x 30001 (one 32768 window, 16 warps) 34.3 against 38.2, 4096 x 3001 and 8192 x 2501 on
+one 4096 window (4 warps, 8 an SM) 18.4 and 30.7 against 21.2 and 36.8; it lost at 700 x 24001 (24576 lanes), 4096 x
+5001, 3000 x 7001 and 1500 x 12001. Planned there (softmax._PF_L1_*).
 """
 
 from __future__ import annotations

@@ -1016,8 +1016,8 @@ def _prefetching(plan: Launch) -> Launch:
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
           resident_realign: bool = True, padded_parts: bool = True) -> Launch | _Staged | _Split:
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's).
-    resident_realign=False, padded_parts=False: the plan as it was before REALIGN, before _REALIGNED_PADDED_*
-    (benchmarks time it beside the built-in's)."""
+    resident_realign=False, padded_parts=False: the plan as it was before REALIGN, before _padded_plan (padded rows
+    on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's)."""
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
