@@ -129,8 +129,10 @@ def softmax_prefetch_l1_trials(device: torch.device, dtype: torch.dtype) -> Iter
     registers; planned on padded rows since evidence/h200/2026-12-02_padded_parts/8_*) on contiguous 16-bit rows of
     the realigned path, whose 2048-row cases sit at 88-89% of copy. There it frees no occupancy (an sm_90 build holds
     125-128 registers a thread on 16 warps either way, 62-64 on 32), so this asks whether the L1 prefetch alone, or a
-    32-warp program, moves them: planned, and each config with and without PF_L1. Written and compiled for sm_90, not
-    yet run."""
+    32-warp program, moves them: planned, and each config with and without PF_L1. H200, bf16, CUPTI
+    (evidence/h200/2026-12-02_pf_l1_plan/1_*): no: the planned launch best or within 0.3% at 2048 x 32000 (88.6% of
+    copy), 2048 x 32768 (71.5 us against 71.3 on 2 an SM, 16 warps) and 1723 x 25249 (77.1%), 1.5% behind one
+    program an SM on 16 warps at 2048 x 24576 (60.3 against 61.2 us); nothing planned from it."""
     sms = softmax._num_sms(device)
     for m, n in PREFETCH_SHAPES:
         x = torch.randn(m, n, dtype=dtype, device=device) * 4

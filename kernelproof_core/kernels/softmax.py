@@ -75,6 +75,10 @@ _REALIGNED_PADDED_WIDE, _REALIGNED_PADDED_MID = (1, 8, False), (2, 8, False)
 # gained 5-11% on configs not planned here.
 _PF_L1_PARTS_MAX_LANES, _PF_L1_WIDE, _PF_L1_ONE_WINDOW = 20480, (2, 8, False), (1, 16, False)
 _PF_L1_NARROW_WINDOW, _PF_L1_NARROW = 4096, (8, 4, False)
+# and on 8192+1024 lanes (rows of 8186-9209), 8 warps, 3 programs an SM (64 registers against 127: four fit): 2048 x
+# 9001 padded by 5 26.9 us against 29.7 (sweep softmax_mid, evidence/h200/2026-12-02_pf_l1_plan/3_*; 26.7 against
+# 30.3 on 8 an SM in 1_*).
+_PF_L1_MID_LANES, _PF_L1_MID = 9216, (3, 8, False)
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -973,13 +977,14 @@ def _narrow_config(parts: tuple[int, int, int]) -> tuple[int, int, bool]:
     so the warps follow the smallest part. Up to _REALIGNED_SMALL_WINDOW lanes: 8 programs per SM on 4 warps up to
     _REALIGNED_TINY_LANES or with a 1024 part, else 8 (H200: 8192 x 3001 on 2048+1024 lanes 85% of copy on 4
     warps, 70% on 8; 3921 x 6608 on 4096+2048+1024 85% against 69%); then 2 programs per SM on 16 warps, or on 8
-    where a part is under 2048 (2000 x 12345 on 8192+4096+1024: 75.1% on 8 warps, 53.7% on 16)."""
+    where a part is under 2048 or the window has three (2000 x 12345 on 8192+4096+1024: 75.1% on 8 warps, 53.7% on
+    16; 1960 x 13778 on 8192+4096+2048: 77.9% against 54.6%, the campaign's `hidden_spike`, sweep softmax_mid)."""
     lanes = sum(parts)
     smallest = min(p for p in parts if p)
     if lanes <= _REALIGNED_SMALL_WINDOW:
         per_sm, warps, fast = _REALIGNED_SMALL
         return per_sm, 4 if lanes <= _REALIGNED_TINY_LANES or smallest < 2048 else warps, fast
-    return _REALIGNED_MID, 16 if 2 * smallest >= 32 * 16 * 8 else 8, False
+    return _REALIGNED_MID, 16 if 2 * smallest >= 32 * 16 * 8 and not parts[2] else 8, False
 
 
 def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm: int, warps: int,
@@ -1004,6 +1009,8 @@ def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> 
         return _realigned_plan(m, n, stride, 2, n_sm, *_REALIGNED_PADDED_WIDE, parts)
     if compiled_gpu and _window(n, 2) == _PF_L1_NARROW_WINDOW:
         return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_NARROW, (_PF_L1_NARROW_WINDOW, 0, 0)))
+    if compiled_gpu and _lanes(n, 2) == _PF_L1_MID_LANES:
+        return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_MID))
     config = _REALIGNED_PADDED_MID if _lanes(n, 2) > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, 2))
     return _realigned_plan(m, n, stride, 2, n_sm, *config)
 

@@ -61,7 +61,7 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
     (9600, 9600, "realigned"), (12288, 12296, "realigned"), (12288, 12290, "realigned"), (16000, 16000, "rows"),
     (9554, 9554, "realigned"), (12345, 12345, "realigned"), (16655, 16658, "realigned"), (24001, 24002, "realigned"),
     (30001, 30008, "realigned"), (9001, 9006, "realigned"), (3001, 3004, "realigned"), (8001, 8007, "realigned"),
-    (2047, 2050, "rows")])
+    (2047, 2050, "rows"), (13778, 13778, "realigned"), (12001, 12001, "realigned")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
     their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path. Unaligned
@@ -91,10 +91,10 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         # padded rows' loads vectorise as far as their padding allows
         assert meta["ALIGN_X"] == softmax._align(2, stride - n) and (stride - n) % meta["ALIGN_X"] == 0
         # up to 8192 lanes: 8 programs per SM on 4 warps to 5120 lanes or with a 1024 part, else 8 (H200 sweep);
-        # wider: 16 warps unless a part is under 2048
+        # wider: 16 warps unless a part is under 2048 or the window has three parts
         smallest = min(p for p in parts if p)
         narrow = 4 if lanes <= 5120 or smallest < 2048 else 8
-        expected = narrow if lanes <= 8192 else 8 if off_grid or (n <= 16384 and smallest < 2048) else 16
+        expected = narrow if lanes <= 8192 else 8 if off_grid or (n <= 16384 and (smallest < 2048 or parts[2])) else 16
         assert meta["num_warps"] == expected
 
 
@@ -343,9 +343,9 @@ print(json.dumps(out))
 def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faster() -> None:
     """On the H200's topology (compiled kernels, a fresh process, no GPU needed): 16-bit rows padded off the vector
     grid prefetch the next row into L1 (PF_L1) on windows in parts of 16385-20480 lanes (8 warps), on one
-    32768-lane window (16 warps) and on one 4096-lane window (4 warps); not at 24576 lanes, 5001, 9001 or 12001, nor
-    on aligned rows. Under the interpreter (the other plan tests) the same rows never take it: its prefetch is
-    inline PTX."""
+    32768-lane window (16 warps), on one 4096-lane window (4 warps) and on 8192+1024 lanes (9001, 8 warps); not at
+    24576 lanes, 5001 or 12001, nor on aligned rows. Under the interpreter (the other plan tests) the same rows
+    never take it: its prefetch is inline PTX."""
     cases = [(1029, 16655, 16658), (1024, 20000, 20003), (700, 24001, 24002), (620, 30001, 30008),
              (4096, 3001, 3004), (8192, 2501, 2506), (4096, 5001, 5002), (2048, 9001, 9006), (1500, 12001, 12007),
              (2048, 16655, 16663)]
@@ -355,7 +355,7 @@ def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faste
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [
         [[16384, 2048, 0], 8, True], [[16384, 4096, 0], 8, True], [[16384, 8192, 0], 8, False],
         [[32768, 0, 0], 16, True], [[4096, 0, 0], 4, True], [[4096, 0, 0], 4, True], [[4096, 1024, 0], 4, False],
-        [[8192, 1024, 0], 8, False], [[8192, 4096, 0], 8, False], [[32768, 0, 0], 16, False]]
+        [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[32768, 0, 0], 16, False]]
 
 
 def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_rows_off_the_grid() -> None:
