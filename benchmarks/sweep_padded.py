@@ -76,7 +76,9 @@ def _kind(plan: object) -> str:
     if not isinstance(plan, tuple) or hasattr(plan, "_fields"):  # _Split, _Staged: NamedTuples
         return type(plan).__name__.strip("_")
     meta = plan[1]
-    return f"realigned {meta['WINDOW']}+{meta['PART1']} w{meta['num_warps']}" if "WINDOW" in meta else "row kernel"
+    if "WINDOW" in meta:
+        return f"realigned {meta['WINDOW']}+{meta['PART1']} w{meta['num_warps']}"
+    return "resident" if "NCHUNK" in meta else "row kernel"
 
 
 def _checked(run: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, kind: str, shape: tuple[int, int],
@@ -88,8 +90,10 @@ def _checked(run: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, kind
         yield (kind, shape, label, run, moved, False)
 
 
-# rows past 32768 padded off the vector grid: the campaign's hidden `odd` draw of 2026-12-02_padded_parts/4_* first
-WIDE_SHAPES = ((1965, 43657, 9), (1024, 40001, 3), (800, 60001, 5), (1024, 50000, 2))
+# rows past 32768 padded off the vector grid: the campaigns' hidden `odd` draws (2026-12-02_padded_parts/4_*,
+# pf_l1_plan/2_*, 4_*) first; 692 x 46027 is pf_l1_plan/4_*'s contiguous `hidden_offset` (the resident kernel)
+WIDE_SHAPES = ((1965, 43657, 9), (806, 42132, 33), (1823, 42359, 10), (1024, 40001, 3), (1024, 36001, 5),
+               (800, 60001, 5), (1024, 50000, 2), (692, 46027, 0))
 
 
 def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -99,7 +103,15 @@ def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iter
     (bf16, CUPTI, evidence/h200/2026-12-02_padded_parts/6_*) the planned chunk (8192 bytes, 4 warps) was the best
     config swept or within 0.1% at 1965 x 43657, 1024 x 40001 and 800 x 60001 (58.4-60.8% of copy; torch.compile
     25-29%); 1024 x 50000 padded by 2 is planned on the resident kernel (4-byte copies): 70.2%, the split's best 61.8%.
-    (Its `planned` labels in 6_* read "row kernel": a labelling slip since fixed; the launches were the plan's.)"""
+    (Resident plans' labels in 6_* and pf_l1_plan/5_* read "row kernel": a labelling slip, fixed after 5_*; the
+    launches were the plan's.)
+    _widest_trials add the realigned kernel holding whole rows on one 32-warp program an SM with PF_L1 (64 registers,
+    no stack up to 49152 lanes on an sm_90 build). In pf_l1_plan/5_* (with the campaigns' draws, planned there for
+    that one run) it was 3-18% behind the split at the five padded odd shapes (37-46% behind the resident kernel at
+    1024 x 50000 and 692 x 46027): 1965 x 43657 139.6 us on 32768+16384 lanes against
+    133.6 (152.1 on 32768+8192+4096: a 4096 part is half a 32-warp CTA's vectors), 806 x 42132 padded by 33 67.8
+    against 57.3, 1823 x 42359 114.7 against 111.8, 1024 x 40001 71.6 against 64.2, 1024 x 36001 64.6 against 58.1.
+    Not planned."""
     for m, n, pad in WIDE_SHAPES:
         x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
         y = torch.empty((m, n), dtype=dtype, device=device)
@@ -110,6 +122,10 @@ def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iter
         yield ("softmax.eager", (m, n), "eager", partial(torch.softmax, x, -1), moved, False)
         yield ("softmax.inductor", (m, n), "torch.compile", partial(torch.compile(get_task("softmax").baseline()), x),
                moved, False)
+        before = softmax._plan(m, n, n + pad, 2, device, dtype, padded_parts=False)
+        yield from _checked(partial(softmax._run, before, x, y, m, n, n + pad), y, ref, "softmax.before", (m, n),
+                            f"before: {_kind(before)}", moved)
+        yield from _widest_trials(x, y, ref, m, n, pad, moved, softmax._num_sms(device))
         for chunk_bytes, warps in itertools.product((4096, 8192, 16384, 32768), (2, 4, 8, 16)):
             if not 4 <= chunk_bytes // x.element_size() // (warps * 32) <= 64:
                 continue
@@ -145,3 +161,21 @@ def softmax_prefetch_l1_trials(device: torch.device, dtype: torch.dtype) -> Iter
             label = f"{meta['WINDOW']} warps={warps} per_sm={per_sm}" + (" pf_l1" * pf)
             yield from _checked(partial(launch, x, y, m, n, n, **{**meta, "PF_L1": pf}), y, ref, "softmax.realigned",
                                 (m, n), label, moved)
+
+
+def _widest_trials(x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, m: int, n: int, pad: int, moved: int,
+                   sms: int) -> Iterator[Trial]:
+    """The realigned kernel holding a whole row past 32768 on one 32-warp program an SM, with PF_L1 (the plan's
+    _PF_L1_WIDEST) and without (it spills), the window in softmax._parts' cut and in two parts."""
+    span = n if n % 8 == 0 else n + 7
+    cuts = {softmax._parts(n, 2, max_span=1 << 16)}
+    if span <= 49152:
+        cuts.add((32768, 16384, 0))
+    for parts in sorted(cuts):
+        if sum(parts) > 53248:
+            continue
+        for pf in (True, False):
+            launch, meta = softmax._realigned_plan(m, n, n + pad, 2, sms, 1, 32, False, parts)
+            label = "+".join(str(p) for p in parts if p) + " warps=32 per_sm=1" + (" pf_l1" * pf)
+            yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "PF_L1": pf}), y, ref,
+                                "softmax.realigned", (m, n), label, moved)
