@@ -7,7 +7,13 @@
   `swiglu._swiglu_out_vectors`, shipped after this family measured it) beside the gather kernel that took them
   before, over block sizes and warps, and where width and padding allow, its inputs read 2 or 4 elements at a time
   (IN_VEC, planned after this family measured it: H200, bf16, CUPTI, 79-85% of copy to 94-99% at three even widths,
-  evidence/h200/2026-12-02_in_vec_table/1_*).
+  evidence/h200/2026-12-02_in_vec_table/1_*);
+- `--only swiglu_shifted`: odd widths under paddings that are multiples of 2, 4 or 8 (SHIFTED: the inputs read in
+  groups co-aligned with the output's vectors, a straddling vector's tail from the next row), beside the plan before
+  it (IN_VEC from width and strides, 1 at every odd width) and over block sizes and warps. H200, bf16, CUPTI
+  (evidence/h200/2026-12-02_pf_l1_plan/6_*, the planned launch then on 1024 elements, 4 warps): ahead at four of six
+  shapes (2048 x 14335 padded by 2 45.8 us against 52.6), behind at 3899 x 3047 padded by 32 and 4005 x 14385
+  padded by 6 (1.8-2.5% on 512 elements, 2.8-4.8% on 1024); 512 elements on 2 warps the best of five configs at all six, planned since (docs/TASKS.md).
 """
 
 from __future__ import annotations
@@ -75,5 +81,35 @@ def swiglu_odd_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Tria
             launch = partial(_swiglu_out_vectors[(-(-m * n // block),)], g, u, y, m * n, n, n + pad, n + pad,
                              BLOCK=block, VEC=vec, WIDE=wide, IN_VEC=grouped, num_warps=warps)
             label = f"block={block} warps={warps}" + (f" in_vec={grouped}" if grouped > 1 else "")
+            if _checked(launch, y, ref, f"swiglu.out_vectors {m}x{n} {label}"):
+                yield ("swiglu.out_vectors", (m, n), label, launch, moved, False)
+
+
+# odd widths under paddings of whole vectors, 4 and 2 elements: the campaign's hidden `odd` draw of
+# evidence/h200/2026-12-02_pf_l1_plan/4_* (3899 x 3047 padded by 32, 80-82% of copy) first
+SHIFTED_SHAPES = ((3899, 3047, 32), (2048, 11007, 8), (4096, 5001, 16), (1322, 10725, 4), (2048, 14335, 2),
+                  (4005, 14385, 6))
+
+
+def swiglu_shifted_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    from sweep_parity import _checked
+
+    for m, n, pad in SHIFTED_SHAPES:
+        g = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
+        u = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
+        y = torch.empty((m, n), dtype=dtype, device=device)
+        moved = 3 * m * n * g.element_size()
+        ref = torch.nn.functional.silu(g.float()) * u.float()
+        yield ("swiglu.planned", (m, n), f"planned pad={pad}", partial(swiglu.candidate, g, u), moved, True)
+        vec, wide = 16 // g.element_size(), (m - 1) * (n + pad) + n >= 2**31 - 4096
+        in_vec, shift = swiglu._align(g.element_size(), n, n + pad), swiglu._align(g.element_size(), pad)
+        forms = [(in_vec, False, "before")] + [(shift, True, f"shifted in_vec={shift}")] * (shift > in_vec)
+        for (grouped, shifted, name), (block, warps) in itertools.product(
+                forms, ((1024, 4), (512, 2), (1024, 2), (2048, 4), (2048, 8))):
+            if name == "before" and (block, warps) != (1024, 4):
+                continue  # the plan before: one config
+            launch = partial(_swiglu_out_vectors[(-(-m * n // block),)], g, u, y, m * n, n, n + pad, n + pad,
+                             BLOCK=block, VEC=vec, WIDE=wide, IN_VEC=grouped, SHIFTED=shifted, num_warps=warps)
+            label = f"{name} block={block} warps={warps}"
             if _checked(launch, y, ref, f"swiglu.out_vectors {m}x{n} {label}"):
                 yield ("swiglu.out_vectors", (m, n), label, launch, moved, False)

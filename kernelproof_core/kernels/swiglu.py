@@ -5,7 +5,8 @@ accesses and enough bytes in flight. Contiguous inputs use a flat 1-D kernel: no
 last program pays for a mask. Strided rows (e.g. the two halves of a fused [M, 2N] projection) use a gather
 kernel over the same flat stream of logical elements, splitting each aligned group of elements into row and column,
 so views are read in place instead of being copied and ragged rows waste no lanes. Rows off the 16-byte grid (odd
-widths or paddings) are walked in the output's own 16-byte vectors instead, each element read from its own row.
+widths or paddings) are walked in the output's own 16-byte vectors instead, each element read from its own row, or
+where the paddings are even, the inputs in runs co-aligned with those vectors (SHIFTED).
 Configs come from a fixed heuristic, not autotuning: the first call is cheap and every run picks the same
 kernel.
 """
@@ -24,6 +25,13 @@ import triton.language as tl
 _FLAT_BLOCK, _FLAT_WARPS = 1024, 4
 # Strided rows: logical elements per program and warps for the gather kernel (benchmarks/kernel_sweep.py --only swiglu).
 _GATHER_BLOCK, _GATHER_WARPS = 1024, 4
+# Odd widths under paddings of 2, 4 or 8 elements (SHIFTED): 512 elements a program on 2 warps, the best of five
+# configs at all six shapes swept. H200, bf16, CUPTI (kernel_sweep.py --cupti --only swiglu_shifted,
+# evidence/h200/2026-12-02_pf_l1_plan/6_*), against the element reads before: 2048 x 14335 padded by 2 45.8 us
+# (90.7% of copy) against 52.6, 1322 x 10725 padded by 4 25.6 against 28.3, 4096 x 5001 padded by 16 36.6 against
+# 38.4, 2048 x 11007 padded by 8 39.9 against 41.6; behind at 3899 x 3047 padded by 32 (24.8 against 24.2) and
+# 4005 x 14385 padded by 6 (98.2 against 96.5). 270.9 us against 281.5 over the six.
+_SHIFTED_BLOCK, _SHIFTED_WARPS = 512, 2
 
 
 def _align(elsize: int, *values: int) -> int:
@@ -135,9 +143,42 @@ def _out_vectors_grouped(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
 
 
 @triton.jit
+def _out_vectors_shifted(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
+                         stride_g: tl.tensor, stride_u: tl.tensor, start: tl.tensor, BLOCK: tl.constexpr,
+                         VEC: tl.constexpr, IN_VEC: tl.constexpr) -> None:
+    # _swiglu_out_vectors for rows whose paddings (stride - N) are multiples of IN_VEC, whatever the width: an
+    # input's element at flat index f of row r lies at f + r * pad, so the part of an output vector in one row is
+    # a run of its input aligned to IN_VEC, read in IN_VEC-element accesses. A vector straddling a row end takes
+    # its tail from the next row, pad elements further on: a second read, masked off (whole vector) elsewhere.
+    # Every address read lies in the row's padded extent or the next row's (the host guarantees N >= VEC).
+    pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
+    pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
+    first = start + tl.arange(0, BLOCK // VEC) * VEC
+    row = first // N
+    col = first - row * N
+    lane = tl.arange(0, VEC)[None, :]
+    at_g = tl.multiple_of(first + row * pad_g, IN_VEC)[:, None] + lane
+    at_u = tl.multiple_of(first + row * pad_u, IN_VEC)[:, None] + lane
+    in_row = col[:, None] + lane < N
+    tail = (col + VEC > N)[:, None]  # a straddling vector: its elements past N come from the next row
+    y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + lane
+    if start + BLOCK <= n_elements:
+        g = tl.where(in_row, tl.load(g_ptr + at_g), tl.load(g_ptr + at_g + pad_g, mask=tail, other=0.0))
+        u = tl.where(in_row, tl.load(u_ptr + at_u), tl.load(u_ptr + at_u + pad_u, mask=tail, other=0.0))
+        tl.store(y_ptrs, _silu_mul(g.to(tl.float32), u.to(tl.float32)).to(y_ptr.dtype.element_ty))
+    else:
+        live = first[:, None] + lane < n_elements
+        g = tl.where(in_row, tl.load(g_ptr + at_g, mask=live & in_row, other=0.0),
+                     tl.load(g_ptr + at_g + pad_g, mask=live & tail, other=0.0))
+        u = tl.where(in_row, tl.load(u_ptr + at_u, mask=live & in_row, other=0.0),
+                     tl.load(u_ptr + at_u + pad_u, mask=live & tail, other=0.0))
+        tl.store(y_ptrs, _silu_mul(g.to(tl.float32), u.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=live)
+
+
+@triton.jit
 def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
                         stride_g: tl.tensor, stride_u: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr,
-                        WIDE: tl.constexpr, IN_VEC: tl.constexpr = 1) -> None:
+                        WIDE: tl.constexpr, IN_VEC: tl.constexpr = 1, SHIFTED: tl.constexpr = False) -> None:
     # Rows whose width or strides are not multiples of a 16-byte vector, where the gather kernel would walk them in
     # groups of as few as one element (one row/column division and one 2-byte store per element). Here the output's
     # flat stream (y is contiguous) is walked in its own VEC-element vectors: one division per vector, one vector
@@ -145,8 +186,12 @@ def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_
     # guarantees N >= VEC). On the H200 (bf16, CUPTI) +0.7 to +1.9 points of copy over the gather kernel at four of
     # five odd shapes, level at the fifth (evidence/h200/2026-12-01_cluster_apart/1_*). WIDE: offsets need 64 bits.
     # IN_VEC > 1 (planned where 2 or 4 divides the width and both strides): inputs read in groups of IN_VEC, 79-85%
-    # of copy to 94-99% at three even widths (evidence/h200/2026-12-02_in_vec_table/1_*).
+    # of copy to 94-99% at three even widths (evidence/h200/2026-12-02_in_vec_table/1_*). SHIFTED (planned where
+    # IN_VEC divides both paddings but not the width): _out_vectors_shifted.
     start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
+    if SHIFTED:
+        _out_vectors_shifted(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC, IN_VEC)
+        return
     if IN_VEC > 1:
         _out_vectors_grouped(g_ptr, u_ptr, y_ptr, n_elements, N, stride_g, stride_u, start, BLOCK, VEC, IN_VEC)
         return
@@ -186,6 +231,11 @@ def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: tor
     grid = (_cdiv(total, _GATHER_BLOCK),)
     meta = {"BLOCK": _GATHER_BLOCK, "WIDE": wide, "num_warps": _GATHER_WARPS}
     if off_grid:  # inputs in groups of vec (a group never straddles a row end: vec divides width and strides)
+        shift = _align(elsize, stride_g - n, stride_u - n)  # or in groups of what divides the paddings
+        if shift > vec:
+            return _swiglu_out_vectors[(_cdiv(total, _SHIFTED_BLOCK),)], {
+                "BLOCK": _SHIFTED_BLOCK, "WIDE": wide, "num_warps": _SHIFTED_WARPS, "VEC": full, "IN_VEC": shift,
+                "SHIFTED": True}, False
         return _swiglu_out_vectors[grid], {**meta, "VEC": full, "IN_VEC": vec}, False
     return _swiglu_gather[grid], {**meta, "VEC": vec}, False
 

@@ -169,13 +169,18 @@ def test_swiglu_gather_matches_flat_kernel_bit_for_bit(m: int, n: int, stride: i
     (2, 4, 1, 1),  # narrower than a 16-bit vector: the gather kernel
     (7, 42, 2, 4),  # even width and paddings: inputs in pairs (IN_VEC=2) as well
     (6, 44, 4, 8),  # width and paddings multiples of 4: IN_VEC=4 as well
+    (9, 23, 8, 16),  # odd width, paddings whole vectors: inputs in vectors co-aligned with y's (SHIFTED)
+    (11, 1001, 2, 6),  # odd width, even paddings: SHIFTED in pairs; the last block partial
+    (7, 13, 4, 0),  # u contiguous (padding 0), g padded by 4
+    (4, 30, 24, 8),  # even width (pairs) under paddings of whole vectors: SHIFTED over IN_VEC
 ])
 def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, pad_g: int, pad_u: int,
                                                                dtype: torch.dtype) -> None:
     """Rows off the 16-byte grid take the output-vector kernel (vectors straddling row ends included) and write
     bit-for-bit what the flat kernel writes on contiguous copies, and nothing past the output; so does its form that
     reads the inputs one at a time (IN_VEC=1); where the width and strides allow, the plan reads them in groups of 2
-    or 4 (IN_VEC)."""
+    or 4 (IN_VEC), and where the paddings allow wider groups than the width, in groups co-aligned with the output's
+    vectors, a straddling vector's tail read from the next row (SHIFTED; also run in groups of one)."""
     g = torch.randn(m, n + pad_g, device=DEVICE).to(dtype)[:, :n]
     u = torch.randn(m, n + pad_u, device=DEVICE).to(dtype)[:, :n]
     full = 16 // g.element_size()
@@ -187,17 +192,22 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
     kernels = [c.cell_contents for c in launch.__closure__ or ()]  # kernel[grid] closes over its JITFunction
     assert (swiglu._swiglu_out_vectors in kernels) == (n >= full) != (swiglu._swiglu_gather in kernels)
     in_vec = swiglu._align(g.element_size(), n, g.stride(0), u.stride(0))
-    assert meta.get("IN_VEC", in_vec) == in_vec, meta  # the out-vector kernel reads its inputs in groups of in_vec
+    shift = swiglu._align(g.element_size(), pad_g, pad_u)  # what divides both paddings
+    shifted = n >= full and shift > in_vec
+    assert meta.get("IN_VEC", in_vec) == (shift if shifted else in_vec), meta  # inputs read in groups of this
+    assert meta.get("SHIFTED", False) == shifted, meta
     flat = torch.full((m, n), float("nan"), dtype=dtype, device=DEVICE)
     swiglu._swiglu_flat[(-(-m * n // 64),)](g.contiguous(), u.contiguous(), flat, m * n, BLOCK=64)
     assert swiglu.candidate(g, u).equal(flat)
     ref = torch.nn.functional.silu(g.float()) * u.float()
     torch.testing.assert_close(flat.float(), ref, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-5)
-    for wide, grouped in itertools.product((False, True) if n >= full else (), {1, in_vec}):  # 32-/64-bit offsets
+    forms = {(1, False), (in_vec, False), (1, True), (shift, True)}  # (IN_VEC, SHIFTED)
+    for wide, (grouped, by_shift) in itertools.product((False, True) if n >= full else (), forms):  # 32/64-bit
         out = torch.full((m * n + 16,), 7.0, dtype=dtype, device=DEVICE)  # a guard after the output
         swiglu._swiglu_out_vectors[(-(-m * n // 64),)](g, u, out, m * n, n, g.stride(0), u.stride(0), BLOCK=64,
-                                                       VEC=full, WIDE=wide, IN_VEC=grouped)
-        assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all()), (wide, grouped)
+                                                       VEC=full, WIDE=wide, IN_VEC=grouped, SHIFTED=by_shift)
+        assert torch.equal(out[:m * n].view(m, n), flat) and bool((out[m * n:] == 7.0).all()), (wide, grouped,
+                                                                                                 by_shift)
 
 
 # (N, dtype): one shape per softmax path that folds the max into the exponent, or sits next to one: the realigned
