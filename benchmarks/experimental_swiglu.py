@@ -13,7 +13,8 @@
   it (IN_VEC from width and strides, 1 at every odd width) and over block sizes and warps. H200, bf16, CUPTI
   (evidence/h200/2026-12-02_pf_l1_plan/6_*, the planned launch then on 1024 elements, 4 warps): ahead at four of six
   shapes (2048 x 14335 padded by 2 45.8 us against 52.6), behind at 3899 x 3047 padded by 32 and 4005 x 14385
-  padded by 6 (1.8-2.5% on 512 elements, 2.8-4.8% on 1024); 512 elements on 2 warps the best of five configs at all six, planned since (docs/TASKS.md).
+  padded by 6 (1.8-2.5% on 512 elements, 2.8-4.8% on 1024); 512 elements on 2 warps the best of five configs at
+  all six, planned since (docs/TASKS.md).
 """
 
 from __future__ import annotations
