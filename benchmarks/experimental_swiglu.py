@@ -56,6 +56,15 @@ ODD_SHAPES = ((1322, 10725, 3), (1583, 13937, 3), (1783, 10131, 1), (4096, 5001,
               (4005, 14386, 6), (3000, 9002, 2), (2048, 14388, 4))
 
 
+def _odd_inputs(m: int, n: int, pad: int, dtype: torch.dtype, device: torch.device
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """gate and up (rows padded by `pad`), an output, the fp32 reference and the bytes moved."""
+    g = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
+    u = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
+    ref = torch.nn.functional.silu(g.float()) * u.float()
+    return g, u, torch.empty((m, n), dtype=dtype, device=device), ref, 3 * m * n * g.element_size()
+
+
 def swiglu_odd_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `swiglu_odd`: rows off the 16-byte grid (odd widths, odd row padding: the campaign's hidden `odd`
     draws) on _swiglu_out_vectors over block sizes and warps, beside the built-in's planned launch and the gather
@@ -63,11 +72,7 @@ def swiglu_odd_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Tria
     from sweep_parity import _checked
 
     for m, n, pad in ODD_SHAPES:
-        g = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
-        u = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
-        y = torch.empty((m, n), dtype=dtype, device=device)
-        moved = 3 * m * n * g.element_size()
-        ref = torch.nn.functional.silu(g.float()) * u.float()
+        g, u, y, ref, moved = _odd_inputs(m, n, pad, dtype, device)
         yield ("swiglu.planned", (m, n), "planned", partial(swiglu.candidate, g, u), moved, True)
         vec = 16 // g.element_size()
         wide = (m - 1) * (n + pad) + n >= 2**31 - 4096
@@ -96,11 +101,7 @@ def swiglu_shifted_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
     from sweep_parity import _checked
 
     for m, n, pad in SHIFTED_SHAPES:
-        g = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
-        u = torch.randn(m, n + pad, dtype=dtype, device=device)[:, :n]
-        y = torch.empty((m, n), dtype=dtype, device=device)
-        moved = 3 * m * n * g.element_size()
-        ref = torch.nn.functional.silu(g.float()) * u.float()
+        g, u, y, ref, moved = _odd_inputs(m, n, pad, dtype, device)
         yield ("swiglu.planned", (m, n), f"planned pad={pad}", partial(swiglu.candidate, g, u), moved, True)
         vec, wide = 16 // g.element_size(), (m - 1) * (n + pad) + n >= 2**31 - 4096
         in_vec, shift = swiglu._align(g.element_size(), n, n + pad), swiglu._align(g.element_size(), pad)

@@ -19,13 +19,12 @@ against 28.3-28.5; 4056 x 5207 25.4-25.5 against 26.1).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from functools import partial
 
 import torch
 from sweep_common import Trial
-from sweep_padded import _checked
+from sweep_padded import padded_inputs, realigned_trials
 
 from kernelproof_core.kernels import softmax
 
@@ -48,14 +47,8 @@ def _cuts(n: int) -> list[tuple[int, int, int]]:
 def softmax_mid_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     sms = softmax._num_sms(device)
     for m, n, pad in SHAPES:
-        x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
-        y = torch.empty((m, n), dtype=dtype, device=device)
-        ref = torch.softmax(x.float(), -1)
-        moved = 2 * m * n * x.element_size()
+        x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
         yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
         for parts in _cuts(n):
-            for (warps, per_sm), pf in itertools.product(MID if sum(parts) > 8192 else NARROW, (False, True)):
-                launch, meta = softmax._realigned_plan(m, n, n + pad, 2, sms, per_sm, warps, False, parts)
-                label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" pf_l1" * pf)
-                yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "PF_L1": pf}), y, ref,
-                                    "softmax.realigned", (m, n), label, moved)
+            configs = [(per_sm, warps) for warps, per_sm in (MID if sum(parts) > 8192 else NARROW)]
+            yield from realigned_trials(x, y, ref, moved, sms, parts, configs)

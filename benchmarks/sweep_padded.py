@@ -26,7 +26,7 @@ one 4096 window (4 warps, 8 an SM) 18.4 and 30.7 against 21.2 and 36.8; it lost 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 import torch
@@ -48,13 +48,31 @@ def _parts_options(n: int) -> list[tuple[int, int, int]]:
     return [one] if cut == one else [one, cut]
 
 
+def padded_inputs(m: int, n: int, pad: int, dtype: torch.dtype, device: torch.device
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """x (rows padded by `pad`, logits of scale 4), an output, the fp32 reference and the bytes moved."""
+    x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
+    moved = 2 * m * n * x.element_size()
+    return x, torch.empty((m, n), dtype=dtype, device=device), torch.softmax(x.float(), -1), moved
+
+
+def realigned_trials(x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, moved: int, sms: int,
+                     parts: tuple[int, int, int], configs: Iterable[tuple[int, int]]) -> Iterator[Trial]:
+    """The realigned kernel on the window `parts` over (programs an SM, warps) configs, each with and without
+    PF_L1, checked against fp32 first."""
+    m, n = x.shape
+    stride = x.stride(0)
+    for (per_sm, warps), pf in itertools.product(configs, (False, True)):
+        launch, meta = softmax._realigned_plan(m, n, stride, x.element_size(), sms, per_sm, warps, False, parts)
+        label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" pf_l1" * pf)
+        yield from _checked(partial(launch, x, y, m, n, stride, **{**meta, "PF_L1": pf}), y, ref,
+                            "softmax.realigned", (m, n), label, moved)
+
+
 def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     sms = softmax._num_sms(device)
     for m, n, pad in SHAPES:
-        x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
-        y = torch.empty((m, n), dtype=dtype, device=device)
-        ref = torch.softmax(x.float(), -1)
-        moved = 2 * m * n * x.element_size()
+        x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
         yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
         yield ("softmax.eager", (m, n), "eager", partial(torch.softmax, x, -1), moved, False)
         yield ("softmax.inductor", (m, n), "torch.compile", partial(torch.compile(get_task("softmax").baseline()), x),
@@ -64,11 +82,8 @@ def softmax_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
                             f"before: {_kind(before)}", moved)
         narrow = softmax._lanes(n, 2) <= softmax._PIPELINED_MIN_N
         configs = ((2, 4), (2, 8), (8, 4), (8, 8)) if narrow else ((1, 8), (1, 16), (2, 8), (2, 16))
-        for parts, (per_sm, warps), pf in itertools.product(_parts_options(n), configs, (False, True)):
-            launch, meta = softmax._realigned_plan(m, n, n + pad, x.element_size(), sms, per_sm, warps, False, parts)
-            label = "+".join(str(p) for p in parts if p) + f" warps={warps} per_sm={per_sm}" + (" pf_l1" * pf)
-            yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "PF_L1": pf}), y, ref,
-                                "softmax.realigned", (m, n), label, moved)
+        for parts in _parts_options(n):
+            yield from realigned_trials(x, y, ref, moved, sms, parts, configs)
 
 
 def _kind(plan: object) -> str:
@@ -113,10 +128,7 @@ def softmax_padded_wide_trials(device: torch.device, dtype: torch.dtype) -> Iter
     against 57.3, 1823 x 42359 114.7 against 111.8, 1024 x 40001 71.6 against 64.2, 1024 x 36001 64.6 against 58.1.
     Not planned."""
     for m, n, pad in WIDE_SHAPES:
-        x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
-        y = torch.empty((m, n), dtype=dtype, device=device)
-        ref = torch.softmax(x.float(), -1)
-        moved = 2 * m * n * x.element_size()
+        x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
         yield ("softmax.planned", (m, n), f"planned pad={pad} ({_kind(softmax._plan(m, n, n + pad, 2, device))})",
                partial(softmax.candidate, x), moved, True)
         yield ("softmax.eager", (m, n), "eager", partial(torch.softmax, x, -1), moved, False)
