@@ -115,3 +115,57 @@ def swiglu_shifted_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
             label = f"{name} block={block} warps={warps}"
             if _checked(launch, y, ref, f"swiglu.out_vectors {m}x{n} {label}"):
                 yield ("swiglu.out_vectors", (m, n), label, launch, moved, False)
+
+
+@triton.jit
+def _shifted_no_tail(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, stride_g: tl.tensor,
+                     stride_u: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr, IN_VEC: tl.constexpr,
+                     SELECT: tl.constexpr) -> None:
+    # swiglu._out_vectors_shifted without its second read (a straddling vector's tail from the next row), full
+    # blocks only: WRONG at row ends, timed only, to price that read. SELECT keeps its select (against zeros).
+    start = tl.program_id(0) * BLOCK
+    pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
+    pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
+    first = start + tl.arange(0, BLOCK // VEC) * VEC
+    row = first // N
+    col = first - row * N
+    lane = tl.arange(0, VEC)[None, :]
+    g = tl.load(g_ptr + tl.multiple_of(first + row * pad_g, IN_VEC)[:, None] + lane)
+    u = tl.load(u_ptr + tl.multiple_of(first + row * pad_u, IN_VEC)[:, None] + lane)
+    if SELECT:
+        in_row = col[:, None] + lane < N
+        g = tl.where(in_row, g, 0.0)
+        u = tl.where(in_row, u, 0.0)
+    tl.store(y_ptr + tl.multiple_of(first, VEC)[:, None] + lane, _silu_mul(g.to(tl.float32), u.to(tl.float32)).to(
+        y_ptr.dtype.element_ty))
+
+
+# odd widths under paddings of 8 and 2 (SHIFTED planned), each beside an aligned padded shape of about its size (the
+# gather kernel) and its contiguous form (the flat kernel)
+SHIFTED_PARTS_SHAPES = ((2048, 11007, 8), (3899, 3047, 32), (2048, 14335, 2))
+
+
+def swiglu_shifted_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `swiglu_shifted_parts`: where SHIFTED's time goes (evidence/h200/2026-12-02_pf_l1_plan/6_*: 16-byte
+    runs at 68-80% of copy where the gather kernel reads aligned padded rows at 96%). For each shape: the planned
+    SHIFTED launch; the same without its second read, with and without its select (timing only: wrong at row ends);
+    the gather kernel on rows one element wider, padded to the 16-byte grid; the flat kernel on contiguous rows.
+    Written, not yet run."""
+    for m, n, pad in SHIFTED_PARTS_SHAPES:
+        g, u, y, _ref, moved = _odd_inputs(m, n, pad, dtype, device)
+        yield ("swiglu.planned", (m, n), f"planned pad={pad} (shifted)", partial(swiglu.candidate, g, u), moved, True)
+        _launch, meta, _flat = swiglu._plan(m, n, n + pad, n + pad, g.element_size(), device)
+        block, warps, in_vec = meta["BLOCK"], meta["num_warps"], meta["IN_VEC"]
+        full = m * n // block * block  # full blocks only
+        for select in (True, False):
+            label = f"no second read{', select' if select else ''} (wrong at row ends)"
+            yield ("swiglu.shifted_no_tail", (m, n), label,
+                   partial(_shifted_no_tail[(full // block,)], g, u, y, n, n + pad, n + pad, BLOCK=block,
+                           VEC=16 // g.element_size(), IN_VEC=in_vec, SELECT=select, num_warps=warps),
+                   full * 3 * g.element_size(), False)
+        wide_n = n + -n % 8  # rounded up to whole vectors, padded by one
+        ga, ua, _ya, _ra, moved_a = _odd_inputs(m, wide_n, 8, dtype, device)
+        yield ("swiglu.gather", (m, wide_n), f"aligned rows padded by {ga.stride(0) - wide_n} (planned: gather)",
+               partial(swiglu.candidate, ga, ua), moved_a, False)
+        gc, uc = g.contiguous(), u.contiguous()
+        yield ("swiglu.flat", (m, n), "contiguous (planned: flat)", partial(swiglu.candidate, gc, uc), moved, False)
