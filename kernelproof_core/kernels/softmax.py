@@ -79,6 +79,9 @@ _PF_L1_NARROW_WINDOW, _PF_L1_NARROW = 4096, (8, 4, False)
 # 9001 padded by 5 26.9 us against 29.7 (sweep softmax_mid, evidence/h200/2026-12-02_pf_l1_plan/3_*; 26.7 against
 # 30.3 on 8 an SM in 1_*).
 _PF_L1_MID_LANES, _PF_L1_MID = 9216, (3, 8, False)
+# and on one 8192-lane window (rows of 7162-8192), 8 warps, 8 an SM: 2048 x 8001 padded by 6 22.0 and 22.3 us against
+# 23.1 and 23.3 (padded_parts/8_*, pf_l1_plan/1_*). Planned after those runs, not yet timed through the built-in.
+_PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -1011,6 +1014,8 @@ def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> 
         return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_NARROW, (_PF_L1_NARROW_WINDOW, 0, 0)))
     if compiled_gpu and _lanes(n, 2) == _PF_L1_MID_LANES:
         return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_MID))
+    if compiled_gpu and _parts(n, 2) == (_PF_L1_SMALL_WINDOW, 0, 0):
+        return _prefetching(_realigned_plan(m, n, stride, 2, n_sm, *_PF_L1_SMALL))
     config = _REALIGNED_PADDED_MID if _lanes(n, 2) > _REALIGNED_SMALL_WINDOW else _narrow_config(_parts(n, 2))
     return _realigned_plan(m, n, stride, 2, n_sm, *config)
 

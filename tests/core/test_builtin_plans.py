@@ -343,19 +343,20 @@ print(json.dumps(out))
 def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faster() -> None:
     """On the H200's topology (compiled kernels, a fresh process, no GPU needed): 16-bit rows padded off the vector
     grid prefetch the next row into L1 (PF_L1) on windows in parts of 16385-20480 lanes (8 warps), on one
-    32768-lane window (16 warps), on one 4096-lane window (4 warps) and on 8192+1024 lanes (9001, 8 warps); not at
-    24576 lanes, 5001 or 12001, nor on aligned rows. Under the interpreter (the other plan tests) the same rows
-    never take it: its prefetch is inline PTX."""
+    32768-lane window (16 warps), on one 4096-lane window (4 warps), on one 8192-lane window (8001, 8 warps) and on
+    8192+1024 lanes (9001, 8 warps); not at 24576 lanes, 5001, 7001 or 12001, nor on aligned rows. Under the
+    interpreter (the other plan tests) the same rows never take it: its prefetch is inline PTX."""
     cases = [(1029, 16655, 16658), (1024, 20000, 20003), (700, 24001, 24002), (620, 30001, 30008),
              (4096, 3001, 3004), (8192, 2501, 2506), (4096, 5001, 5002), (2048, 9001, 9006), (1500, 12001, 12007),
-             (2048, 16655, 16663)]
+             (2048, 16655, 16663), (2048, 8001, 8007), (3000, 7001, 7003)]
     done = subprocess.run([sys.executable, "-c", _PADDED_ON_H200, json.dumps(cases)], capture_output=True, text=True,
                           timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [
         [[16384, 2048, 0], 8, True], [[16384, 4096, 0], 8, True], [[16384, 8192, 0], 8, False],
         [[32768, 0, 0], 16, True], [[4096, 0, 0], 4, True], [[4096, 0, 0], 4, True], [[4096, 1024, 0], 4, False],
-        [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[32768, 0, 0], 16, False]]
+        [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[32768, 0, 0], 16, False],
+        [[8192, 0, 0], 8, True], [[4096, 2048, 1024], 4, False]]
 
 
 def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_rows_off_the_grid() -> None:
