@@ -118,11 +118,23 @@ def swiglu_shifted_trials(device: torch.device, dtype: torch.dtype) -> Iterator[
 
 
 @triton.jit
+def _silu_mul_approx(g: tl.tensor, u: tl.tensor) -> tl.tensor:
+    # silu(g) * u on ex2.approx.ftz and rcp.approx.ftz (no denormal or range fix-ups around the two MUFU ops, which
+    # ex2.approx.f32 and div.full.f32 carry): to price the arithmetic, timed only. Inline PTX: GPU only.
+    e = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [g * -1.4426950408889634], dtype=tl.float32,
+                                  is_pure=True, pack=1)
+    r = tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=f,f", [1.0 + e], dtype=tl.float32, is_pure=True,
+                                  pack=1)
+    return g * r * u
+
+
+@triton.jit
 def _shifted_no_tail(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, stride_g: tl.tensor,
                      stride_u: tl.tensor, BLOCK: tl.constexpr, VEC: tl.constexpr, IN_VEC: tl.constexpr,
-                     SELECT: tl.constexpr) -> None:
+                     SELECT: tl.constexpr, APPROX: tl.constexpr = False) -> None:
     # swiglu._out_vectors_shifted without its second read (a straddling vector's tail from the next row), full
-    # blocks only: WRONG at row ends, timed only, to price that read. SELECT keeps its select (against zeros).
+    # blocks only: WRONG at row ends, timed only, to price that read. SELECT keeps its select (against zeros);
+    # APPROX computes silu on _silu_mul_approx.
     start = tl.program_id(0) * BLOCK
     pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
     pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
@@ -136,8 +148,11 @@ def _shifted_no_tail(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, N: tl
         in_row = col[:, None] + lane < N
         g = tl.where(in_row, g, 0.0)
         u = tl.where(in_row, u, 0.0)
-    tl.store(y_ptr + tl.multiple_of(first, VEC)[:, None] + lane, _silu_mul(g.to(tl.float32), u.to(tl.float32)).to(
-        y_ptr.dtype.element_ty))
+    if APPROX:
+        y = _silu_mul_approx(g.to(tl.float32), u.to(tl.float32))
+    else:
+        y = _silu_mul(g.to(tl.float32), u.to(tl.float32))
+    tl.store(y_ptr + tl.multiple_of(first, VEC)[:, None] + lane, y.to(y_ptr.dtype.element_ty))
 
 
 # odd widths under paddings of 8 and 2 (SHIFTED planned), each beside an aligned padded shape of about its size (the
@@ -148,7 +163,9 @@ SHIFTED_PARTS_SHAPES = ((2048, 11007, 8), (3899, 3047, 32), (2048, 14335, 2))
 def swiglu_shifted_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `swiglu_shifted_parts`: where SHIFTED's time goes (evidence/h200/2026-12-02_pf_l1_plan/6_*: 16-byte
     runs at 68-80% of copy where the gather kernel reads aligned padded rows at 96%). For each shape: the planned
-    SHIFTED launch; the same without its second read, with and without its select (timing only: wrong at row ends);
+    SHIFTED launch; the same without its second read, with and without its select, and without both on a cheaper
+    silu (ex2/rcp .approx.ftz: an sm_90 build has 144 instructions against 200, 240 with the select; timing only:
+    wrong at row ends);
     the gather kernel on rows one element wider, padded to the 16-byte grid; the flat kernel on contiguous rows.
     Written, not yet run."""
     for m, n, pad in SHIFTED_PARTS_SHAPES:
@@ -157,12 +174,12 @@ def swiglu_shifted_parts_trials(device: torch.device, dtype: torch.dtype) -> Ite
         _launch, meta, _flat = swiglu._plan(m, n, n + pad, n + pad, g.element_size(), device)
         block, warps, in_vec = meta["BLOCK"], meta["num_warps"], meta["IN_VEC"]
         full = m * n // block * block  # full blocks only
-        for select in (True, False):
-            label = f"no second read{', select' if select else ''} (wrong at row ends)"
+        for select, approx in ((True, False), (False, False), (False, True)):
+            label = f"no second read{', select' if select else ''}{', approx silu' if approx else ''} (wrong)"
             yield ("swiglu.shifted_no_tail", (m, n), label,
                    partial(_shifted_no_tail[(full // block,)], g, u, y, n, n + pad, n + pad, BLOCK=block,
-                           VEC=16 // g.element_size(), IN_VEC=in_vec, SELECT=select, num_warps=warps),
-                   full * 3 * g.element_size(), False)
+                           VEC=16 // g.element_size(), IN_VEC=in_vec, SELECT=select, APPROX=approx,
+                           num_warps=warps), full * 3 * g.element_size(), False)
         wide_n = n + -n % 8  # rounded up to whole vectors, padded by one
         ga, ua, _ya, _ra, moved_a = _odd_inputs(m, wide_n, 8, dtype, device)
         yield ("swiglu.gather", (m, wide_n), f"aligned rows padded by {ga.stride(0) - wide_n} (planned: gather)",
