@@ -210,6 +210,23 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
                                                                                                  by_shift)
 
 
+@pytest.mark.parametrize(("m", "n", "stride", "shifted"), [
+    (9, 23, 15, True),  # rows overlapping by 8: a negative padding, still whole vectors
+    (7, 101, 93, True),
+    (6, 23, 0, False),  # every row the same storage (stride 0): the element reads
+])
+def test_swiglu_overlapping_rows_match_the_flat_kernel(m: int, n: int, stride: int, shifted: bool) -> None:
+    """Views whose rows overlap or repeat (as_strided, expand) are read where they lie: SHIFTED where the (negative)
+    padding is whole vectors, element by element where it is not; bit for bit the flat kernel on contiguous copies."""
+    g = torch.randn(m * stride + n + 64, device=DEVICE).to(torch.bfloat16).as_strided((m, n), (stride, 1))
+    u = torch.randn(m * stride + n + 64, device=DEVICE).to(torch.bfloat16).as_strided((m, n), (stride, 1))
+    _launch, meta, _flat = swiglu._plan(m, n, stride, stride, 2, g.device)
+    assert meta.get("SHIFTED", False) == shifted, meta
+    flat = torch.empty((m, n), dtype=torch.bfloat16, device=DEVICE)
+    swiglu._swiglu_flat[(-(-m * n // 64),)](g.contiguous(), u.contiguous(), flat, m * n, BLOCK=64)
+    assert swiglu.candidate(g, u).equal(flat)
+
+
 # (N, dtype): one shape per softmax path that folds the max into the exponent, or sits next to one: the realigned
 # kernel with FAST (fp32 rows of 16385-32768), the row kernel, the realigned 16-bit kernel, and on a GPU the resident
 # kernel (aligned, REALIGN, streamed chunks).
