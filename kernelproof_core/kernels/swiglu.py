@@ -150,7 +150,8 @@ def _out_vectors_shifted(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
     # input's element at flat index f of row r lies at f + r * pad, so the part of an output vector in one row is
     # a run of its input aligned to IN_VEC, read in IN_VEC-element accesses. A vector straddling a row end takes
     # its tail from the next row, pad elements further on: a second read, masked off (whole vector) elsewhere.
-    # Every address read lies in the row's padded extent or the next row's (the host guarantees N >= VEC).
+    # Every address read lies in the row's padded extent or the next row's (the host guarantees N >= VEC and
+    # paddings >= 0).
     pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
     pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
     first = start + tl.arange(0, BLOCK // VEC) * VEC
@@ -231,8 +232,10 @@ def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: tor
     grid = (_cdiv(total, _GATHER_BLOCK),)
     meta = {"BLOCK": _GATHER_BLOCK, "WIDE": wide, "num_warps": _GATHER_WARPS}
     if off_grid:  # inputs in groups of vec (a group never straddles a row end: vec divides width and strides)
-        shift = _align(elsize, stride_g - n, stride_u - n)  # or in groups of what divides the paddings
-        if shift > vec:
+        # or in groups of what divides the paddings; not where rows overlap (a negative padding: a straddling
+        # vector's reads could fall outside the storage)
+        shift = _align(elsize, stride_g - n, stride_u - n)
+        if shift > vec and min(stride_g, stride_u) >= n:
             return _swiglu_out_vectors[(_cdiv(total, _SHIFTED_BLOCK),)], {
                 "BLOCK": _SHIFTED_BLOCK, "WIDE": wide, "num_warps": _SHIFTED_WARPS, "VEC": full, "IN_VEC": shift,
                 "SHIFTED": True}, False

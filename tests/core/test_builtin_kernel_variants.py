@@ -211,13 +211,15 @@ def test_swiglu_rows_off_the_vector_grid_match_the_flat_kernel(m: int, n: int, p
 
 
 @pytest.mark.parametrize(("m", "n", "stride", "shifted"), [
-    (9, 23, 15, True),  # rows overlapping by 8: a negative padding, still whole vectors
-    (7, 101, 93, True),
-    (6, 23, 0, False),  # every row the same storage (stride 0): the element reads
+    (9, 23, 15, False),  # rows overlapping by 8: a negative padding of whole vectors
+    (7, 101, 93, False),
+    (6, 23, 0, False),  # every row the same storage (stride 0)
+    (6, 23, 31, True),  # the same width padded by 8: SHIFTED
 ])
 def test_swiglu_overlapping_rows_match_the_flat_kernel(m: int, n: int, stride: int, shifted: bool) -> None:
-    """Views whose rows overlap or repeat (as_strided, expand) are read where they lie: SHIFTED where the (negative)
-    padding is whole vectors, element by element where it is not; bit for bit the flat kernel on contiguous copies."""
+    """Views whose rows overlap or repeat (as_strided, expand) are read element by element where they lie, never
+    SHIFTED (its reads past a row's end and before the next row's start would leave the storage); bit for bit the
+    flat kernel on contiguous copies."""
     g = torch.randn(m * stride + n + 64, device=DEVICE).to(torch.bfloat16).as_strided((m, n), (stride, 1))
     u = torch.randn(m * stride + n + 64, device=DEVICE).to(torch.bfloat16).as_strided((m, n), (stride, 1))
     _launch, meta, _flat = swiglu._plan(m, n, stride, stride, 2, g.device)
