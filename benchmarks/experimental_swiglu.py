@@ -29,7 +29,7 @@ import triton.language as tl
 from sweep_common import Trial
 
 from kernelproof_core.kernels import swiglu
-from kernelproof_core.kernels.swiglu import _silu_mul, _swiglu_out_vectors
+from kernelproof_core.kernels.swiglu import _shifted_cells, _silu_mul, _swiglu_out_vectors
 
 
 @triton.jit
@@ -135,15 +135,10 @@ def _shifted_no_tail(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, N: tl
     # swiglu._out_vectors_shifted without its second read (a straddling vector's tail from the next row), full
     # blocks only: WRONG at row ends, timed only, to price that read. SELECT keeps its select (against zeros);
     # APPROX computes silu on _silu_mul_approx.
-    start = tl.program_id(0) * BLOCK
-    pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
-    pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
-    first = start + tl.arange(0, BLOCK // VEC) * VEC
-    row = first // N
-    col = first - row * N
-    lane = tl.arange(0, VEC)[None, :]
-    g = tl.load(g_ptr + tl.multiple_of(first + row * pad_g, IN_VEC)[:, None] + lane)
-    u = tl.load(u_ptr + tl.multiple_of(first + row * pad_u, IN_VEC)[:, None] + lane)
+    first, col, lane, _pad_g, _pad_u, at_g, at_u = _shifted_cells(tl.program_id(0) * BLOCK, N, stride_g, stride_u,
+                                                                   BLOCK, VEC, IN_VEC)
+    g = tl.load(g_ptr + at_g)
+    u = tl.load(u_ptr + at_u)
     if SELECT:
         in_row = col[:, None] + lane < N
         g = tl.where(in_row, g, 0.0)

@@ -143,6 +143,22 @@ def _out_vectors_grouped(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
 
 
 @triton.jit
+def _shifted_cells(start: tl.tensor, N: tl.tensor, stride_g: tl.tensor, stride_u: tl.tensor, BLOCK: tl.constexpr,
+                   VEC: tl.constexpr, IN_VEC: tl.constexpr) -> tuple[tl.tensor, ...]:
+    # The output vectors of a SHIFTED block: each vector's flat index and column, the lanes, the inputs' paddings
+    # (multiples of IN_VEC) and where each vector's run starts in them (f + row x pad, aligned to IN_VEC).
+    pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
+    pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
+    first = start + tl.arange(0, BLOCK // VEC) * VEC
+    row = first // N
+    col = first - row * N
+    lane = tl.arange(0, VEC)[None, :]
+    at_g = tl.multiple_of(first + row * pad_g, IN_VEC)[:, None] + lane
+    at_u = tl.multiple_of(first + row * pad_u, IN_VEC)[:, None] + lane
+    return first, col, lane, pad_g, pad_u, at_g, at_u
+
+
+@triton.jit
 def _out_vectors_shifted(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
                          stride_g: tl.tensor, stride_u: tl.tensor, start: tl.tensor, BLOCK: tl.constexpr,
                          VEC: tl.constexpr, IN_VEC: tl.constexpr) -> None:
@@ -152,14 +168,7 @@ def _out_vectors_shifted(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
     # its tail from the next row, pad elements further on: a second read, masked off (whole vector) elsewhere.
     # Every address read lies in the row's padded extent or the next row's (the host guarantees N >= VEC and
     # paddings >= 0).
-    pad_g = ((stride_g - N) // IN_VEC) * IN_VEC
-    pad_u = ((stride_u - N) // IN_VEC) * IN_VEC
-    first = start + tl.arange(0, BLOCK // VEC) * VEC
-    row = first // N
-    col = first - row * N
-    lane = tl.arange(0, VEC)[None, :]
-    at_g = tl.multiple_of(first + row * pad_g, IN_VEC)[:, None] + lane
-    at_u = tl.multiple_of(first + row * pad_u, IN_VEC)[:, None] + lane
+    first, col, lane, pad_g, pad_u, at_g, at_u = _shifted_cells(start, N, stride_g, stride_u, BLOCK, VEC, IN_VEC)
     in_row = col[:, None] + lane < N
     tail = (col + VEC > N)[:, None]  # a straddling vector: its elements past N come from the next row
     y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + lane
