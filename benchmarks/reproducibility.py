@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelproof_core.environment import resolve_device
-from kernelproof_core.report.models import Report
+from kernelproof_core.report.models import CaseResult, Report
 from kernelproof_core.tasks import Task, get_task
 from kernelproof_core.verdicts import Verdict
 
@@ -83,15 +83,15 @@ def verify_once(args: argparse.Namespace, device: str, dtype: str, cases: list[s
     return run
 
 
-def summarize_case(case_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_case(case_id: str, runs: list[list[CaseResult] | None]) -> dict[str, Any]:
+    """One case over independent verifications (each run's case results; None: the run left no report)."""
     medians: list[float | None] = []
     kernel: list[float | None] = []
     inclusive: list[float | None] = []
     host: list[float | None] = []
     verdicts: list[str | None] = []
-    for run in runs:
-        report: Report | None = run.get("report")
-        result = next((c for c in report.cases if c.case_id == case_id), None) if report else None
+    for cases in runs:
+        result = next((c for c in cases if c.case_id == case_id), None) if cases is not None else None
         verdicts.append(result.verdict.value if result else None)
         timing = result.timing if result else None
         medians.append(timing.candidate.median if timing else None)
@@ -184,7 +184,8 @@ def print_table(rows: list[dict[str, Any]], device: str) -> None:
 def build_result(args: argparse.Namespace, device: str, task: Task, dtype: str, cases: list[str],
                  runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The benchmark's JSON over the runs so far."""
-    rows = [summarize_case(case, runs) for case in cases]
+    reported = [run["report"].cases if run.get("report") else None for run in runs]
+    rows = [summarize_case(case, reported) for case in cases]
     verdict = evaluate(rows, device)
     all_verified = all(r["complete"] for r in rows) and all(run["returncode"] == 0 for run in runs)
     first = next((run["report"] for run in runs if run.get("report")), None)

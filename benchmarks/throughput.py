@@ -35,7 +35,14 @@ Every candidate must pass every case: a failed honest candidate is a bug (exit s
           candidate it reports the precompile (calls, files, bytes, seconds) and the verification's compile phases.
           --compare-precompile also runs mode C0: the same on a fourth stream without compile-ahead.
 
-Target on the H200: the best of modes A, C and C0 >= 30 candidates/min (evaluated on CUDA only; --strict exits 3 when
+  Mode F, fidelity under overlap (with --overlap; --fidelity-candidates F, default 5 on CUDA): F more distinct
+          candidates verified on reproducibility.py's cases of 20 us and more (rms_norm bf16 gpt_oss_2880, llama_4096,
+          llama_8192, plus tail127; 30 samples of the standard plan), submitted between 2F quick-campaign jobs to the
+          same N overlapped sandboxes, so each is timed while others compile and check. Its F medians per case are F
+          independent verifications of one kernel: spread and event/CUPTI agreement as in reproducibility.py.
+
+Target on the H200: the best of modes A, C and C0 >= 30 candidates/min, and where mode F ran, its fidelity targets
+(spread <= 1%, |event/CUPTI - 1| <= 3% on cases of 20 us or more) (evaluated on CUDA only; --strict exits 3 when
 missed).
 """
 
@@ -57,6 +64,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candidate_stream import NONCE_BASE, check_distinct, honest_variant
+from reproducibility import AGREEMENT_TARGET, SPREAD_TARGET, TARGET_KERNEL_US, evaluate, print_table, summarize_case
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.environment import resolve_device
@@ -74,6 +82,12 @@ PRESET = "quick"
 TARGET_PER_MIN = 30.0
 DEFAULT_DTYPE = {"cuda": None, "interpreter": "float32"}  # None: the preset's (the task's first dtype)
 DEFAULT_CANDIDATES = {"cuda": 30, "interpreter": 4}
+# Mode F: the fidelity cases (reproducibility.py's, less big_8192: ~10 s of timing a candidate, most of it the eager
+# baseline), their dtype and the sample count of the reproducibility evidence; candidates F, and quick jobs per one.
+FIDELITY = {"cuda": ("bfloat16", ["tail127", "gpt_oss_2880", "llama_4096", "llama_8192"], 30),
+            "interpreter": ("float32", ["tail127"], 2)}
+DEFAULT_FIDELITY_CANDIDATES = {"cuda": 5, "interpreter": 2}
+FIDELITY_QUICK_PER_JOB = 2
 
 
 class PhaseClock:
@@ -275,6 +289,54 @@ def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, w
     }
 
 
+def mode_f(fidelity_jobs: list[CandidateJob], quick_jobs: list[CandidateJob], warmup: CandidateJob,
+           fidelity: Campaign, quick: Campaign, width: int, device: str) -> dict[str, Any]:
+    """Timing fidelity under overlap: F distinct honest candidates (one kernel, distinct sources) verified on the
+    fidelity cases with the standard sample plan, each in its own sandbox, submitted between quick-campaign jobs to
+    `width` overlapped sandboxes with compile-ahead, so every fidelity job is timed while other runs compile and
+    check. Their medians are F independent verifications of the same kernel: reproducibility.py's spread and
+    event/CUPTI agreement, and its targets, over them."""
+    runner = OverlappedExecutors(width, precompile=True)
+    order: list[tuple[CandidateJob, Campaign]] = []
+    quick_left = list(quick_jobs)
+    for job in fidelity_jobs:
+        order += [(quick_left.pop(0), quick) for _ in range(min(FIDELITY_QUICK_PER_JOB, len(quick_left)))]
+        order.append((job, fidelity))
+    order += [(job, quick) for job in quick_left]
+    try:
+        runner.execute_many([warmup] * width, quick)
+        runner.precompiled.clear()
+        started = time.monotonic()
+        futures = [(campaign is fidelity, runner.submit(job, campaign)) for job, campaign in order]
+        done = [(is_fidelity, f.result()) for is_fidelity, f in futures]
+        wall = time.monotonic() - started
+    finally:
+        runner.close()
+    case_lists = [e.outcome.cases for is_fidelity, e in done if is_fidelity]
+    expected = list(fidelity.case_ids or [])
+    bad = [f"F{i}: {b}" for i, cases in enumerate(case_lists) if (b := failures(cases, expected))]
+    bad += [f"F quick {i}: {b}" for i, (is_fidelity, e) in enumerate(done)
+            if not is_fidelity and (b := failures(e.outcome.cases, list(quick.case_ids or [])))]
+    rows = [summarize_case(case, list(case_lists)) for case in expected]
+    targets = evaluate(rows, device)
+    print(f"  mode F: {len(case_lists)} fidelity and {len(done) - len(case_lists)} quick candidates in {wall:.1f} s, "
+          f"{width} at once", flush=True)
+    print_table(rows, device)
+    return {
+        "width": width,
+        "fidelity_candidates": len(case_lists),
+        "quick_candidates": len(done) - len(case_lists),
+        "order": ["fidelity" if campaign is fidelity else "quick" for _, campaign in order],
+        "campaign": fidelity.public_dump(),
+        "wall_s": wall,
+        "thresholds": {"target_kernel_us": TARGET_KERNEL_US, "spread_max": SPREAD_TARGET,
+                       "agreement_max": AGREEMENT_TARGET},
+        "per_case": rows,
+        "targets": targets,
+        "failures": bad,
+    }
+
+
 def mode_b(paths: list[Path], args: argparse.Namespace, campaign: Campaign, out_dir: Path) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
@@ -336,6 +398,12 @@ def main() -> int:
                         help="mode C: this many warm sandboxes verifying at once under the GPU arbiter (0: skip)")
     parser.add_argument("--compare-precompile", action="store_true",
                         help="also run mode C without compile-ahead (a fourth distinct stream)")
+    parser.add_argument("--fidelity-candidates", type=int,
+                        help="mode F (with --overlap): this many candidates verified on the fidelity cases between "
+                             "quick jobs (default: 5 on CUDA, 2 under the interpreter; 0: skip)")
+    parser.add_argument("--fidelity-case", action="append", dest="fidelity_cases",
+                        help="mode F's cases (default: see FIDELITY)")
+    parser.add_argument("--fidelity-samples", type=int, help="mode F's samples per case (default: see FIDELITY)")
     parser.add_argument("--run-timeout", type=float, default=900.0, help="seconds per naive process")
     parser.add_argument("--strict", action="store_true", help="exit 3 when the target is missed (CUDA)")
     parser.add_argument("--output", type=Path)
@@ -366,10 +434,13 @@ def main() -> int:
         tmp = Path(tmp_name)
         streams: list[list[Path]] = []
         compare = bool(args.overlap and args.compare_precompile)
-        for stream, count in enumerate((m, k, m if args.overlap else 0, m if compare else 0)):
+        f_count = (DEFAULT_FIDELITY_CANDIDATES[device] if args.fidelity_candidates is None
+                   else args.fidelity_candidates) if args.overlap else 0
+        counts = (m, k, m if args.overlap else 0, m if compare else 0, f_count, FIDELITY_QUICK_PER_JOB * f_count)
+        for stream, count in enumerate(counts):
             paths = []
             for i in range(count):
-                path = tmp / f"candidate_{'abcd'[stream]}{i:03d}.py"
+                path = tmp / f"candidate_{'abcdef'[stream]}{i:03d}.py"
                 path.write_text(honest_variant(source, NONCE_BASE + 1000 * stream + i))
                 paths.append(path)
             streams.append(paths)
@@ -406,6 +477,20 @@ def main() -> int:
                        for p in streams[3]]
             c0 = mode_c(c0_jobs, warmup, campaign, args.overlap, precompile=False)
             partial(mode_a=a, mode_c=c, mode_c_no_precompile=c0)
+        f: dict[str, Any] | None = None
+        if f_count:
+            f_dtype, f_cases, f_samples = FIDELITY[device]
+            f_campaign = build_campaign(task, device, "standard", [f_dtype], {
+                "case_ids": args.fidelity_cases or f_cases, "samples": args.fidelity_samples or f_samples})
+            print(f"mode F (timing fidelity under overlap: {f_count} candidates on "
+                  f"{', '.join(f_campaign.case_ids or [])}, {f_campaign.dtypes[0]}, {f_campaign.samples} samples x "
+                  f"{f_campaign.invocations_per_sample} calls, between {len(streams[5])} quick jobs, "
+                  f"{args.overlap} at once):", flush=True)
+            f = mode_f([CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
+                        for p in streams[4]],
+                       [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
+                        for p in streams[5]], warmup, f_campaign, campaign, args.overlap, device)
+            partial(mode_a=a, mode_c=c, mode_c_no_precompile=c0, mode_f=f)
         print("mode B (naive, fresh process per candidate, --no-sandbox):", flush=True)
         b = mode_b(streams[1], args, campaign, tmp)
 
@@ -416,6 +501,7 @@ def main() -> int:
     for name, r in overlapped:
         failed += [f"{name}{x['index']}: {x['failures']}" for x in r["per_candidate"] if x["failures"]]
         failed += [f"{name} warm-up: {r['warmup_failures']}"] if r["warmup_failures"] else []
+    failed += f["failures"] if f is not None else []
     best = max([("A", a["candidates_per_min"])] + [(name, r["candidates_per_min"]) for name, r in overlapped],
                key=lambda x: x[1])
     all_passed = not failed and distinct["distinct_cache_keys"] and distinct["distinct_source_hashes"]
@@ -423,6 +509,10 @@ def main() -> int:
     target: dict[str, Any] = ({"evaluated": True, "min_candidates_per_min": TARGET_PER_MIN, "mode": best[0],
                                "passed": best[1] >= TARGET_PER_MIN} if device == "cuda" else
                               {"evaluated": False, "note": "interpreter: no targets", "passed": None})
+    if target["evaluated"] and f is not None and f["targets"]["evaluated"]:
+        # the issue's bar: the rate *with* the timing-fidelity targets still met under overlap
+        target["fidelity_under_overlap_passed"] = f["targets"]["passed"]
+        target["passed"] = target["passed"] and f["targets"]["passed"]
 
     print(f"\nquick campaign: {task.name}, {','.join(campaign.dtypes)}, {len(case_ids)} cases per candidate")
     print(f"{'mode':<44}{'candidates':>11}{'wall s':>9}{'s/cand':>9}{'cand/min':>10}")
@@ -445,6 +535,10 @@ def main() -> int:
     if target["evaluated"]:
         print(f"target: best mode ({target['mode']}) >= {TARGET_PER_MIN:g} candidates/min: "
               f"{'PASS' if target['passed'] else 'FAIL'}")
+        if f is not None and f["targets"]["evaluated"]:
+            print(f"timing fidelity under overlap (mode F, cases with kernel >= {TARGET_KERNEL_US:g} us: spread <= "
+                  f"{SPREAD_TARGET:.0%}, |event/cupti - 1| <= {AGREEMENT_TARGET:.0%}): "
+                  f"{'PASS' if f['targets']['passed'] else 'FAIL'}")
     else:
         print(target["note"])
     print(f"all candidates passed: {'yes' if all_passed else 'NO: ' + '; '.join(failed)}")
@@ -466,6 +560,7 @@ def main() -> int:
         "mode_c": c,
         "ratio_a_over_b": ratio,
         "mode_c_no_precompile": c0,
+        "mode_f": f,
         "ratio_c_over_b": c["candidates_per_min"] / b["candidates_per_min"] if c else None,
         "ratio_c_over_c0": c["candidates_per_min"] / c0["candidates_per_min"] if c and c0 else None,
         "target": target,

@@ -44,7 +44,7 @@ def test_reproducibility_script(tmp_path: Path) -> None:
 
 def test_throughput_script(tmp_path: Path) -> None:
     r = run_script("throughput.py", tmp_path / "throughput.json", "--candidates", "2", "--case", "tail127",
-                   "--samples", "2", "--overlap", "2", "--compare-precompile")
+                   "--samples", "2", "--overlap", "2", "--compare-precompile", "--fidelity-candidates", "2")
     assert r["benchmark"] == "throughput" and r["device"] == "interpreter" and r["preset"] == "quick"
     assert r["case_count"] == 1 and r["case_ids"] == ["tail127"] and r["campaign"]["samples"] == 2
     assert r["all_passed"] is True and r["failures"] == []
@@ -62,6 +62,15 @@ def test_throughput_script(tmp_path: Path) -> None:
     assert all(x["precompile"] is None and x["compile_phase_s"] > 0 for x in c["per_candidate"] + c0["per_candidate"])
     hashes = [x["source_sha256"] for m in (a, b, c, c0) for x in m["per_candidate"]]
     assert len(set(hashes)) == 8  # four distinct streams
+    # Mode F: 2 fidelity candidates, each after 2 quick jobs, on the same overlapped sandboxes; one row per case
+    f = r["mode_f"]
+    assert f["width"] == 2 and f["fidelity_candidates"] == 2 and f["quick_candidates"] == 4 and f["failures"] == []
+    assert f["order"] == ["quick", "quick", "fidelity", "quick", "quick", "fidelity"]
+    assert f["campaign"]["samples"] == 2 and f["campaign"]["dtypes"] == ["float32"]
+    [row] = f["per_case"]
+    assert row["case_id"] == "tail127" and row["verdicts"] == ["pass", "pass"] and row["complete"] is True
+    assert len(row["medians_us"]) == 2 and all(m > 0 for m in row["medians_us"]) and row["spread"] >= 0
+    assert f["targets"] == {"evaluated": False, "note": "interpreter: no targets", "passed": None}
     breakdown = a["median_breakdown_s"]
     for key in ("process_start_s", "child_startup_and_layers_s", "harness_setup_s", "candidate_load_s", "compile_s",
                 "checks_s", "timing_s", "total_s"):
