@@ -79,6 +79,7 @@ def test_throughput_script(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("script", ["benchmarks/launch_overhead.py", "benchmarks/kernel_sweep.py",
+                                    "benchmarks/hardware_counters.py",
                                     "scripts/timing_overhead_probe.py"])
 def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
     """Their numbers need a GPU (scripts/gpu-check runs them on the H200); here they must import the harness and the
