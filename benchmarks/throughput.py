@@ -231,10 +231,11 @@ def compile_phase_s(clock: PhaseClock) -> float:
 
 
 def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, width: int,
-           precompile: bool) -> dict[str, Any]:
+           precompile: bool, shared: OverlappedExecutors | None = None) -> dict[str, Any]:
     """`width` warm sandboxes verifying at once under one GPU arbiter (timed phases exclusive); with `precompile`
-    each job's kernels are built ahead in a GPU-less child (sandbox/precompiler.py)."""
-    runner = OverlappedExecutors(width, precompile=precompile)
+    each job's kernels are built ahead in a GPU-less child (sandbox/precompiler.py). `shared`: run on these
+    executors and leave them open (mode F goes on with them warm)."""
+    runner = shared or OverlappedExecutors(width, precompile=precompile)
     expected = list(campaign.case_ids or [])
     clocks = [PhaseClock() for _ in jobs]
     try:
@@ -251,7 +252,8 @@ def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, w
         log = list(runner.arbiter.log)
         ahead = dict(runner.precompiled)
     finally:
-        runner.close()
+        if shared is None:
+            runner.close()
     per: list[dict[str, Any]] = []
     for i, (e, clock) in enumerate(zip(executions, clocks, strict=True)):
         bad = failures(e.outcome.cases, expected)
@@ -289,14 +291,13 @@ def mode_c(jobs: list[CandidateJob], warmup: CandidateJob, campaign: Campaign, w
     }
 
 
-def mode_f(fidelity_jobs: list[CandidateJob], quick_jobs: list[CandidateJob], warmup: CandidateJob,
+def mode_f(fidelity_jobs: list[CandidateJob], quick_jobs: list[CandidateJob], runner: OverlappedExecutors,
            fidelity: Campaign, quick: Campaign, width: int, device: str) -> dict[str, Any]:
     """Timing fidelity under overlap: F distinct honest candidates (one kernel, distinct sources) verified on the
     fidelity cases with the standard sample plan, each in its own sandbox, submitted between quick-campaign jobs to
     `width` overlapped sandboxes with compile-ahead, so every fidelity job is timed while other runs compile and
     check. Their medians are F independent verifications of the same kernel: reproducibility.py's spread and
-    event/CUPTI agreement, and its targets, over them."""
-    runner = OverlappedExecutors(width, precompile=True)
+    event/CUPTI agreement, and its targets, over them. `runner`: mode C's executors, warm; closed here."""
     order: list[tuple[CandidateJob, Campaign]] = []
     quick_left = list(quick_jobs)
     for job in fidelity_jobs:
@@ -304,7 +305,6 @@ def mode_f(fidelity_jobs: list[CandidateJob], quick_jobs: list[CandidateJob], wa
         order.append((job, fidelity))
     order += [(job, quick) for job in quick_left]
     try:
-        runner.execute_many([warmup] * width, quick)
         runner.precompiled.clear()
         started = time.monotonic()
         futures = [(campaign is fidelity, runner.submit(job, campaign)) for job, campaign in order]
@@ -464,21 +464,16 @@ def main() -> int:
         a = mode_a(jobs, warmup, campaign)
         partial(mode_a=a)
         c: dict[str, Any] | None = None
+        shared: OverlappedExecutors | None = None
         if args.overlap:  # before B: the slowest mode goes last, so a time box cuts it rather than C
             print(f"mode C (overlapped: {args.overlap} warm sandboxes, timed phases exclusive):", flush=True)
             c_jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
                       for p in streams[2]]
-            c = mode_c(c_jobs, warmup, campaign, args.overlap, precompile=True)
+            shared = OverlappedExecutors(args.overlap, precompile=True) if f_count else None
+            c = mode_c(c_jobs, warmup, campaign, args.overlap, precompile=True, shared=shared)
             partial(mode_a=a, mode_c=c)
-        c0: dict[str, Any] | None = None
-        if compare:
-            print(f"mode C without compile-ahead ({args.overlap} warm sandboxes):", flush=True)
-            c0_jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
-                       for p in streams[3]]
-            c0 = mode_c(c0_jobs, warmup, campaign, args.overlap, precompile=False)
-            partial(mode_a=a, mode_c=c, mode_c_no_precompile=c0)
         f: dict[str, Any] | None = None
-        if f_count:
+        if f_count and shared is not None:
             f_dtype, f_cases, f_samples = FIDELITY[device]
             f_campaign = build_campaign(task, device, "standard", [f_dtype], {
                 "case_ids": args.fidelity_cases or f_cases, "samples": args.fidelity_samples or f_samples})
@@ -489,8 +484,15 @@ def main() -> int:
             f = mode_f([CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
                         for p in streams[4]],
                        [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
-                        for p in streams[5]], warmup, f_campaign, campaign, args.overlap, device)
-            partial(mode_a=a, mode_c=c, mode_c_no_precompile=c0, mode_f=f)
+                        for p in streams[5]], shared, f_campaign, campaign, args.overlap, device)
+            partial(mode_a=a, mode_c=c, mode_f=f)
+        c0: dict[str, Any] | None = None
+        if compare:
+            print(f"mode C without compile-ahead ({args.overlap} warm sandboxes):", flush=True)
+            c0_jobs = [CandidateJob(task=task.name, source=p.read_bytes(), origin="file", filename=str(p))
+                       for p in streams[3]]
+            c0 = mode_c(c0_jobs, warmup, campaign, args.overlap, precompile=False)
+            partial(mode_a=a, mode_c=c, mode_f=f, mode_c_no_precompile=c0)
         print("mode B (naive, fresh process per candidate, --no-sandbox):", flush=True)
         b = mode_b(streams[1], args, campaign, tmp)
 

@@ -89,3 +89,24 @@ def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
     proc = subprocess.run([sys.executable, str(REPO / script)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "needs CUDA" in proc.stdout
+
+
+def test_hardware_counters_reads_real_ncu_output() -> None:
+    """hardware_counters.summarize on an Nsight Compute details CSV from the H200 (evidence/, written by ncu itself):
+    the resident softmax kernel at 1024 x 131072, its counters in their units, bytes against the task's minimum."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import hardware_counters
+
+    csv_path = REPO / "evidence/h200/2026-12-02_counters_fidelity/1_owed_counters/counters/softmax_1024x131072.csv"
+    [k] = hardware_counters.summarize(csv_path.read_text(), "softmax", 1024, 131072)
+    assert k["kernel"] == "_softmax_resident" and k["grid"] == "(132, 1, 1)" and k["block"] == "(1024, 1, 1)"
+    assert k["dram_read_bytes"] == 269_340_928 and k["dram_write_bytes"] == 242_510_848
+    assert abs(k["duration_us"] - 165.728) < 1e-9 and k["registers_per_thread"] == 64
+    minimum = 2 * 1024 * 131072 * 2
+    assert k["dram_bytes_over_minimum"] == (269_340_928 + 242_510_848) / minimum
+    assert k["dram_throughput_pct"] == 64.2 and k["achieved_occupancy_pct"] == 50.53
+    assert set(k["stalls_per_issue"]) >= {"mio_throttle", "barrier", "short_scoreboard"}
+    assert all(v >= 0.05 for v in k["stalls_per_issue"].values())
+    assert hardware_counters.parse_shape("softmax:1029x16655+3") == ("softmax", 1029, 16655, 3)
+    with pytest.raises(Exception, match="TASK:MxN"):
+        hardware_counters.parse_shape("gemm:1x2")
