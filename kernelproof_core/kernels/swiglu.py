@@ -164,25 +164,37 @@ def _out_vectors_shifted(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n
                          VEC: tl.constexpr, IN_VEC: tl.constexpr) -> None:
     # _swiglu_out_vectors for rows whose paddings (stride - N) are multiples of IN_VEC, whatever the width: an
     # input's element at flat index f of row r lies at f + r * pad, so the part of an output vector in one row is
-    # a run of its input aligned to IN_VEC, read in IN_VEC-element accesses. A vector straddling a row end takes
-    # its tail from the next row, pad elements further on: a second read, masked off (whole vector) elsewhere.
-    # Every address read lies in the row's padded extent or the next row's (the host guarantees N >= VEC and
-    # paddings >= 0).
+    # a run of its input aligned to IN_VEC, read in IN_VEC-element accesses. Every vector is first written whole
+    # from its run; a vector straddling a row end then has its lanes past N rewritten (same thread, program order)
+    # from the next row, pad elements further on, in blocks that hold a row end only. The grid's last block, which
+    # the tensor can end inside, is read element by element. Reading both runs at once and
+    # selecting (the form before) held two vectors of each input: 54-56 registers a thread against 29-30 without
+    # the second read, 48% occupancy, and 12-20% of the time at 16-byte runs (H200, swiglu_shifted_parts,
+    # evidence/h200/2026-12-02_counters_fidelity/1_*). Every address read lies in the row's padded extent or the next
+    # row's (the host guarantees N >= VEC and paddings >= 0).
     first, col, lane, pad_g, pad_u, at_g, at_u = _shifted_cells(start, N, stride_g, stride_u, BLOCK, VEC, IN_VEC)
     in_row = col[:, None] + lane < N
-    tail = (col + VEC > N)[:, None]  # a straddling vector: its elements past N come from the next row
     y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + lane
+    ends = (start + BLOCK - 1) // N != start // N  # a row end inside the block
     if start + BLOCK <= n_elements:
-        g = tl.where(in_row, tl.load(g_ptr + at_g), tl.load(g_ptr + at_g + pad_g, mask=tail, other=0.0))
-        u = tl.where(in_row, tl.load(u_ptr + at_u), tl.load(u_ptr + at_u + pad_u, mask=tail, other=0.0))
-        tl.store(y_ptrs, _silu_mul(g.to(tl.float32), u.to(tl.float32)).to(y_ptr.dtype.element_ty))
-    else:
-        live = first[:, None] + lane < n_elements
-        g = tl.where(in_row, tl.load(g_ptr + at_g, mask=live & in_row, other=0.0),
-                     tl.load(g_ptr + at_g + pad_g, mask=live & tail, other=0.0))
-        u = tl.where(in_row, tl.load(u_ptr + at_u, mask=live & in_row, other=0.0),
-                     tl.load(u_ptr + at_u + pad_u, mask=live & tail, other=0.0))
-        tl.store(y_ptrs, _silu_mul(g.to(tl.float32), u.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=live)
+        g = tl.load(g_ptr + at_g).to(tl.float32)
+        u = tl.load(u_ptr + at_u).to(tl.float32)
+        tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty))
+        if ends:  # the next row's run read whole (masked per vector: it stays IN_VEC wide), its lanes past N stored
+            tail = (col + VEC > N)[:, None]
+            g = tl.load(g_ptr + at_g + pad_g, mask=tail, other=0.0).to(tl.float32)
+            u = tl.load(u_ptr + at_u + pad_u, mask=tail, other=0.0).to(tl.float32)
+            tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty), mask=tail & ~in_row)
+    else:  # the last block, element by element in VEC slices (few registers: the full path's set the kernel's)
+        lanes: tl.constexpr = BLOCK // VEC
+        for k in tl.static_range(VEC):
+            f = start + k * lanes + tl.arange(0, lanes)
+            ok = f < n_elements
+            r = f // N
+            c = f - r * N
+            g_k = tl.load(g_ptr + r * stride_g + c, mask=ok, other=0.0).to(tl.float32)
+            u_k = tl.load(u_ptr + r * stride_u + c, mask=ok, other=0.0).to(tl.float32)
+            tl.store(y_ptr + f, _silu_mul(g_k, u_k).to(y_ptr.dtype.element_ty), mask=ok)
 
 
 @triton.jit
