@@ -25,12 +25,13 @@ import triton.language as tl
 _FLAT_BLOCK, _FLAT_WARPS = 1024, 4
 # Strided rows: logical elements per program and warps for the gather kernel (benchmarks/kernel_sweep.py --only swiglu).
 _GATHER_BLOCK, _GATHER_WARPS = 1024, 4
-# Odd widths under paddings of 2, 4 or 8 elements (SHIFTED): 512 elements a program on 2 warps, the best of five
-# configs at all six shapes swept. H200, bf16, CUPTI (kernel_sweep.py --cupti --only swiglu_shifted,
-# evidence/h200/2026-12-02_pf_l1_plan/6_*), against the element reads before: 2048 x 14335 padded by 2 45.8 us
-# (90.7% of copy) against 52.6, 1322 x 10725 padded by 4 25.6 against 28.3, 4096 x 5001 padded by 16 36.6 against
-# 38.4, 2048 x 11007 padded by 8 39.9 against 41.6; behind at 3899 x 3047 padded by 32 (24.8 against 24.2) and
-# 4005 x 14385 padded by 6 (98.2 against 96.5). 270.9 us against 281.5 over the six.
+# Odd widths under paddings of 2, 4 or 8 elements (SHIFTED): 512 elements a program on 2 warps, best or within 0.5 us
+# of the best of five configs at all six shapes swept. H200, bf16, CUPTI (kernel_sweep.py --cupti --only
+# swiglu_shifted, evidence/h200/2026-12-02_counters_fidelity/4_*), against the element reads: 2048 x 14335 padded
+# by 2 44.9 us (94.2% of copy) against 52.8, 1322 x 10725 padded by 4 23.9 against 28.7, 4096 x 5001 padded by 16
+# 32.7 against 38.8, 2048 x 11007 padded by 8 34.9 against 42.2, 3899 x 3047 padded by 32 21.4 against 24.6,
+# 4005 x 14385 padded by 6 83.3 against 97.9; 241.1 us over the six against 270.1 for the two-read form before
+# (1_* of the same evidence).
 _SHIFTED_BLOCK, _SHIFTED_WARPS = 512, 2
 
 
