@@ -39,7 +39,7 @@ from experimental_resident_ws import softmax_resident_ws_trials
 from experimental_rms_cluster import rms_norm_cluster_trials
 from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
 from experimental_swiglu import swiglu_odd_trials, swiglu_shifted_parts_trials, swiglu_shifted_trials
-from sweep_common import Trial, rms_norm_inputs, rms_norm_planned, rms_norm_ref
+from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_mid import softmax_mid_trials
 from sweep_padded import softmax_padded_trials, softmax_padded_wide_trials, softmax_prefetch_l1_trials
 from sweep_parity import (
@@ -179,6 +179,30 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
             yield ("rms_norm.rows", (m, n), f"block_m={block_m} warps={warps}",
                    partial(rms_norm._rms_norm_rows[grid], x, w, y, m, n, n, 1e-6, **meta),
                    moved, plan[1] == meta)
+
+
+def rms_norm_split_counters_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Rows past 32768 off the vector grid (realigned split with the weight table): the built-in, whose table launch
+    also zeroes the row counters, against the same launches with the counters zeroed by a separate fill before."""
+    for m, n in ((345, 64803), (265, 61298), (270, 63553), (16, 41643), (1024, 40001)):
+        x, w, _y, moved = rms_norm_inputs(m, n, dtype, device)
+        plan = rms_norm._plan(m, n, n, x.element_size(), device)
+        if not isinstance(plan, rms_norm._Split) or not plan.meta.get("WT"):
+            print(f"rms_norm.split_counters {m}x{n}: not the realigned split here", flush=True)
+            continue
+        yield rms_norm_planned(x, w, moved)
+
+        def separate(x: torch.Tensor = x, w: torch.Tensor = w, plan: rms_norm._Split = plan) -> torch.Tensor:
+            out = torch.empty_like(x)
+            partials = torch.empty((x.shape[0], plan.n_parts), dtype=torch.float32, device=x.device)
+            done = torch.zeros((x.shape[0],), dtype=torch.int32, device=x.device)
+            table = rms_norm._weight_table(w, plan.meta["WT"])
+            plan.launch(x, table, out, partials, done, x.shape[1], x.stride(0), 1e-6, plan.n_parts, **plan.meta)
+            return out
+
+        ok = rms_norm_close(separate(), rms_norm_ref(x, w), f"rms_norm.split_counters {m}x{n} separate fill")
+        if ok:
+            yield ("rms_norm.split_counters", (m, n), "separate zero fill (before)", separate, moved, False)
 
 
 def rms_norm_wide_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -353,6 +377,7 @@ def small_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
 FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "softmax": softmax_trials,
             "rms_norm": rms_norm_trials,
             "rms_norm_wide": rms_norm_wide_trials, "swiglu": swiglu_strided_trials,
+            "rms_norm_split_counters": rms_norm_split_counters_trials,
             "softmax_pipelined": softmax_pipelined_trials, "rms_norm_pipelined": rms_norm_pipelined_trials,
             "rms_norm_parity": rms_norm_parity_trials, "swiglu_parity": swiglu_parity_trials,
             "softmax_parity": softmax_parity_trials, "softmax_realigned": softmax_realigned_trials,

@@ -169,12 +169,18 @@ def _w_ptrs(w_ptr: tl.tensor, offs: tl.tensor, shift: tl.tensor, WT: tl.constexp
 
 
 @triton.jit
-def _rms_norm_weight_table(w_ptr: tl.tensor, t_ptr: tl.tensor, N: tl.tensor, WT: tl.constexpr,
-                           BLOCK: tl.constexpr) -> None:
-    # Row s of the table is the weight as a row starting s elements into a vector sees it: t[s, p] = w[p - s].
+def _rms_norm_weight_table(w_ptr: tl.tensor, t_ptr: tl.tensor, N: tl.tensor, zero_ptr: tl.tensor, Z: tl.tensor,
+                           WT: tl.constexpr, BLOCK: tl.constexpr) -> None:
+    # Row s of the table is the weight as a row starting s elements into a vector sees it: t[s, p] = w[p - s]. The
+    # programs also zero Z int32s at zero_ptr (the split path's row counters; Z = 0: none), one launch fewer than a
+    # separate fill before the split kernel.
     s = tl.program_id(0)
     p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     tl.store(t_ptr + s * WT + p, tl.load(w_ptr + (p - s), mask=(p >= s) & (p - s < N), other=0.0), mask=p < WT)
+    q = s * tl.num_programs(1) + tl.program_id(1)
+    for at in range(q * BLOCK, Z, 8 * tl.num_programs(1) * BLOCK):
+        z = at + tl.arange(0, BLOCK)
+        tl.store(zero_ptr + z, tl.zeros((BLOCK,), dtype=tl.int32), mask=z < Z)
 
 
 @triton.jit
@@ -334,12 +340,15 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
 
 
-def _weight_table(w: torch.Tensor, wt: int) -> torch.Tensor:
+def _weight_table(w: torch.Tensor, wt: int, zero: torch.Tensor | None = None) -> torch.Tensor:
     """The weight shifted by 0-7 elements, rows of wt (a multiple of 8) window positions: what a realigned launch
     with WT=wt reads instead of w. Built every call (one small kernel, 16 x wt bytes written): the weight may change
-    between calls, and a cache keyed on its address would serve a stale table after an in-place write."""
+    between calls, and a cache keyed on its address would serve a stale table after an in-place write. `zero`: an
+    int32 tensor the same launch fills with zeros (the split path's row counters)."""
     table = torch.empty((8, wt), dtype=w.dtype, device=w.device)
-    _rms_norm_weight_table[(8, _cdiv(wt, 2048))](w, table, w.numel(), WT=wt, BLOCK=2048, num_warps=4)
+    target = zero if zero is not None else table  # Z = 0: never written
+    _rms_norm_weight_table[(8, _cdiv(wt, 2048))](w, table, w.numel(), target, 0 if zero is None else zero.numel(),
+                                                 WT=wt, BLOCK=2048, num_warps=4)
     return table
 
 
@@ -523,10 +532,13 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
         plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
     if isinstance(plan, _Split):
         partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=device)
-        done = torch.zeros((m,), dtype=torch.int32, device=device)
         wt = plan.meta.get("WT", 0)
-        plan.launch(x, _weight_table(weight, wt) if wt else weight, y, partials, done, n, stride, eps, plan.n_parts,
-                    **plan.meta)
+        if wt:  # the table's launch zeroes the row counters too
+            done = torch.empty((m,), dtype=torch.int32, device=device)
+            table = _weight_table(weight, wt, done)
+        else:
+            done = torch.zeros((m,), dtype=torch.int32, device=device)
+        plan.launch(x, table if wt else weight, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:
         launch, meta = plan
         wt = meta.get("WT", 0)

@@ -78,6 +78,21 @@ def test_realigned_rms_norm_matches_fp32_and_its_variants(m: int, n: int, pad: i
     assert torch.equal(rms_norm.candidate(x, w, 1e-6), outs[parts, False])
 
 
+@pytest.mark.parametrize(("n", "wt", "z"), [(1000, 1008, 40000), (3000, 4104, 5), (100, 104, 0)])
+def test_rms_norm_weight_table_also_zeroes_the_split_counters(n: int, wt: int, z: int) -> None:
+    """The table launch writes t[s, p] = w[p - s] (zero outside w) and, given an int32 buffer, zeroes all of it:
+    the split path's row counters (40000 of them: more than one pass of the table's programs), with nothing else."""
+    w = torch.randn(n, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).to(DEVICE)
+    counters = torch.full((z + 3,), -7, dtype=torch.int32, device=DEVICE)
+    table = rms_norm._weight_table(w, wt, counters[:z] if z else None)
+    ref = torch.zeros((8, wt), dtype=torch.bfloat16)
+    for s in range(8):
+        ref[s, s:s + n] = w.cpu()[: wt - s]
+    assert torch.equal(table.cpu(), ref)
+    assert torch.equal(counters[:z].cpu(), torch.zeros(z, dtype=torch.int32))
+    assert torch.equal(counters[z:].cpu(), torch.full((3,), -7, dtype=torch.int32))  # nothing past the buffer
+
+
 @pytest.mark.parametrize(("n", "pad", "parts"), [
     (9554, 0, (8192, 2048, 0)), (12345, 8, (8192, 4096, 1024)), (8191, 0, (8192, 1024, 0)),
     (6608, 0, (4096, 2048, 1024)), (5000, 0, (4096, 1024, 0)), (14329, 0, (8192, 4096, 2048)),
