@@ -33,7 +33,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-# The fixed seed-campaign cases below 90% of copy in the last campaigns (softmax), and two at or above it as yardsticks.
+# The fixed seed-campaign softmax cases below 90% of copy in the last campaigns, and three at or above it as yardsticks.
 DEFAULT_SHAPES = [
     "softmax:2048x32000", "softmax:2048x32768", "softmax:1024x65536", "softmax:1024x131072", "softmax:512x128256",
     "softmax:1723x25249", "softmax:1991x33508", "softmax:8192x8192", "swiglu:4096x14336", "rms_norm:8192x8192",
