@@ -113,7 +113,8 @@ def number(text: str) -> float | None:
 
 
 def summarize(details_csv: str, task: str, m: int, n: int) -> list[dict[str, Any]]:
-    """Per profiled kernel: the chosen metrics (by their ncu names) plus the sections' own headline values."""
+    """Per profiled kernel: the chosen metrics (by their ncu names). Bytes over the minimum compares each kernel's
+    DRAM traffic with the whole task's minimum: near 0 for a call's helper kernels (fills, tables)."""
     kernels: dict[str, dict[str, Any]] = {}
     lines = [line for line in details_csv.splitlines() if line.startswith('"')]
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
@@ -121,7 +122,8 @@ def summarize(details_csv: str, task: str, m: int, n: int) -> list[dict[str, Any
         k = kernels.setdefault(key, {"kernel": row.get("Kernel Name", "?"), "grid": row.get("Grid Size"),
                                      "block": row.get("Block Size"), "metrics": {}})
         name, unit, value = row.get("Metric Name", ""), row.get("Metric Unit", ""), row.get("Metric Value", "")
-        k["metrics"][name] = {"unit": unit, "value": number(value) if number(value) is not None else value}
+        parsed = number(value)
+        k["metrics"][name] = {"unit": unit, "value": value if parsed is None else parsed}
     out = []
     for k in kernels.values():
         met: dict[str, dict[str, Any]] = k["metrics"]

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ def verify_once(args: argparse.Namespace, device: str, dtype: str, cases: list[s
     return run
 
 
-def summarize_case(case_id: str, runs: list[list[CaseResult] | None]) -> dict[str, Any]:
+def summarize_case(case_id: str, runs: Sequence[list[CaseResult] | None]) -> dict[str, Any]:
     """One case over independent verifications (each run's case results; None: the run left no report)."""
     medians: list[float | None] = []
     kernel: list[float | None] = []

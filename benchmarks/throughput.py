@@ -317,7 +317,7 @@ def mode_f(fidelity_jobs: list[CandidateJob], quick_jobs: list[CandidateJob], ru
     bad = [f"F{i}: {b}" for i, cases in enumerate(case_lists) if (b := failures(cases, expected))]
     bad += [f"F quick {i}: {b}" for i, (is_fidelity, e) in enumerate(done)
             if not is_fidelity and (b := failures(e.outcome.cases, list(quick.case_ids or [])))]
-    rows = [summarize_case(case, list(case_lists)) for case in expected]
+    rows = [summarize_case(case, case_lists) for case in expected]
     targets = evaluate(rows, device)
     print(f"  mode F: {len(case_lists)} fidelity and {len(done) - len(case_lists)} quick candidates in {wall:.1f} s, "
           f"{width} at once", flush=True)

@@ -178,7 +178,7 @@ def _rms_norm_weight_table(w_ptr: tl.tensor, t_ptr: tl.tensor, N: tl.tensor, zer
     p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     tl.store(t_ptr + s * WT + p, tl.load(w_ptr + (p - s), mask=(p >= s) & (p - s < N), other=0.0), mask=p < WT)
     q = s * tl.num_programs(1) + tl.program_id(1)
-    for at in range(q * BLOCK, Z, 8 * tl.num_programs(1) * BLOCK):
+    for at in range(q * BLOCK, Z, 8 * tl.num_programs(1) * BLOCK):  # 8: the grid's rows, one a shift (_weight_table)
         z = at + tl.arange(0, BLOCK)
         tl.store(zero_ptr + z, tl.zeros((BLOCK,), dtype=tl.int32), mask=z < Z)
 
@@ -535,10 +535,11 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
         wt = plan.meta.get("WT", 0)
         if wt:  # the table's launch zeroes the row counters too
             done = torch.empty((m,), dtype=torch.int32, device=device)
-            table = _weight_table(weight, wt, done)
+            w_arg = _weight_table(weight, wt, done)
         else:
             done = torch.zeros((m,), dtype=torch.int32, device=device)
-        plan.launch(x, table if wt else weight, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
+            w_arg = weight
+        plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:
         launch, meta = plan
         wt = meta.get("WT", 0)
