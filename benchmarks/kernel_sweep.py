@@ -55,7 +55,6 @@ from sweep_parity import (
     wide_looped_trials,
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
-from sweep_prefetch_l2 import softmax_prefetch_l2_trials
 from sweep_resident import softmax_resident_realigned_trials, softmax_resident_trials
 from sweep_resident_ab import softmax_resident_ab_trials
 from sweep_small_rows import rms_norm_small_rows_trials, softmax_small_rows_trials
@@ -401,7 +400,6 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
-            "softmax_prefetch_l2": softmax_prefetch_l2_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,
             "softmax_mid": softmax_mid_trials, "swiglu_shifted": swiglu_shifted_trials,
             "swiglu_shifted_parts": swiglu_shifted_parts_trials}

@@ -286,32 +286,22 @@ def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, W
 
 
 @triton.jit
-def _prefetch_part(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, shift: tl.tensor, N: tl.tensor,
-                   L2: tl.constexpr = 0) -> None:
-    # Ask for the 128-byte lines of x behind window positions START .. START + SIZE of a row: one prefetch a line,
-    # each address clamped into the row, so nothing outside x is named. Into L1 (PF_L1), or with L2 = 1 into L2
-    # (PF_L2), L2 = 2 into L2 marked evict_last (kept there ahead of lines read once).
-    LINE: tl.constexpr = 1024 // at.dtype.element_ty.primitive_bitwidth  # elements in a 128-byte line
-    pos = tl.minimum(tl.maximum(START + tl.arange(0, SIZE // LINE) * LINE, shift), shift + N - 1)
-    if L2 == 2:
-        tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [at + pos],
-                                  dtype=tl.int32, is_pure=False, pack=1)
-    elif L2 == 1:
-        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at + pos], dtype=tl.int32,
-                                  is_pure=False, pack=1)
-    else:
-        tl.inline_asm_elementwise("prefetch.global.L1 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at + pos], dtype=tl.int32,
-                                  is_pure=False, pack=1)
+def _prefetch_part(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, shift: tl.tensor, N: tl.tensor) -> None:
+    # Ask L1 for the 128-byte lines of x behind window positions START .. START + SIZE of a row (PF_L1): one
+    # prefetch a line (64 16-bit elements), each address clamped into the row, so nothing outside x is named.
+    pos = tl.minimum(tl.maximum(START + tl.arange(0, SIZE // 64) * 64, shift), shift + N - 1)
+    tl.inline_asm_elementwise("prefetch.global.L1 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at + pos], dtype=tl.int32,
+                              is_pure=False, pack=1)
 
 
 @triton.jit
 def _prefetch_row(at: tl.tensor, shift: tl.tensor, N: tl.tensor, WINDOW: tl.constexpr, PART1: tl.constexpr,
-                  PART2: tl.constexpr, L2: tl.constexpr = 0) -> None:
-    _prefetch_part(at, 0, WINDOW, shift, N, L2)
+                  PART2: tl.constexpr) -> None:
+    _prefetch_part(at, 0, WINDOW, shift, N)
     if PART1 > 0:
-        _prefetch_part(at, WINDOW, PART1, shift, N, L2)
+        _prefetch_part(at, WINDOW, PART1, shift, N)
     if PART2 > 0:
-        _prefetch_part(at, WINDOW + PART1, PART2, shift, N, L2)
+        _prefetch_part(at, WINDOW + PART1, PART2, shift, N)
 
 
 @triton.jit
@@ -358,8 +348,7 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
-                       PF_L2: tl.constexpr = 0, PF_L2_LAST: tl.constexpr = False) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -372,18 +361,13 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # 16-bit rows). PF_L1 (16-bit, compiled only: the prefetch is inline PTX; planned for some padded rows,
     # _PF_L1_*): instead of holding the next row's values in registers, its lines are prefetched into L1 and the row
     # is read at the top of its iteration, so a program holds one row, not two (fewer registers: more programs fit).
-    # PF_L2 (compiled only, inline PTX): the lines of the row PF_L2 rows past the next one are also prefetched into
-    # L2 (PF_L2_LAST: marked evict_last), so a program has reads in flight beyond the one row its registers hold.
+    # Tried and slower at every shape swept (H200, evidence/h200/2026-12-03_prefetch_l2/1_*): the row after next
+    # prefetched into L2 as well (2048 x 32000 86.1-88.1% of copy against 89.2%; 1723 x 25249 75% against 79.5%).
     START2: tl.constexpr = WINDOW + PART1
-    L2_HINT: tl.constexpr = 2 if PF_L2_LAST else 1
     pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
     x_at, shift = _window_at(x_ptr, row, N, pad, VEC, ALIGN_X)
-    for k in tl.static_range(2, PF_L2 + 1):  # rows the loop's L2 prefetches start after
-        if row + k * step < M:
-            far_at, far_shift = _window_at(x_ptr, row + k * step, N, pad, VEC, ALIGN_X)
-            _prefetch_row(far_at, far_shift, N, WINDOW, PART1, PART2, L2_HINT)
     if PF_L1:
         _prefetch_row(x_at, shift, N, WINDOW, PART1, PART2)  # row < M: the grid has at most M programs
     else:
@@ -406,10 +390,6 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         else:
             # past the last row: fully masked, so no memory traffic; the values are never used
             nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
-        if PF_L2 > 0:  # after the next row's loads, which are needed first
-            if ahead + PF_L2 * step < M:
-                far_at, far_shift = _window_at(x_ptr, ahead + PF_L2 * step, N, pad, VEC, ALIGN_X)
-                _prefetch_row(far_at, far_shift, N, WINDOW, PART1, PART2, L2_HINT)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
