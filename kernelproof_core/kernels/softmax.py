@@ -261,20 +261,34 @@ def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor
 
 
 @triton.jit
+def _part_vecs(START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, THREADS: tl.constexpr) -> tl.tensor:
+    # Window offsets of the vectors at positions START .. START + SIZE: one axis, or (THREADS > 0) [THREADS, SIZE /
+    # (VEC x THREADS)], vector i x THREADS + t at [t, i], so that axis 1 is the vectors one thread holds (the layout
+    # Triton gives 16-byte loads of this shape: threads along axis 0) and reduces without leaving the thread.
+    if THREADS > 0:
+        vecs = START + (tl.arange(0, THREADS)[:, None] + tl.arange(0, SIZE // (VEC * THREADS))[None, :] * THREADS) * VEC
+    else:
+        vecs = START + tl.arange(0, SIZE // VEC) * VEC
+    return vecs
+
+
+@triton.jit
 def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
-               N: tl.tensor, live: tl.tensor) -> tl.tensor:
+               N: tl.tensor, live: tl.tensor, THREADS: tl.constexpr = 0) -> tl.tensor:
     # Window positions START .. START + SIZE of a row, read vector by vector: the vectors wholly inside the row only.
-    vecs = START + tl.arange(0, SIZE // VEC) * VEC
+    vecs = _part_vecs(START, SIZE, VEC, THREADS)
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    return tl.load(at + vecs[:, None] + tl.arange(0, VEC)[None, :], mask=whole[:, None] & live, other=float("-inf"))
+    return tl.load(at + tl.expand_dims(vecs, -1) + tl.arange(0, VEC), mask=tl.expand_dims(whole, -1) & live,
+                   other=float("-inf"))
 
 
 @triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
-               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr) -> tuple[tl.tensor, ...]:
+               PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
+               THREADS: tl.constexpr = 0) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
-    # _softmax_realigned prefetches them.
-    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live)
+    # _softmax_realigned prefetches them (the big tile by thread, THREADS > 0: _part_vecs).
+    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, THREADS)
     p1 = 0.0
     p2 = 0.0
     if PART1 > 0:
@@ -315,10 +329,19 @@ def _window_at(x_ptr: tl.tensor, row: tl.tensor, N: tl.tensor, pad: tl.tensor, V
 
 @triton.jit
 def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr,
-                shift: tl.tensor, N: tl.tensor) -> None:
-    vecs = START + tl.arange(0, SIZE // VEC) * VEC
+                shift: tl.tensor, N: tl.tensor, THREADS: tl.constexpr = 0) -> None:
+    vecs = _part_vecs(START, SIZE, VEC, THREADS)
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    tl.store(at + vecs[:, None] + tl.arange(0, VEC)[None, :], y, mask=whole[:, None])
+    tl.store(at + tl.expand_dims(vecs, -1) + tl.arange(0, VEC), y, mask=tl.expand_dims(whole, -1))
+
+
+@triton.jit
+def _merge_stats(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
+    # Two (max, sum of exp(x - max)) pairs as one; a pair of no elements is (-inf, 0), and two of them stay so.
+    m = tl.maximum(m1, m2)
+    base = tl.where(m == float("-inf"), 0.0, m)
+    return m, s1 * tl.exp(m1 - base) + s2 * tl.exp(m2 - base)
+
 
 
 @triton.jit
@@ -348,7 +371,8 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
-                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False) -> None:
+                       PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
+                       THREAD_STATS: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -363,6 +387,12 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # is read at the top of its iteration, so a program holds one row, not two (fewer registers: more programs fit).
     # Tried and slower at every shape swept (H200, evidence/h200/2026-12-03_prefetch_l2/1_*): the row after next
     # prefetched into L2 as well (2048 x 32000 86.1-88.1% of copy against 89.2%; 1723 x 25249 75% against 79.5%).
+    # THREAD_STATS (the program's threads, num_warps x 32; one window, no PF_L1): the row's max and sum in one
+    # CTA-wide reduction instead of two (max, then the sum of exponentials that needs it: every warp waits at each):
+    # each thread takes the max of the vectors it holds, its exponentials against that and their sum, the threads'
+    # (max, sum) pairs are merged in one reduction, and each thread scales its exponentials by exp(its max - the
+    # row's) / sum. Not the bits of the two-reduction form (each exponential is rounded against another max).
+    tl.static_assert(THREAD_STATS == 0 or (PART1 == 0 and PART2 == 0 and not PF_L1))
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -371,7 +401,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     if PF_L1:
         _prefetch_row(x_at, shift, N, WINDOW, PART1, PART2)  # row < M: the grid has at most M programs
     else:
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC)
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS)
     nxt_shift = shift
     nxt_at = x_at
     while row < M:
@@ -389,45 +419,61 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             nxt_at = a_at
         else:
             # past the last row: fully masked, so no memory traffic; the values are never used
-            nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC)
+            nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC,
+                                                THREAD_STATS)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
-        m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
-        if PART1 > 0:
-            x1 = v1.to(tl.float32)
-            m = tl.maximum(m, tl.max(tl.max(x1, axis=1), axis=0))
-        if PART2 > 0:
-            x2 = v2.to(tl.float32)
-            m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
-        # FAST folds the max into one multiply-add where |max| is under _FAST_FOLD_MAX (a per-row branch, the same for
-        # every thread): x log2 e, where the multiply-add is not fused (the interpreter), is rounded at its own size,
-        # which fp32's tolerance notices from |max| of a few hundred, and past 2.36e38 it is inf. Else the max is
-        # subtracted first.
-        if PART1 == 0:
-            x1 = x  # a part this window does not have: a placeholder, never used
-        if PART2 == 0:
-            x2 = x
-        if FAST:
-            if tl.abs(m) < _FAST_FOLD_MAX:
-                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
+        y_at = y_ptr + base
+        if THREAD_STATS > 0:
+            mt = tl.max(tl.max(x, axis=2), axis=1)  # this thread's max: no element leaves its thread
+            e = tl.exp(x - tl.where(mt == float("-inf"), 0.0, mt)[:, None, None])
+            big_m, big_s = tl.reduce((mt, tl.sum(tl.sum(e, axis=2), axis=1)), 0, _merge_stats)
+            m_e = tl.max(tl.max(x_e, axis=1), axis=0)  # the edge tile: within a warp
+            e_e = tl.exp(x_e - tl.where(m_e == float("-inf"), 0.0, m_e))
+            m, total = _merge_stats(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
+            m_base = tl.where(m == float("-inf"), 0.0, m)
+            inv = 1.0 / total
+            scale = tl.exp(mt - m_base) * inv
+            _part_store(y_at, (e * scale[:, None, None]).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N,
+                        THREAD_STATS)
+            e_offs, e_mask = _edges(shift, N, VEC)
+            tl.store(y_at + e_offs, (e_e * (tl.exp(m_e - m_base) * inv)).to(y_ptr.dtype.element_ty), mask=e_mask)
+        else:
+            m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+            if PART1 > 0:
+                x1 = v1.to(tl.float32)
+                m = tl.maximum(m, tl.max(tl.max(x1, axis=1), axis=0))
+            if PART2 > 0:
+                x2 = v2.to(tl.float32)
+                m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
+            # FAST folds the max into one multiply-add where |max| is under _FAST_FOLD_MAX (a per-row branch, the same
+            # for every thread): x log2 e, where the multiply-add is not fused (the interpreter), is rounded at its own
+            # size, which fp32's tolerance notices from |max| of a few hundred, and past 2.36e38 it is inf. Else the
+            # max is subtracted first.
+            if PART1 == 0:
+                x1 = x  # a part this window does not have: a placeholder, never used
+            if PART2 == 0:
+                x2 = x
+            if FAST:
+                if tl.abs(m) < _FAST_FOLD_MAX:
+                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
+                else:
+                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
             else:
                 e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
-        else:
-            e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
-        total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
-        if PART1 > 0:
-            total += tl.sum(tl.sum(e1, axis=1), axis=0)
-        if PART2 > 0:
-            total += tl.sum(tl.sum(e2, axis=1), axis=0)
-        inv = 1.0 / total
-        y_at = y_ptr + base
-        _part_store(y_at, (e * inv).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N)
-        if PART1 > 0:
-            _part_store(y_at, (e1 * inv).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N)
-        if PART2 > 0:
-            _part_store(y_at, (e2 * inv).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N)
-        e_offs, e_mask = _edges(shift, N, VEC)
-        tl.store(y_at + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
+            total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
+            if PART1 > 0:
+                total += tl.sum(tl.sum(e1, axis=1), axis=0)
+            if PART2 > 0:
+                total += tl.sum(tl.sum(e2, axis=1), axis=0)
+            inv = 1.0 / total
+            _part_store(y_at, (e * inv).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N)
+            if PART1 > 0:
+                _part_store(y_at, (e1 * inv).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N)
+            if PART2 > 0:
+                _part_store(y_at, (e2 * inv).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N)
+            e_offs, e_mask = _edges(shift, N, VEC)
+            tl.store(y_at + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
         row += step
 
 

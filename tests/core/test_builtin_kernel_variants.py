@@ -137,6 +137,37 @@ def test_realigned_softmax_prefetching_into_l1_writes_the_same_bits(m: int, n: i
     assert torch.equal(outs[0], outs[1])
 
 
+@pytest.mark.parametrize(("m", "n", "warps", "per_sm"), [
+    (21, 25249, 16, 2), (9, 32768, 16, 2), (7, 16377, 16, 2), (12, 8185, 8, 8), (6, 3001, 4, 8), (5, 20001, 8, 1)])
+def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, warps: int, per_sm: int) -> None:
+    """THREAD_STATS (each thread's own max and sum, merged in one reduction) on one-window realigned rows, aligned and
+    at every offset inside a vector, more rows than programs: within a bf16 rounding of fp32 and of the
+    two-reduction form, the same bits on a second run, nothing past the output. Rows that exercise the merge's
+    corners: one -inf throughout (NaN, as torch gives), one -inf in a stride (threads holding no finite element),
+    one whose max sits in its first edge vector, one of large offset logits."""
+    gen = torch.Generator().manual_seed(n)
+    x = (torch.randn(m, n, generator=gen) * 4).to(torch.bfloat16)
+    x[1, :] = float("-inf")
+    x[2, ::3] = float("-inf")
+    x[3, 0] = 60.0
+    x[4] += 3000.0
+    x = x.to(DEVICE)
+    launch, meta = softmax._realigned_plan(m, n, n, 2, 2, per_sm, warps, False, (softmax._window(n, 2), 0, 0))
+    outs = []
+    for threads in (0, 32 * warps, 32 * warps):
+        y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
+        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": threads})
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        outs.append(y[:m])
+    ref = torch.softmax(x.float(), -1)
+    assert bool(outs[1][1].isnan().all()) and bool(outs[0][1].isnan().all())
+    keep = torch.ones(m, dtype=torch.bool)
+    keep[1] = False
+    torch.testing.assert_close(outs[1][keep].float(), ref[keep], rtol=1.6e-2, atol=1e-6)
+    torch.testing.assert_close(outs[1][keep].float(), outs[0][keep].float(), rtol=8e-3, atol=1e-6)
+    assert torch.equal(outs[1][keep], outs[2][keep])
+
+
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
 def test_softmax_row_kernel_with_and_without_masks_agree_bit_for_bit(m: int, n: int, block_m: int) -> None:
     x = torch.randn(m, n, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).to(DEVICE)

@@ -1,0 +1,59 @@
+"""kernel_sweep.py family `softmax_thread_stats`: THREAD_STATS on the realigned softmax kernel.
+
+The realigned kernel reduces each row twice across its CTA: the max, then the sum of exponentials taken against it.
+Each reduction ends in shared memory behind barriers where every warp of the program waits (3 a reduction in an
+sm_90 build), and with one 16-warp program resident an SM (128 registers a thread) nothing else runs on the SM
+meanwhile. THREAD_STATS keeps each thread's own (max, sum of exp against it), merges the threads' pairs in one
+reduction and rescales each thread's exponentials by exp(its max - the row's) / sum: half the barriers (3 against 6
+at 32768 lanes on 16 warps), 21 more exponentials a thread (86 against 65: the merges), no spills. Shapes: the
+campaigns' one-window realigned cases under 90% of copy (vocab_32000, long_32768, random0, hidden_offset), 4096 x
+32768 (90-92% already) and the one-window windows of 8192 and 16384 lanes the narrow configs run. Per shape: the
+planned launch, its config, the config with THREAD_STATS, and both on one program an SM where the plan has two; each
+launch is checked against fp32 before it is timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from sweep_common import Trial
+from sweep_padded import _checked, padded_inputs
+
+from kernelproof_core.kernels import softmax
+
+# (rows, width): one-window realigned plans (16-bit, contiguous)
+SHAPES = ((2048, 32000), (2048, 32768), (1723, 25249), (793, 28518), (2048, 32001), (4096, 32768), (1024, 20001),
+          (4096, 8185), (2048, 16377))
+
+
+def _grid(launch: object) -> int:
+    """The programs of a planned launch (`kernel[grid]` keeps its grid in the proxy's closure)."""
+    for cell in getattr(launch, "__closure__", None) or ():
+        if isinstance(cell.cell_contents, tuple):
+            return int(cell.cell_contents[0])
+    raise ValueError("not a kernel[grid] launch")
+
+
+def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    sms = softmax._num_sms(device)
+    for m, n in SHAPES:
+        x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
+        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1]:
+            continue  # not the realigned kernel
+        launch, meta = plan
+        if meta["PART1"] or meta.get("PF_L1"):
+            continue  # THREAD_STATS takes one window
+        threads = 32 * meta["num_warps"]
+        grid = _grid(launch)
+        grids = (grid, min(m, sms)) if grid > sms else (grid,)
+        for g in grids:
+            run = softmax._softmax_realigned[(g,)]
+            base = f"w{meta['num_warps']} window={meta['WINDOW']} grid={g}"
+            yield from _checked(partial(run, x, y, m, n, n, **meta), y, ref, "softmax.realigned", (m, n),
+                                base + (" (planned config)" if g == grid else ""), moved)
+            yield from _checked(partial(run, x, y, m, n, n, **{**meta, "THREAD_STATS": threads}), y, ref,
+                                "softmax.realigned", (m, n), base + " thread_stats", moved)
