@@ -8,8 +8,10 @@ reduction and rescales each thread's exponentials by exp(its max - the row's) / 
 at 32768 lanes on 16 warps), 21 more exponentials a thread (86 against 65: the merges), no spills. Shapes: the
 campaigns' one-window realigned cases under 90% of copy (vocab_32000, long_32768, random0, hidden_offset), 4096 x
 32768 (90-92% already) and the one-window windows of 8192 and 16384 lanes the narrow configs run. Per shape: the
-planned launch, its config, the config with THREAD_STATS, and both on one program an SM where the plan has two; each
-launch is checked against fp32 before it is timed.
+planned launch, its config, the config with THREAD_STATS, with THREAD_STATS on the window in parts of whole vectors
+a thread where that takes fewer lanes (softmax._thread_parts: 25249 on 16384+8192+4096 lanes, 3 barriers a row
+against 18 for the two-reduction form on those parts), and all of them on one program an SM where the plan has two;
+each launch is checked against fp32 before it is timed.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
             continue  # not the realigned kernel
         launch, meta = plan
         if meta["PART1"] or meta.get("PF_L1"):
-            continue  # THREAD_STATS takes one window
+            continue  # the plan's window in parts: each part's own reductions
         threads = 32 * meta["num_warps"]
+        cut = softmax._thread_parts(n, x.element_size(), threads)
         grid = _grid(launch)
         grids = (grid, min(m, sms)) if grid > sms else (grid,)
         for g in grids:
@@ -57,3 +60,8 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
                                 base + (" (planned config)" if g == grid else ""), moved)
             yield from _checked(partial(run, x, y, m, n, n, **{**meta, "THREAD_STATS": threads}), y, ref,
                                 "softmax.realigned", (m, n), base + " thread_stats", moved)
+            if cut[1]:  # the window in parts of whole vectors a thread (fewer idle lanes)
+                parted = {**meta, "WINDOW": cut[0], "PART1": cut[1], "PART2": cut[2], "THREAD_STATS": threads}
+                yield from _checked(partial(run, x, y, m, n, n, **parted), y, ref, "softmax.realigned", (m, n),
+                                    f"w{meta['num_warps']} parts={'+'.join(str(p) for p in cut if p)} grid={g}"
+                                    " thread_stats", moved)

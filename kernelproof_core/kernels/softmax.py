@@ -287,14 +287,14 @@ def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, W
                PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
                THREADS: tl.constexpr = 0) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
-    # _softmax_realigned prefetches them (the big tile by thread, THREADS > 0: _part_vecs).
+    # _softmax_realigned prefetches them (by thread, THREADS > 0: _part_vecs).
     p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, THREADS)
     p1 = 0.0
     p2 = 0.0
     if PART1 > 0:
-        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live)
+        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live, THREADS)
     if PART2 > 0:
-        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live)
+        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live, THREADS)
     e_offs, e_mask = _edges(shift, N, VEC)
     return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
 
@@ -387,12 +387,15 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # is read at the top of its iteration, so a program holds one row, not two (fewer registers: more programs fit).
     # Tried and slower at every shape swept (H200, evidence/h200/2026-12-03_prefetch_l2/1_*): the row after next
     # prefetched into L2 as well (2048 x 32000 86.1-88.1% of copy against 89.2%; 1723 x 25249 75% against 79.5%).
-    # THREAD_STATS (the program's threads, num_warps x 32; one window, no PF_L1): the row's max and sum in one
-    # CTA-wide reduction instead of two (max, then the sum of exponentials that needs it: every warp waits at each):
-    # each thread takes the max of the vectors it holds, its exponentials against that and their sum, the threads'
-    # (max, sum) pairs are merged in one reduction, and each thread scales its exponentials by exp(its max - the
-    # row's) / sum. Not the bits of the two-reduction form (each exponential is rounded against another max).
-    tl.static_assert(THREAD_STATS == 0 or (PART1 == 0 and PART2 == 0 and not PF_L1))
+    # THREAD_STATS (the program's threads, num_warps x 32; every part at least a vector a thread; no PF_L1): the
+    # row's max and sum in one CTA-wide reduction instead of two (max, then the sum of exponentials that needs it:
+    # every warp waits at each, and at each part's): each thread takes the max of the vectors it holds, its
+    # exponentials against that and their sum, the threads' (max, sum) pairs are merged in one reduction, and each
+    # thread scales its exponentials by exp(its max - the row's) / sum. Not the bits of the two-reduction form (each
+    # exponential is rounded against another max).
+    tl.static_assert(THREAD_STATS == 0 or not PF_L1)
+    tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
+                                           and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -426,16 +429,34 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         y_at = y_ptr + base
         if THREAD_STATS > 0:
             mt = tl.max(tl.max(x, axis=2), axis=1)  # this thread's max: no element leaves its thread
-            e = tl.exp(x - tl.where(mt == float("-inf"), 0.0, mt)[:, None, None])
-            big_m, big_s = tl.reduce((mt, tl.sum(tl.sum(e, axis=2), axis=1)), 0, _merge_stats)
+            if PART1 > 0:
+                x1 = v1.to(tl.float32)
+                mt = tl.maximum(mt, tl.max(tl.max(x1, axis=2), axis=1))
+            if PART2 > 0:
+                x2 = v2.to(tl.float32)
+                mt = tl.maximum(mt, tl.max(tl.max(x2, axis=2), axis=1))
+            mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
+            e = tl.exp(x - mt_use)
+            st = tl.sum(tl.sum(e, axis=2), axis=1)
+            if PART1 > 0:
+                e1 = tl.exp(x1 - mt_use)
+                st += tl.sum(tl.sum(e1, axis=2), axis=1)
+            if PART2 > 0:
+                e2 = tl.exp(x2 - mt_use)
+                st += tl.sum(tl.sum(e2, axis=2), axis=1)
+            big_m, big_s = tl.reduce((mt, st), 0, _merge_stats)
             m_e = tl.max(tl.max(x_e, axis=1), axis=0)  # the edge tile: within a warp
             e_e = tl.exp(x_e - tl.where(m_e == float("-inf"), 0.0, m_e))
             m, total = _merge_stats(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
             m_base = tl.where(m == float("-inf"), 0.0, m)
             inv = 1.0 / total
-            scale = tl.exp(mt - m_base) * inv
-            _part_store(y_at, (e * scale[:, None, None]).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N,
-                        THREAD_STATS)
+            scale = (tl.exp(mt - m_base) * inv)[:, None, None]
+            _part_store(y_at, (e * scale).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N, THREAD_STATS)
+            if PART1 > 0:
+                _part_store(y_at, (e1 * scale).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N, THREAD_STATS)
+            if PART2 > 0:
+                _part_store(y_at, (e2 * scale).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N,
+                            THREAD_STATS)
             e_offs, e_mask = _edges(shift, N, VEC)
             tl.store(y_at + e_offs, (e_e * (tl.exp(m_e - m_base) * inv)).to(y_ptr.dtype.element_ty), mask=e_mask)
         else:
@@ -1019,6 +1040,20 @@ def _parts(n: int, elsize: int, max_span: int = _PIPELINED_MIN_N) -> tuple[int, 
         return triton.next_power_of_2(span), 0, 0
     rest = [quantum << bit for bit in (2, 1, 0) if (rounded - top) & (quantum << bit)] + [0, 0]
     return top, rest[0], rest[1]
+
+
+def _thread_parts(n: int, elsize: int, threads: int) -> tuple[int, int, int]:
+    """A realigned window for THREAD_STATS: the span rounded up to whole vectors a thread (threads x one 16-byte
+    vector of lanes), in at most three power-of-two parts, else one power-of-two window."""
+    vec = 16 // elsize
+    span = n if n % vec == 0 else n + vec - 1
+    quantum = threads * vec
+    rounded = _cdiv(span, quantum) * quantum
+    bits = [1 << b for b in range(rounded.bit_length() - 1, -1, -1) if rounded >> b & 1]
+    if len(bits) > 3:
+        return triton.next_power_of_2(span), 0, 0
+    window, part1, part2 = [*bits, 0, 0][:3]
+    return window, part1, part2
 
 
 def _lanes(n: int, elsize: int) -> int:

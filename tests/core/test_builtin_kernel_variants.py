@@ -138,13 +138,15 @@ def test_realigned_softmax_prefetching_into_l1_writes_the_same_bits(m: int, n: i
 
 
 @pytest.mark.parametrize(("m", "n", "warps", "per_sm"), [
-    (21, 25249, 16, 2), (9, 32768, 16, 2), (7, 16377, 16, 2), (12, 8185, 8, 8), (6, 3001, 4, 8), (5, 20001, 8, 1)])
+    (21, 25249, 16, 2), (9, 32768, 16, 2), (7, 16377, 16, 2), (12, 8185, 8, 8), (6, 3001, 4, 8), (5, 20001, 8, 1),
+    (5, 28518, 16, 2), (5, 12001, 4, 8)])
 def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, warps: int, per_sm: int) -> None:
-    """THREAD_STATS (each thread's own max and sum, merged in one reduction) on one-window realigned rows, aligned and
-    at every offset inside a vector, more rows than programs: within a bf16 rounding of fp32 and of the
-    two-reduction form, the same bits on a second run, nothing past the output. Rows that exercise the merge's
-    corners: one -inf throughout (NaN, as torch gives), one -inf in a stride (threads holding no finite element),
-    one whose max sits in its first edge vector, one of large offset logits."""
+    """THREAD_STATS (each thread's own max and sum, merged in one reduction) on realigned rows, aligned and at every
+    offset inside a vector, more rows than programs, on one window and on the window in parts of whole vectors a
+    thread (_thread_parts): within a bf16 rounding of fp32 and of the two-reduction form, the same bits on a second
+    run, nothing past the output. Rows that exercise the merge's corners: one -inf throughout (NaN, as torch gives),
+    one -inf in a stride (threads holding no finite element), one whose max sits in its first edge vector, one of
+    large offset logits."""
     gen = torch.Generator().manual_seed(n)
     x = (torch.randn(m, n, generator=gen) * 4).to(torch.bfloat16)
     x[1, :] = float("-inf")
@@ -152,20 +154,24 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     x[3, 0] = 60.0
     x[4] += 3000.0
     x = x.to(DEVICE)
-    launch, meta = softmax._realigned_plan(m, n, n, 2, 2, per_sm, warps, False, (softmax._window(n, 2), 0, 0))
-    outs = []
-    for threads in (0, 32 * warps, 32 * warps):
+    one = (softmax._window(n, 2), 0, 0)
+    cut = softmax._thread_parts(n, 2, 32 * warps)
+    assert n + (7 if n % 8 else 0) <= sum(cut) <= sum(one)  # the span: a row can start mid-vector
+    ref = torch.softmax(x.float(), -1)
+    keep = torch.ones(m, dtype=torch.bool)
+    keep[1] = False
+    outs = {}
+    for parts, threads in ((one, 0), (one, 32 * warps), (one, 32 * warps), (cut, 32 * warps)):
+        launch, meta = softmax._realigned_plan(m, n, n, 2, 2, per_sm, warps, False, parts)
         y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
         launch(x, y, m, n, n, **{**meta, "THREAD_STATS": threads})
         assert bool((y[m] == 7.0).all()), "wrote past the output"
-        outs.append(y[:m])
-    ref = torch.softmax(x.float(), -1)
-    assert bool(outs[1][1].isnan().all()) and bool(outs[0][1].isnan().all())
-    keep = torch.ones(m, dtype=torch.bool)
-    keep[1] = False
-    torch.testing.assert_close(outs[1][keep].float(), ref[keep], rtol=1.6e-2, atol=1e-6)
-    torch.testing.assert_close(outs[1][keep].float(), outs[0][keep].float(), rtol=8e-3, atol=1e-6)
-    assert torch.equal(outs[1][keep], outs[2][keep])
+        assert bool(y[1].isnan().all())
+        torch.testing.assert_close(y[:m][keep].float(), ref[keep], rtol=1.6e-2, atol=1e-6)
+        if (parts, threads) in outs:
+            assert torch.equal(y[:m][keep], outs[parts, threads][keep])
+        outs[parts, threads] = y[:m]
+    torch.testing.assert_close(outs[one, 32 * warps][keep].float(), outs[one, 0][keep].float(), rtol=8e-3, atol=1e-6)
 
 
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
