@@ -25,9 +25,12 @@ from sweep_padded import _checked, padded_inputs
 
 from kernelproof_core.kernels import softmax
 
-# (rows, width): one-window realigned plans (16-bit, contiguous)
+# (rows, width): contiguous 16-bit rows on realigned plans (run 2 adds all but the first group)
 SHAPES = ((2048, 32000), (2048, 32768), (1723, 25249), (793, 28518), (2048, 32001), (4096, 32768), (1024, 20001),
           (4096, 8185), (2048, 16377))
+WIDER = ((1024, 32768), (2048, 30001), (2048, 18001), (4096, 20480), (700, 17001), (700, 24001), (2048, 22001),
+         (2048, 24576), (2048, 14500), (4096, 16383), (1000, 15001), (3373, 7683), (3617, 2577), (1673, 3185),
+         (4096, 3000), (4096, 5000), (3921, 6608), (8192, 8191))
 
 
 def _grid(launch: object) -> int:
@@ -38,30 +41,31 @@ def _grid(launch: object) -> int:
     raise ValueError("not a kernel[grid] launch")
 
 
+def _label(warps: int, parts: tuple[int, int, int], grid: int) -> str:
+    return f"w{warps} parts={'+'.join(str(p) for p in parts if p)} grid={grid}"
+
+
 def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     sms = softmax._num_sms(device)
-    for m, n in SHAPES:
+    for m, n in SHAPES + WIDER:
         x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
         plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1]:
-            continue  # not the realigned kernel
+        if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1] or plan[1].get("PF_L1"):
+            continue  # not the realigned kernel (or PF_L1, which THREAD_STATS does not take)
         launch, meta = plan
-        if meta["PART1"] or meta.get("PF_L1"):
-            continue  # the plan's window in parts: each part's own reductions
-        threads = 32 * meta["num_warps"]
+        warps = meta["num_warps"]
+        threads = 32 * warps
+        planned = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+        cuts = [planned] if min(p for p in planned if p) >= threads * meta["VEC"] else []
         cut = softmax._thread_parts(n, x.element_size(), threads)
+        cuts += [cut] if cut != planned else []
         grid = _grid(launch)
-        grids = (grid, min(m, sms)) if grid > sms else (grid,)
-        for g in grids:
+        for g in (grid, min(m, sms)) if grid > sms else (grid,):
             run = softmax._softmax_realigned[(g,)]
-            base = f"w{meta['num_warps']} window={meta['WINDOW']} grid={g}"
             yield from _checked(partial(run, x, y, m, n, n, **meta), y, ref, "softmax.realigned", (m, n),
-                                base + (" (planned config)" if g == grid else ""), moved)
-            yield from _checked(partial(run, x, y, m, n, n, **{**meta, "THREAD_STATS": threads}), y, ref,
-                                "softmax.realigned", (m, n), base + " thread_stats", moved)
-            if cut[1]:  # the window in parts of whole vectors a thread (fewer idle lanes)
-                parted = {**meta, "WINDOW": cut[0], "PART1": cut[1], "PART2": cut[2], "THREAD_STATS": threads}
-                yield from _checked(partial(run, x, y, m, n, n, **parted), y, ref, "softmax.realigned", (m, n),
-                                    f"w{meta['num_warps']} parts={'+'.join(str(p) for p in cut if p)} grid={g}"
-                                    " thread_stats", moved)
+                                _label(warps, planned, g) + (" (planned config)" if g == grid else ""), moved)
+            for parts in cuts:
+                ts = {**meta, "WINDOW": parts[0], "PART1": parts[1], "PART2": parts[2], "THREAD_STATS": threads}
+                yield from _checked(partial(run, x, y, m, n, n, **ts), y, ref, "softmax.realigned", (m, n),
+                                    _label(warps, parts, g) + " thread_stats", moved)
