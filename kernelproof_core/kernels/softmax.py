@@ -82,6 +82,20 @@ _PF_L1_MID_LANES, _PF_L1_MID = 9216, (3, 8, False)
 # and on one 8192-lane window (rows of 7162-8192), 8 warps, 8 an SM: 2048 x 8001 padded by 6 22.0 and 22.3 us against
 # 23.1 and 23.3 (padded_parts/8_*, pf_l1_plan/1_*). Planned after those runs, not yet timed through the built-in.
 _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
+# THREAD_STATS (each thread's own max and sum, one CTA-wide reduction a row) on 16-warp 16-bit windows where it measured
+# faster: one 16384-lane window (rows of 14330-16384 wide; it was 2 reductions of 3 barriers each), and rows of
+# 16385-24576 on two parts of whole vectors a thread (_thread_parts) instead of one 32768-lane window. H200, CUPTI,
+# kernel_sweep.py --cupti --only softmax_thread_stats (evidence/h200/2026-12-04_thread_stats/3_*, 4_*), against the
+# plan before: bf16 2048 x 16377 72.8% of copy against 58.6%, 2048 x 14500 68.5% against 54.0%, 1000 x 15001 59.3%
+# against 51.5%; on 16384+4096 lanes 4096 x 20480 86.0% against 74.9%, 2048 x 18001 74.2% against 62.2%, 1024 x
+# 20001 69.2% against 61.0%, 700 x 17001 54.8% against 46.5%; on 16384+8192 2048 x 24576 86.3% against 82.2%, 2048 x
+# 22001 79.9% against 73.5%, 700 x 24001 66.7% against 61.8%. fp16 alike on one 16384 window (2048 x 16377 72.8%
+# against 62.7%) and on 16384+8192 (2048 x 22001 79.3% against 73.7%), but 16384+4096 lost there (2048 x 18001 59.3%
+# against 62.5%). Where it lost (not planned): three parts (1723 x 25249 64.8% against 79.9%), the 32768-lane window
+# (bf16 -0.3 to -4.6 points on unaligned rows, +1.1 / +2.3 at 2048 / 4096 x 32768, -1.9 at 1024 x 32768; fp16 spills
+# there), and the narrow configs on 4 and 8 warps (-1 to -10, fp16 and bf16).
+_THREAD_STATS_WINDOWS = {torch.bfloat16: ((16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
+                         torch.float16: ((16384, 0, 0), (16384, 8192, 0))}
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -1086,6 +1100,16 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
                                                             "ALIGN_X": _align(elsize, stride - n), "num_warps": warps}
 
 
+def _thread_stats_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
+                       parts: tuple[int, int, int], key: torch.dtype) -> Launch | None:
+    """The realigned launch on `config` with THREAD_STATS on `parts` where _THREAD_STATS_WINDOWS has them for the
+    dtype `key` on 16 warps, else None."""
+    if config[1] != 16 or parts not in _THREAD_STATS_WINDOWS.get(key, ()):
+        return None
+    launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
+    return launch, {**meta, "THREAD_STATS": 32 * config[1]}
+
+
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
     """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
     PF_L1 where it measured faster (compiled only: the prefetch is inline PTX)."""
@@ -1139,11 +1163,16 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
             _MAX_FUSED_N if n > _PIPELINED_MIN_N else _PIPELINED_MIN_N):
         return _padded_plan(m, n, stride, n_sm, compiled_gpu)
     if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
-        return _realigned_plan(m, n, stride, elsize, n_sm, *_REALIGNED_CONFIG[key])
+        config = _REALIGNED_CONFIG[key]
+        return (_thread_stats_plan(m, n, stride, elsize, n_sm, config, _thread_parts(n, elsize, 32 * config[1]), key)
+                or _realigned_plan(m, n, stride, elsize, n_sm, *config))
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):
-        return _realigned_plan(m, n, stride, elsize, n_sm, *_narrow_config(_parts(n, elsize)))
+        parts = _parts(n, elsize)
+        config = _narrow_config(parts)
+        return (_thread_stats_plan(m, n, stride, elsize, n_sm, config, parts, key)
+                or _realigned_plan(m, n, stride, elsize, n_sm, *config))
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}

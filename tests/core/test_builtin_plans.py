@@ -81,7 +81,10 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         lanes = sum(parts)
         assert meta["VEC"] == 8 and span <= lanes
         off_grid = softmax._align(2, stride - n) < 8
-        if n > 16384 and not off_grid:  # one power-of-two window (parts measured slower there)
+        if meta.get("THREAD_STATS"):  # one reduction a row: two parts of whole vectors a thread, or one window
+            assert meta["THREAD_STATS"] == 32 * meta["num_warps"] == 512
+            assert parts == (list(softmax._thread_parts(n, 2, 512)) if n > 16384 else [16384, 0, 0])
+        elif n > 16384 and not off_grid:  # one power-of-two window (parts measured slower there)
             assert parts == [1 << (n - 1).bit_length(), 0, 0]
         elif parts[1:] == [0, 0]:  # one window where seven eighths would need four parts
             assert parts[0] == softmax._window(n, 2)
@@ -96,6 +99,27 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         narrow = 4 if lanes <= 5120 or smallest < 2048 else 8
         expected = narrow if lanes <= 8192 else 8 if off_grid or (n <= 16384 and (smallest < 2048 or parts[2])) else 16
         assert meta["num_warps"] == expected
+
+
+@pytest.mark.parametrize(("n", "stride", "bf16", "fp16"), [
+    (16377, 16377, (16384, 0, 0), (16384, 0, 0)), (14500, 14500, (16384, 0, 0), (16384, 0, 0)),
+    (18001, 18001, (16384, 4096, 0), None), (20480, 20488, (16384, 4096, 0), None),
+    (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
+    (24577, 24577, None, None), (25249, 25249, None, None), (32768, 32768, None, None), (8185, 8185, None, None),
+    (12345, 12345, None, None), (20000, 20002, None, None), (3001, 3001, None, None)])
+def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
+        n: int, stride: int, bf16: tuple[int, int, int] | None, fp16: tuple[int, int, int] | None) -> None:
+    """THREAD_STATS on 16-warp realigned windows per dtype (H200 sweep softmax_thread_stats): one 16384-lane window,
+    and rows of 16385-24576 positions on two parts of whole vectors a thread (bf16 from 16385, fp16 from 20481),
+    not on three parts, the 32768-lane window, the narrow configs or rows padded off the vector grid."""
+    for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
+        _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
+        assert "WINDOW" in meta, meta
+        parts = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+        if expected is None:
+            assert not meta.get("THREAD_STATS"), (dtype, meta)
+        else:
+            assert (parts, meta["THREAD_STATS"], meta["num_warps"]) == (expected, 512, 16), (dtype, meta)
 
 
 @pytest.mark.parametrize("elsize", [2, 4])
@@ -344,8 +368,9 @@ def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faste
     """On the H200's topology (compiled kernels, a fresh process, no GPU needed): 16-bit rows padded off the vector
     grid prefetch the next row into L1 (PF_L1) on windows in parts of 16385-20480 lanes (8 warps), on one
     32768-lane window (16 warps), on one 4096-lane window (4 warps), on one 8192-lane window (8001, 8 warps) and on
-    8192+1024 lanes (9001, 8 warps); not at 24576 lanes, 5001, 7001 or 12001, nor on aligned rows. Under the
-    interpreter (the other plan tests) the same rows never take it: its prefetch is inline PTX."""
+    8192+1024 lanes (9001, 8 warps); not at 24576 lanes, 5001, 7001 or 12001, nor on rows padded by whole vectors
+    (16655 padded by 8: THREAD_STATS on 16384+4096 lanes). Under the interpreter (the other plan tests) the same rows
+    never take it: its prefetch is inline PTX."""
     cases = [(1029, 16655, 16658), (1024, 20000, 20003), (700, 24001, 24002), (620, 30001, 30008),
              (4096, 3001, 3004), (8192, 2501, 2506), (4096, 5001, 5002), (2048, 9001, 9006), (1500, 12001, 12007),
              (2048, 16655, 16663), (2048, 8001, 8007), (3000, 7001, 7003)]
@@ -355,7 +380,7 @@ def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faste
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [
         [[16384, 2048, 0], 8, True], [[16384, 4096, 0], 8, True], [[16384, 8192, 0], 8, False],
         [[32768, 0, 0], 16, True], [[4096, 0, 0], 4, True], [[4096, 0, 0], 4, True], [[4096, 1024, 0], 4, False],
-        [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[32768, 0, 0], 16, False],
+        [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[16384, 4096, 0], 16, False],
         [[8192, 0, 0], 8, True], [[4096, 2048, 1024], 4, False]]
 
 
