@@ -174,6 +174,21 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     torch.testing.assert_close(outs[one, 32 * warps][keep].float(), outs[one, 0][keep].float(), rtol=8e-3, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(37, 16377, 0), (19, 18001, 0), (11, 22001, 0), (7, 20480, 8)])
+def test_planned_thread_stats_softmax_matches_fp32(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
+    """The built-in on the rows it plans with THREAD_STATS (one 16384-lane window; 16385-24576 positions on two parts,
+    fp16 from 20481): within a 16-bit rounding of fp32, more rows than programs on the GPU's grid too, the same bits
+    on a second call."""
+    x = (torch.randn(m, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(dtype).to(DEVICE)[:, :n]
+    x[2, ::3] = float("-inf")
+    _launch, meta = softmax._plan(m, n, x.stride(0), 2, DEVICE, dtype)  # type: ignore[misc]
+    assert bool(meta.get("THREAD_STATS")) == (dtype == torch.bfloat16 or not 16384 < n <= 20480), meta
+    y = softmax.candidate(x)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
+    assert torch.equal(softmax.candidate(x), y)
+
+
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
 def test_softmax_row_kernel_with_and_without_masks_agree_bit_for_bit(m: int, n: int, block_m: int) -> None:
     x = torch.randn(m, n, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).to(DEVICE)
