@@ -69,3 +69,33 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
                 ts = {**meta, "WINDOW": parts[0], "PART1": parts[1], "PART2": parts[2], "THREAD_STATS": threads}
                 yield from _checked(partial(run, x, y, m, n, n, **ts), y, ref, "softmax.realigned", (m, n),
                                     _label(warps, parts, g) + " thread_stats", moved)
+
+
+def softmax_exp_forms_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_exp_forms`: on the same shapes, the realigned launch as planned, then its config (one
+    reduction a row or two, as planned) with FTZ (exponentials as exp2, ex2.approx.ftz: 1088 instructions a thread
+    against 1280 in an sm_90 build of the 32768-lane window), and THREAD_STATS on the planned parts (or
+    _thread_parts') alone, with WARP_FIRST (warps merged after their threads: 77 exponentials a thread against 86) and
+    with both (1152 instructions against 1448). Planned grid only; each launch checked against fp32 first."""
+    for m, n in SHAPES + WIDER:
+        x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
+        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1] or plan[1].get("PF_L1"):
+            continue
+        launch, meta = plan
+        warps = meta["num_warps"]
+        threads = 32 * warps
+        planned = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+        parts = (planned if min(p for p in planned if p) >= threads * meta["VEC"] else
+                 softmax._thread_parts(n, x.element_size(), threads))
+        grid = _grid(launch)
+        ts = {**meta, "WINDOW": parts[0], "PART1": parts[1], "PART2": parts[2], "THREAD_STATS": threads}
+        label = _label(warps, planned, grid) + (" thread_stats" if meta.get("THREAD_STATS") else "")
+        for name, variant in ((f"{label} (planned config)", meta), (f"{label} ftz", {**meta, "FTZ": True}),
+                              (_label(warps, parts, grid) + " thread_stats", ts),
+                              (_label(warps, parts, grid) + " thread_stats warp_first", {**ts, "WARP_FIRST": True}),
+                              (_label(warps, parts, grid) + " thread_stats warp_first ftz",
+                               {**ts, "WARP_FIRST": True, "FTZ": True})):
+            yield from _checked(partial(launch, x, y, m, n, n, **variant), y, ref, "softmax.realigned", (m, n), name,
+                                moved)

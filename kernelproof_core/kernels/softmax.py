@@ -350,6 +350,15 @@ def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.const
 
 
 @triton.jit
+def _exp(v: tl.tensor, FTZ: tl.constexpr) -> tl.tensor:
+    # exp(v). FTZ: as exp2(v log2 e), which Triton lowers to ex2.approx.ftz (no fix-up for results under 2^-126, which
+    # flush to zero: three instructions fewer in an sm_90 build); else tl.exp (ex2.approx with the fix-up).
+    if FTZ:
+        return tl.math.exp2(v * 1.4426950408889634)
+    return tl.exp(v)
+
+
+@triton.jit
 def _merge_stats(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
     # Two (max, sum of exp(x - max)) pairs as one; a pair of no elements is (-inf, 0), and two of them stay so.
     m = tl.maximum(m1, m2)
@@ -357,36 +366,46 @@ def _merge_stats(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> 
     return m, s1 * tl.exp(m1 - base) + s2 * tl.exp(m2 - base)
 
 
+@triton.jit
+def _merge_stats_ftz(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
+    # _merge_stats with FTZ exponentials (_exp).
+    m = tl.maximum(m1, m2)
+    base = tl.where(m == float("-inf"), 0.0, m)
+    return m, s1 * _exp(m1 - base, True) + s2 * _exp(m2 - base, True)
+
+
 
 @triton.jit
-def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
+def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr, FTZ: tl.constexpr = False) -> tl.tensor:
     # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
-    # under _FAST_FOLD_MAX); else the max subtracted first.
+    # under _FAST_FOLD_MAX); else the max subtracted first (FTZ: _exp's).
     if FOLD:
         return tl.math.exp2(x * 1.4426950408889634 - m * 1.4426950408889634)
-    return tl.exp(x - m)
+    return _exp(x - m, FTZ)
 
 
 @triton.jit
 def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: tl.tensor, FOLD: tl.constexpr,
-                 PART1: tl.constexpr, PART2: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
+                 PART1: tl.constexpr, PART2: tl.constexpr,
+                 FTZ: tl.constexpr = False) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
     # exp(v - m) for each tile of a realigned window (big tile, edges, parts 1 and 2 where the window has them; a
     # missing part's slot returns the big tile's, unused).
-    e = _exp_shifted(x, m, FOLD)
+    e = _exp_shifted(x, m, FOLD, FTZ)
     e1 = e
     e2 = e
     if PART1 > 0:
-        e1 = _exp_shifted(x1, m, FOLD)
+        e1 = _exp_shifted(x1, m, FOLD, FTZ)
     if PART2 > 0:
-        e2 = _exp_shifted(x2, m, FOLD)
-    return e, _exp_shifted(x_e, m, FOLD), e1, e2
+        e2 = _exp_shifted(x2, m, FOLD, FTZ)
+    return e, _exp_shifted(x_e, m, FOLD, FTZ), e1, e2
 
 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
-                       THREAD_STATS: tl.constexpr = 0) -> None:
+                       THREAD_STATS: tl.constexpr = 0, WARP_FIRST: tl.constexpr = False,
+                       FTZ: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -406,7 +425,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # every warp waits at each, and at each part's): each thread takes the max of the vectors it holds, its
     # exponentials against that and their sum, the threads' (max, sum) pairs are merged in one reduction, and each
     # thread scales its exponentials by exp(its max - the row's) / sum. Not the bits of the two-reduction form (each
-    # exponential is rounded against another max).
+    # exponential is rounded against another max). WARP_FIRST: each warp's threads merged by their max and their
+    # rescaled sum (shuffles; one exponential a thread), then the warps' pairs (fewer exponentials than merging pairs
+    # at every shuffle). FTZ: every exponential as _exp's (no fix-up for results under 2^-126, which flush to zero).
     tl.static_assert(THREAD_STATS == 0 or not PF_L1)
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
@@ -450,21 +471,32 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 x2 = v2.to(tl.float32)
                 mt = tl.maximum(mt, tl.max(tl.max(x2, axis=2), axis=1))
             mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
-            e = tl.exp(x - mt_use)
+            e = _exp(x - mt_use, FTZ)
             st = tl.sum(tl.sum(e, axis=2), axis=1)
             if PART1 > 0:
-                e1 = tl.exp(x1 - mt_use)
+                e1 = _exp(x1 - mt_use, FTZ)
                 st += tl.sum(tl.sum(e1, axis=2), axis=1)
             if PART2 > 0:
-                e2 = tl.exp(x2 - mt_use)
+                e2 = _exp(x2 - mt_use, FTZ)
                 st += tl.sum(tl.sum(e2, axis=2), axis=1)
-            big_m, big_s = tl.reduce((mt, st), 0, _merge_stats)
+            if WARP_FIRST:
+                # each warp's max and sum first (shuffles, no exponential per step), then the warps' pairs merged
+                mw = tl.reshape(mt, [THREAD_STATS // 32, 32])
+                wm = tl.max(mw, axis=1)
+                wm_use = tl.where(wm == float("-inf"), 0.0, wm)[:, None]
+                mt_w, st_w = wm, tl.sum(tl.reshape(st, [THREAD_STATS // 32, 32]) * _exp(mw - wm_use, FTZ), axis=1)
+            else:
+                mt_w, st_w = mt, st
+            if FTZ:
+                big_m, big_s = tl.reduce((mt_w, st_w), 0, _merge_stats_ftz)
+            else:
+                big_m, big_s = tl.reduce((mt_w, st_w), 0, _merge_stats)
             m_e = tl.max(tl.max(x_e, axis=1), axis=0)  # the edge tile: within a warp
-            e_e = tl.exp(x_e - tl.where(m_e == float("-inf"), 0.0, m_e))
+            e_e = _exp(x_e - tl.where(m_e == float("-inf"), 0.0, m_e), FTZ)
             m, total = _merge_stats(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
             m_base = tl.where(m == float("-inf"), 0.0, m)
             inv = 1.0 / total
-            scale = (tl.exp(mt - m_base) * inv)[:, None, None]
+            scale = (_exp(mt - m_base, FTZ) * inv)[:, None, None]
             _part_store(y_at, (e * scale).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N, THREAD_STATS)
             if PART1 > 0:
                 _part_store(y_at, (e1 * scale).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N, THREAD_STATS)
@@ -493,9 +525,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 if tl.abs(m) < _FAST_FOLD_MAX:
                     e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
                 else:
-                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
+                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2, FTZ)
             else:
-                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
+                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2, FTZ)
             total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
             if PART1 > 0:
                 total += tl.sum(tl.sum(e1, axis=1), axis=0)

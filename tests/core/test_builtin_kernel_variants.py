@@ -146,7 +146,8 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     thread (_thread_parts): within a bf16 rounding of fp32 and of the two-reduction form, the same bits on a second
     run, nothing past the output. Rows that exercise the merge's corners: one -inf throughout (NaN, as torch gives),
     one -inf in a stride (threads holding no finite element), one whose max sits in its first edge vector, one of
-    large offset logits."""
+    large offset logits. The same for the forms WARP_FIRST (warps merged after their threads) and FTZ (exponentials
+    without the fix-up for results under 2^-126), on the two-reduction form too."""
     gen = torch.Generator().manual_seed(n)
     x = (torch.randn(m, n, generator=gen) * 4).to(torch.bfloat16)
     x[1, :] = float("-inf")
@@ -161,17 +162,20 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     keep = torch.ones(m, dtype=torch.bool)
     keep[1] = False
     outs = {}
-    for parts, threads in ((one, 0), (one, 32 * warps), (one, 32 * warps), (cut, 32 * warps)):
+    for parts, threads, opts in ((one, 0, ()), (one, 32 * warps, ()), (one, 32 * warps, ()), (cut, 32 * warps, ()),
+                                 (one, 0, ("FTZ",)), (cut, 32 * warps, ("WARP_FIRST",)),
+                                 (cut, 32 * warps, ("WARP_FIRST", "FTZ")), (cut, 32 * warps, ("WARP_FIRST", "FTZ"))):
         launch, meta = softmax._realigned_plan(m, n, n, 2, 2, per_sm, warps, False, parts)
         y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
-        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": threads})
+        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": threads, **dict.fromkeys(opts, True)})
         assert bool((y[m] == 7.0).all()), "wrote past the output"
         assert bool(y[1].isnan().all())
         torch.testing.assert_close(y[:m][keep].float(), ref[keep], rtol=1.6e-2, atol=1e-6)
-        if (parts, threads) in outs:
-            assert torch.equal(y[:m][keep], outs[parts, threads][keep])
-        outs[parts, threads] = y[:m]
-    torch.testing.assert_close(outs[one, 32 * warps][keep].float(), outs[one, 0][keep].float(), rtol=8e-3, atol=1e-6)
+        if (parts, threads, opts) in outs:
+            assert torch.equal(y[:m][keep], outs[parts, threads, opts][keep])
+        outs[parts, threads, opts] = y[:m]
+    torch.testing.assert_close(outs[one, 32 * warps, ()][keep].float(), outs[one, 0, ()][keep].float(), rtol=8e-3,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
