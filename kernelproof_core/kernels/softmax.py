@@ -82,20 +82,24 @@ _PF_L1_MID_LANES, _PF_L1_MID = 9216, (3, 8, False)
 # and on one 8192-lane window (rows of 7162-8192), 8 warps, 8 an SM: 2048 x 8001 padded by 6 22.0 and 22.3 us against
 # 23.1 and 23.3 (padded_parts/8_*, pf_l1_plan/1_*). Planned after those runs, not yet timed through the built-in.
 _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
-# THREAD_STATS (each thread's own max and sum, one CTA-wide reduction a row) on 16-warp 16-bit windows where it measured
-# faster: one 16384-lane window (rows of 14330-16384 wide; it was 2 reductions of 3 barriers each), and rows of
-# 16385-24576 on two parts of whole vectors a thread (_thread_parts) instead of one 32768-lane window. H200, CUPTI,
-# kernel_sweep.py --cupti --only softmax_thread_stats (evidence/h200/2026-12-04_thread_stats/3_*, 4_*), against the
-# plan before: bf16 2048 x 16377 72.8% of copy against 58.6%, 2048 x 14500 68.5% against 54.0%, 1000 x 15001 59.3%
-# against 51.5%; on 16384+4096 lanes 4096 x 20480 86.0% against 74.9%, 2048 x 18001 74.2% against 62.2%, 1024 x
-# 20001 69.2% against 61.0%, 700 x 17001 54.8% against 46.5%; on 16384+8192 2048 x 24576 86.3% against 82.2%, 2048 x
-# 22001 79.9% against 73.5%, 700 x 24001 66.7% against 61.8%. fp16 alike on one 16384 window (2048 x 16377 72.8%
-# against 62.7%) and on 16384+8192 (2048 x 22001 79.3% against 73.7%), but 16384+4096 lost there (2048 x 18001 59.3%
-# against 62.5%). Where it lost (not planned): three parts (1723 x 25249 64.8% against 79.9%), the 32768-lane window
-# (bf16 -0.3 to -4.6 points on unaligned rows, +1.1 / +2.3 at 2048 / 4096 x 32768, -1.9 at 1024 x 32768; fp16 spills
-# there), and the narrow configs on 4 and 8 warps (-1 to -10, fp16 and bf16).
-_THREAD_STATS_WINDOWS = {torch.bfloat16: ((16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
-                         torch.float16: ((16384, 0, 0), (16384, 8192, 0))}
+# THREAD_STATS (each thread's own max and sum, one CTA-wide reduction a row; _softmax_realigned) where it measured
+# faster. H200, CUPTI, kernel_sweep.py --cupti --only softmax_exp_forms (evidence/h200/2026-12-04_thread_stats/7_*,
+# 8_*; the shipped form's sm_90 SASS is the one timed there as "thread_stats warp_first ftz"), against the plan before:
+# bf16, every window swept: 2048 x 32000 91.1% of copy against 89.5%, 2048 x 32768 91.1% against 89.1%, 1723 x 25249
+# 82.1% against 78.9%, 1024 x 32768 87.0% against 81.0%, 2048 x 16377 79.1% against 72.9%, 2048 x 22001 85.7%
+# against 79.4% (16384+8192 lanes), 4096 x 20480 90.6% against 86.2% (16384+4096), 4096 x 8185 85.7% against 80.1%
+# (8 warps), 8192 x 8191 85.4% against 76.0% (8192+2048 lanes against 8192+1024), 3921 x 6608 86.7% against 84.1%
+# (4 warps, three parts); 25 shapes, none slower. fp16 on one 16384-lane window (2048 x 16377 78.9% against 73.1%)
+# and on 16384+8192 lanes (2048 x 22001 86.4% against 78.9%); on the 32768-lane window it spills 8 registers and
+# lost 15-22 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was level or behind at 4 of 7 shapes
+# (8192 x 8191 73.4% against 75.2%), so fp16 keeps the two reductions there. Rows of 16385-24576 positions (16
+# warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or 16384+8192 lanes) instead of one
+# 32768-lane window. Planned on the windows swept only: per dtype and warps, the windows that take it.
+_THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
+    torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
+                     8: ((8192, 0, 0), (8192, 2048, 0)),
+                     4: ((4096, 0, 0), (2048, 1024, 0), (4096, 1024, 0), (4096, 2048, 1024))},
+    torch.float16: {16: ((16384, 0, 0), (16384, 8192, 0))}}
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -350,62 +354,58 @@ def _part_store(at: tl.tensor, y: tl.tensor, START: tl.constexpr, SIZE: tl.const
 
 
 @triton.jit
-def _exp(v: tl.tensor, FTZ: tl.constexpr) -> tl.tensor:
-    # exp(v). FTZ: as exp2(v log2 e), which Triton lowers to ex2.approx.ftz (no fix-up for results under 2^-126, which
-    # flush to zero: three instructions fewer in an sm_90 build); else tl.exp (ex2.approx with the fix-up).
-    if FTZ:
-        return tl.math.exp2(v * 1.4426950408889634)
-    return tl.exp(v)
+def _exp_ftz(v: tl.tensor) -> tl.tensor:
+    # exp(v) as exp2(v log2 e), which Triton lowers to ex2.approx.ftz: no fix-up for results under 2^-126 (they flush
+    # to zero, under every tolerance's floor), three instructions fewer than tl.exp's in an sm_90 build.
+    return tl.math.exp2(v * 1.4426950408889634)
 
 
 @triton.jit
 def _merge_stats(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
-    # Two (max, sum of exp(x - max)) pairs as one; a pair of no elements is (-inf, 0), and two of them stay so.
+    # Two (max, sum of exp(x - max)) pairs as one, the warps' in THREAD_STATS' reduction; a pair of no elements is
+    # (-inf, 0), and two of them stay so.
+    m = tl.maximum(m1, m2)
+    base = tl.where(m == float("-inf"), 0.0, m)
+    return m, s1 * _exp_ftz(m1 - base) + s2 * _exp_ftz(m2 - base)
+
+
+@triton.jit
+def _merge_edges(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
+    # _merge_stats for the row's pair and its edge vectors' (scalars), with tl.exp: the form the H200 sweep timed.
     m = tl.maximum(m1, m2)
     base = tl.where(m == float("-inf"), 0.0, m)
     return m, s1 * tl.exp(m1 - base) + s2 * tl.exp(m2 - base)
 
 
 @triton.jit
-def _merge_stats_ftz(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
-    # _merge_stats with FTZ exponentials (_exp).
-    m = tl.maximum(m1, m2)
-    base = tl.where(m == float("-inf"), 0.0, m)
-    return m, s1 * _exp(m1 - base, True) + s2 * _exp(m2 - base, True)
-
-
-
-@triton.jit
-def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr, FTZ: tl.constexpr = False) -> tl.tensor:
+def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
     # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
-    # under _FAST_FOLD_MAX); else the max subtracted first (FTZ: _exp's).
+    # under _FAST_FOLD_MAX); else the max subtracted first.
     if FOLD:
         return tl.math.exp2(x * 1.4426950408889634 - m * 1.4426950408889634)
-    return _exp(x - m, FTZ)
+    return tl.exp(x - m)
 
 
 @triton.jit
 def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: tl.tensor, FOLD: tl.constexpr,
-                 PART1: tl.constexpr, PART2: tl.constexpr,
-                 FTZ: tl.constexpr = False) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
+                 PART1: tl.constexpr, PART2: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor, tl.tensor]:
     # exp(v - m) for each tile of a realigned window (big tile, edges, parts 1 and 2 where the window has them; a
     # missing part's slot returns the big tile's, unused).
-    e = _exp_shifted(x, m, FOLD, FTZ)
+    e = _exp_shifted(x, m, FOLD)
     e1 = e
     e2 = e
     if PART1 > 0:
-        e1 = _exp_shifted(x1, m, FOLD, FTZ)
+        e1 = _exp_shifted(x1, m, FOLD)
     if PART2 > 0:
-        e2 = _exp_shifted(x2, m, FOLD, FTZ)
-    return e, _exp_shifted(x_e, m, FOLD, FTZ), e1, e2
+        e2 = _exp_shifted(x2, m, FOLD)
+    return e, _exp_shifted(x_e, m, FOLD), e1, e2
 
 
 @triton.jit
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
-                       THREAD_STATS: tl.constexpr = 0, WARP_FIRST: tl.constexpr = False,
-                       FTZ: tl.constexpr = False) -> None:
+                       THREAD_STATS: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -423,11 +423,11 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # THREAD_STATS (the program's threads, num_warps x 32; every part at least a vector a thread; no PF_L1): the
     # row's max and sum in one CTA-wide reduction instead of two (max, then the sum of exponentials that needs it:
     # every warp waits at each, and at each part's): each thread takes the max of the vectors it holds, its
-    # exponentials against that and their sum, the threads' (max, sum) pairs are merged in one reduction, and each
-    # thread scales its exponentials by exp(its max - the row's) / sum. Not the bits of the two-reduction form (each
-    # exponential is rounded against another max). WARP_FIRST: each warp's threads merged by their max and their
-    # rescaled sum (shuffles; one exponential a thread), then the warps' pairs (fewer exponentials than merging pairs
-    # at every shuffle). FTZ: every exponential as _exp's (no fix-up for results under 2^-126, which flush to zero).
+    # exponentials against that and their sum; each warp's threads are merged by the warp's max and their sums
+    # rescaled to it (shuffles, one exponential a thread), the warps' (max, sum) pairs in one reduction, and each
+    # thread scales its exponentials by exp(its max - the row's) / sum. Exponentials as _exp_ftz. Not the bits of the
+    # two-reduction form (each exponential is rounded against another max). sm_90 build at 32768 lanes on 16 warps:
+    # 1152 instructions a thread against 1280, 3 barriers a row against 6, 77 exponentials against 65, no spills.
     tl.static_assert(THREAD_STATS == 0 or not PF_L1)
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
@@ -471,32 +471,27 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 x2 = v2.to(tl.float32)
                 mt = tl.maximum(mt, tl.max(tl.max(x2, axis=2), axis=1))
             mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
-            e = _exp(x - mt_use, FTZ)
+            e = _exp_ftz(x - mt_use)
             st = tl.sum(tl.sum(e, axis=2), axis=1)
             if PART1 > 0:
-                e1 = _exp(x1 - mt_use, FTZ)
+                e1 = _exp_ftz(x1 - mt_use)
                 st += tl.sum(tl.sum(e1, axis=2), axis=1)
             if PART2 > 0:
-                e2 = _exp(x2 - mt_use, FTZ)
+                e2 = _exp_ftz(x2 - mt_use)
                 st += tl.sum(tl.sum(e2, axis=2), axis=1)
-            if WARP_FIRST:
-                # each warp's max and sum first (shuffles, no exponential per step), then the warps' pairs merged
-                mw = tl.reshape(mt, [THREAD_STATS // 32, 32])
-                wm = tl.max(mw, axis=1)
-                wm_use = tl.where(wm == float("-inf"), 0.0, wm)[:, None]
-                mt_w, st_w = wm, tl.sum(tl.reshape(st, [THREAD_STATS // 32, 32]) * _exp(mw - wm_use, FTZ), axis=1)
-            else:
-                mt_w, st_w = mt, st
-            if FTZ:
-                big_m, big_s = tl.reduce((mt_w, st_w), 0, _merge_stats_ftz)
-            else:
-                big_m, big_s = tl.reduce((mt_w, st_w), 0, _merge_stats)
+            # each warp's max and its threads' sums rescaled to it (within the warp: [warps, 32] is the threads'
+            # own layout), then the warps' pairs merged in the one CTA-wide reduction
+            mw = tl.reshape(mt, [THREAD_STATS // 32, 32])
+            wm = tl.max(mw, axis=1)
+            ws = tl.sum(tl.reshape(st, [THREAD_STATS // 32, 32]) * _exp_ftz(
+                mw - tl.where(wm == float("-inf"), 0.0, wm)[:, None]), axis=1)
+            big_m, big_s = tl.reduce((wm, ws), 0, _merge_stats)
             m_e = tl.max(tl.max(x_e, axis=1), axis=0)  # the edge tile: within a warp
-            e_e = _exp(x_e - tl.where(m_e == float("-inf"), 0.0, m_e), FTZ)
-            m, total = _merge_stats(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
+            e_e = _exp_ftz(x_e - tl.where(m_e == float("-inf"), 0.0, m_e))
+            m, total = _merge_edges(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
             m_base = tl.where(m == float("-inf"), 0.0, m)
             inv = 1.0 / total
-            scale = (_exp(mt - m_base, FTZ) * inv)[:, None, None]
+            scale = (_exp_ftz(mt - m_base) * inv)[:, None, None]
             _part_store(y_at, (e * scale).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N, THREAD_STATS)
             if PART1 > 0:
                 _part_store(y_at, (e1 * scale).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N, THREAD_STATS)
@@ -525,9 +520,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 if tl.abs(m) < _FAST_FOLD_MAX:
                     e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
                 else:
-                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2, FTZ)
+                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
             else:
-                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2, FTZ)
+                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
             total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
             if PART1 > 0:
                 total += tl.sum(tl.sum(e1, axis=1), axis=0)
@@ -1132,13 +1127,27 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
                                                             "ALIGN_X": _align(elsize, stride - n), "num_warps": warps}
 
 
-def _thread_stats_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
-                       parts: tuple[int, int, int], key: torch.dtype) -> Launch | None:
-    """The realigned launch on `config` with THREAD_STATS on `parts` where _THREAD_STATS_WINDOWS has them for the
-    dtype `key` on 16 warps, else None."""
-    if config[1] != 16 or parts not in _THREAD_STATS_WINDOWS.get(key, ()):
+def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps: int,
+                        key: torch.dtype) -> tuple[int, int, int] | None:
+    """The window THREAD_STATS takes for a 16-bit realigned launch on `parts` and `warps`, or None: two parts of whole
+    vectors a thread where they are fewer lanes, else the planned parts where each holds a vector a thread, else
+    those two parts (a 1024-lane part on 8 warps: 8192+2048, not 8192+1024); only a window _THREAD_STATS_WINDOWS
+    lists for the dtype and warps."""
+    if elsize != 2:
         return None
-    launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
+    cut = _thread_parts(n, elsize, 32 * warps)
+    eligible = min(p for p in parts if p) >= 32 * warps * 16 // elsize
+    chosen = cut if not cut[2] and sum(cut) < sum(parts) else parts if eligible else cut
+    return chosen if chosen in _THREAD_STATS_WINDOWS.get(key, {}).get(warps, ()) else None
+
+
+def _realigned_16bit_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
+                          parts: tuple[int, int, int], key: torch.dtype) -> Launch:
+    """The realigned launch on `config` and `parts`, with THREAD_STATS where _thread_stats_parts takes it."""
+    ts = _thread_stats_parts(n, elsize, parts, config[1], key)
+    if ts is None:
+        return _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
+    launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, *config, ts)
     return launch, {**meta, "THREAD_STATS": 32 * config[1]}
 
 
@@ -1195,16 +1204,12 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
             _MAX_FUSED_N if n > _PIPELINED_MIN_N else _PIPELINED_MIN_N):
         return _padded_plan(m, n, stride, n_sm, compiled_gpu)
     if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
-        config = _REALIGNED_CONFIG[key]
-        return (_thread_stats_plan(m, n, stride, elsize, n_sm, config, _thread_parts(n, elsize, 32 * config[1]), key)
-                or _realigned_plan(m, n, stride, elsize, n_sm, *config))
+        return _realigned_16bit_plan(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):
         parts = _parts(n, elsize)
-        config = _narrow_config(parts)
-        return (_thread_stats_plan(m, n, stride, elsize, n_sm, config, parts, key)
-                or _realigned_plan(m, n, stride, elsize, n_sm, *config))
+        return _realigned_16bit_plan(m, n, stride, elsize, n_sm, _narrow_config(parts), parts, key)
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}

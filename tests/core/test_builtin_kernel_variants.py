@@ -94,13 +94,14 @@ def test_rms_norm_weight_table_also_zeroes_the_split_counters(n: int, wt: int, z
 
 
 @pytest.mark.parametrize(("n", "pad", "parts"), [
-    (9554, 0, (8192, 2048, 0)), (12345, 8, (8192, 4096, 1024)), (8191, 0, (8192, 1024, 0)),
+    (9554, 0, (8192, 2048, 0)), (12345, 8, (8192, 4096, 1024)), (8191, 0, (8192, 2048, 0)),
     (6608, 0, (4096, 2048, 1024)), (5000, 0, (4096, 1024, 0)), (14329, 0, (8192, 4096, 2048)),
     (14330, 0, (16384, 0, 0)), (14344, 0, None), (15353, 0, (16384, 0, 0)), (16655, 3, (16384, 2048, 0)),
     (12001, 6, (8192, 4096, 0)), (20000, 2, (16384, 4096, 0))])
 def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tuple[int, int, int] | None) -> None:
     """16-bit rows on the realigned kernel with their window in parts (two, three, and the widths where seven
-    eighths would need four parts and one window is taken instead; 14344 is aligned and stays on the row kernel;
+    eighths would need four parts and one window is taken instead; 8191 on 8192+2048, THREAD_STATS' parts in place
+    of 8192+1024; 14344 is aligned and stays on the row kernel;
     rows padded off the vector grid, x read at most ALIGN_X elements at a time, in parts past 16384 too):
     every element within a bf16 rounding of fp32, rows starting at every offset inside a vector; an output element
     no part covers would be left as the NaN the buffer starts with."""
@@ -146,8 +147,7 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     thread (_thread_parts): within a bf16 rounding of fp32 and of the two-reduction form, the same bits on a second
     run, nothing past the output. Rows that exercise the merge's corners: one -inf throughout (NaN, as torch gives),
     one -inf in a stride (threads holding no finite element), one whose max sits in its first edge vector, one of
-    large offset logits. The same for the forms WARP_FIRST (warps merged after their threads) and FTZ (exponentials
-    without the fix-up for results under 2^-126), on the two-reduction form too."""
+    large offset logits."""
     gen = torch.Generator().manual_seed(n)
     x = (torch.randn(m, n, generator=gen) * 4).to(torch.bfloat16)
     x[1, :] = float("-inf")
@@ -162,32 +162,32 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     keep = torch.ones(m, dtype=torch.bool)
     keep[1] = False
     outs = {}
-    for parts, threads, opts in ((one, 0, ()), (one, 32 * warps, ()), (one, 32 * warps, ()), (cut, 32 * warps, ()),
-                                 (one, 0, ("FTZ",)), (cut, 32 * warps, ("WARP_FIRST",)),
-                                 (cut, 32 * warps, ("WARP_FIRST", "FTZ")), (cut, 32 * warps, ("WARP_FIRST", "FTZ"))):
+    for parts, threads in ((one, 0), (one, 32 * warps), (one, 32 * warps), (cut, 32 * warps), (cut, 32 * warps)):
         launch, meta = softmax._realigned_plan(m, n, n, 2, 2, per_sm, warps, False, parts)
         y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
-        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": threads, **dict.fromkeys(opts, True)})
+        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": threads})
         assert bool((y[m] == 7.0).all()), "wrote past the output"
         assert bool(y[1].isnan().all())
         torch.testing.assert_close(y[:m][keep].float(), ref[keep], rtol=1.6e-2, atol=1e-6)
-        if (parts, threads, opts) in outs:
-            assert torch.equal(y[:m][keep], outs[parts, threads, opts][keep])
-        outs[parts, threads, opts] = y[:m]
-    torch.testing.assert_close(outs[one, 32 * warps, ()][keep].float(), outs[one, 0, ()][keep].float(), rtol=8e-3,
-                               atol=1e-6)
+        if (parts, threads) in outs:
+            assert torch.equal(y[:m][keep], outs[parts, threads][keep])
+        outs[parts, threads] = y[:m]
+    torch.testing.assert_close(outs[one, 32 * warps][keep].float(), outs[one, 0][keep].float(), rtol=8e-3, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("m", "n", "pad"), [(37, 16377, 0), (19, 18001, 0), (11, 22001, 0), (7, 20480, 8)])
-def test_planned_thread_stats_softmax_matches_fp32(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
-    """The built-in on the rows it plans with THREAD_STATS (one 16384-lane window; 16385-24576 positions on two parts,
-    fp16 from 20481): within a 16-bit rounding of fp32, more rows than programs on the GPU's grid too, the same bits
-    on a second call."""
+@pytest.mark.parametrize(("m", "n", "pad", "fp16_too"), [
+    (37, 16377, 0, True), (19, 18001, 0, False), (11, 22001, 0, True), (7, 20480, 8, False), (9, 25249, 0, False),
+    (13, 8191, 0, False), (21, 3001, 0, False), (6, 6608, 0, False)])
+def test_planned_thread_stats_softmax_matches_fp32(m: int, n: int, pad: int, fp16_too: bool,
+                                                   dtype: torch.dtype) -> None:
+    """The built-in on rows it plans with THREAD_STATS (bf16: 16, 8 and 4 warps; fp16: one 16384-lane window and
+    16384+8192 lanes), and on the same rows where it does not: within a 16-bit rounding of fp32, more rows than
+    programs on the GPU's grid too, the same bits on a second call."""
     x = (torch.randn(m, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(dtype).to(DEVICE)[:, :n]
     x[2, ::3] = float("-inf")
     _launch, meta = softmax._plan(m, n, x.stride(0), 2, DEVICE, dtype)  # type: ignore[misc]
-    assert bool(meta.get("THREAD_STATS")) == (dtype == torch.bfloat16 or not 16384 < n <= 20480), meta
+    assert bool(meta.get("THREAD_STATS")) == (dtype == torch.bfloat16 or fp16_too), meta
     y = softmax.candidate(x)
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
     assert torch.equal(softmax.candidate(x), y)

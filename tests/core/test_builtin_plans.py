@@ -81,10 +81,13 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         lanes = sum(parts)
         assert meta["VEC"] == 8 and span <= lanes
         off_grid = softmax._align(2, stride - n) < 8
-        if meta.get("THREAD_STATS"):  # one reduction a row: two parts of whole vectors a thread, or one window
-            assert meta["THREAD_STATS"] == 32 * meta["num_warps"] == 512
-            assert parts == (list(softmax._thread_parts(n, 2, 512)) if n > 16384 else [16384, 0, 0])
-        elif n > 16384 and not off_grid:  # one power-of-two window (parts measured slower there)
+        if meta.get("THREAD_STATS"):  # one reduction a row, on a window swept for it (bf16: the default dtype)
+            assert meta["THREAD_STATS"] == 32 * meta["num_warps"]
+            assert tuple(parts) in softmax._THREAD_STATS_WINDOWS[torch.bfloat16][meta["num_warps"]]
+            assert not off_grid and (n <= 16384 or parts[1] or parts == [32768, 0, 0])
+            parts = list(softmax._parts(n, 2))  # the window it replaced, which the checks below describe
+            lanes = sum(parts)
+        if n > 16384 and not off_grid:  # one power-of-two window (parts measured slower there)
             assert parts == [1 << (n - 1).bit_length(), 0, 0]
         elif parts[1:] == [0, 0]:  # one window where seven eighths would need four parts
             assert parts[0] == softmax._window(n, 2)
@@ -105,13 +108,17 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
     (16377, 16377, (16384, 0, 0), (16384, 0, 0)), (14500, 14500, (16384, 0, 0), (16384, 0, 0)),
     (18001, 18001, (16384, 4096, 0), None), (20480, 20488, (16384, 4096, 0), None),
     (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
-    (24577, 24577, None, None), (25249, 25249, None, None), (32768, 32768, None, None), (8185, 8185, None, None),
-    (12345, 12345, None, None), (20000, 20002, None, None), (3001, 3001, None, None)])
+    (24577, 24577, (32768, 0, 0), None), (25249, 25249, (32768, 0, 0), None), (32768, 32768, (32768, 0, 0), None),
+    (8185, 8185, (8192, 0, 0), None), (8191, 8191, (8192, 2048, 0), None), (3001, 3001, (2048, 1024, 0), None),
+    (6608, 6608, (4096, 2048, 1024), None), (12345, 12345, None, None), (13778, 13778, None, None),
+    (9554, 9554, None, None), (20000, 20002, None, None), (5999, 5999, None, None)])
 def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
         n: int, stride: int, bf16: tuple[int, int, int] | None, fp16: tuple[int, int, int] | None) -> None:
-    """THREAD_STATS on 16-warp realigned windows per dtype (H200 sweep softmax_thread_stats): one 16384-lane window,
-    and rows of 16385-24576 positions on two parts of whole vectors a thread (bf16 from 16385, fp16 from 20481),
-    not on three parts, the 32768-lane window, the narrow configs or rows padded off the vector grid."""
+    """THREAD_STATS per dtype on the realigned windows the H200 sweeps (softmax_thread_stats, softmax_exp_forms)
+    measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576
+    positions on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps),
+    fp16 on one 16384-lane window and on 16384+8192 only; never on windows not swept (three parts on 8 warps, 16-warp
+    windows under 16384 lanes, 4096+2048 on 8 warps) nor on rows padded off the vector grid."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         assert "WINDOW" in meta, meta
@@ -119,7 +126,8 @@ def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
         if expected is None:
             assert not meta.get("THREAD_STATS"), (dtype, meta)
         else:
-            assert (parts, meta["THREAD_STATS"], meta["num_warps"]) == (expected, 512, 16), (dtype, meta)
+            assert (parts, meta["THREAD_STATS"]) == (expected, 32 * meta["num_warps"]), (dtype, meta)
+            assert expected in softmax._THREAD_STATS_WINDOWS[dtype][meta["num_warps"]]
 
 
 @pytest.mark.parametrize("elsize", [2, 4])
