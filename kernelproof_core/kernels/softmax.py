@@ -9,7 +9,10 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     the output's vector-aligned windows whatever N's alignment (realigned path; H200: 79-87% at unaligned widths,
     40-41% addressed row by row). Unaligned 16-bit rows of 2049-16384 take it too, and aligned ones of 4097-16383,
     their window cut in up to three power-of-two parts (9554: 8192+2048 lanes, not 16384). A row over 16384 whose
-    window would double (unaligned, just below 32768) is addressed row by row (pipelined path).
+    window would double (unaligned, just below 32768) is addressed row by row (pipelined path). On the windows the
+    H200 measured it faster (_THREAD_STATS_WINDOWS), a row's max and sum take one CTA-wide reduction, not two
+    (THREAD_STATS: each thread's own max and sum, merged by warp, then across warps; H200 bf16: 2048 x 32000 91.1% of
+    copy against 89.5%, 2048 x 22001 85.7% against 79.4%).
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
     (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
     half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);
@@ -91,8 +94,8 @@ _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 # (8 warps), 8192 x 8191 85.4% against 76.0% (8192+2048 lanes against 8192+1024), 3921 x 6608 86.7% against 84.1%
 # (4 warps, three parts); 25 shapes, none slower. fp16 on one 16384-lane window (2048 x 16377 78.9% against 73.1%)
 # and on 16384+8192 lanes (2048 x 22001 86.4% against 78.9%); on the 32768-lane window it spills 8 registers and
-# lost 15-22 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was level or behind at 4 of 7 shapes
-# (8192 x 8191 73.4% against 75.2%), so fp16 keeps the two reductions there. Rows of 16385-24576 positions (16
+# lost 13-19 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was behind at 3 of 7 shapes (8192 x
+# 8191 73.4% against 75.2%) and ahead at 4, so fp16 keeps the two reductions there. Rows of 16385-24576 positions (16
 # warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or 16384+8192 lanes) instead of one
 # 32768-lane window. Planned on the windows swept only: per dtype and warps, the windows that take it.
 _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
