@@ -381,6 +381,24 @@ def _merge_edges(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> 
 
 
 @triton.jit
+def _thread_max(x: tl.tensor, v1: tl.tensor, v2: tl.tensor, PART1: tl.constexpr,
+                PART2: tl.constexpr) -> tuple[tl.tensor, tl.tensor, tl.tensor]:
+    # THREAD_STATS: each thread's max over the vectors it holds of a window's big tile x (fp32, [threads, vectors,
+    # VEC]) and its parts v1, v2 as loaded ([threads]: no element leaves its thread), and the parts in fp32 (a part
+    # the window does not have: x, a placeholder never used).
+    m = tl.max(tl.max(x, axis=2), axis=1)
+    x1 = x
+    x2 = x
+    if PART1 > 0:
+        x1 = v1.to(tl.float32)
+        m = tl.maximum(m, tl.max(tl.max(x1, axis=2), axis=1))
+    if PART2 > 0:
+        x2 = v2.to(tl.float32)
+        m = tl.maximum(m, tl.max(tl.max(x2, axis=2), axis=1))
+    return m, x1, x2
+
+
+@triton.jit
 def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
     # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
     # under _FAST_FOLD_MAX); else the max subtracted first.
@@ -466,13 +484,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         x_e = v_e.to(tl.float32)
         y_at = y_ptr + base
         if THREAD_STATS > 0:
-            mt = tl.max(tl.max(x, axis=2), axis=1)  # this thread's max: no element leaves its thread
-            if PART1 > 0:
-                x1 = v1.to(tl.float32)
-                mt = tl.maximum(mt, tl.max(tl.max(x1, axis=2), axis=1))
-            if PART2 > 0:
-                x2 = v2.to(tl.float32)
-                mt = tl.maximum(mt, tl.max(tl.max(x2, axis=2), axis=1))
+            mt, x1, x2 = _thread_max(x, v1, v2, PART1, PART2)
             mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
             e = _exp_ftz(x - mt_use)
             st = tl.sum(tl.sum(e, axis=2), axis=1)
