@@ -372,6 +372,37 @@ print(json.dumps(out))
 """
 
 
+_THREAD_STATS_ON_H200 = """
+import json, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, dtype in json.loads(sys.argv[1]):
+    dt = getattr(torch, dtype)
+    launch, meta = softmax._plan(m, n, n, 2, torch.device("cuda"), dt)
+    x = torch.empty((m, n), dtype=dt)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=dt), m, n, n, **meta)
+    out.append([bool(meta.get("THREAD_STATS")), kernel.asm["ptx"].count("bar.sync")])
+print(json.dumps(out))
+"""
+
+
+def test_thread_stats_plans_compile_for_sm90_with_one_reduction_a_row() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): the realigned launches planned with
+    THREAD_STATS compile (one row included: Triton makes M = 1 a constant) and synchronise their CTA 3 times a row,
+    one reduction; the same rows in fp16, which keeps two reductions there, 6 times or more."""
+    cases = [(1, 25249, "bfloat16"), (5, 8191, "bfloat16"), (3, 3001, "bfloat16"), (7, 22001, "float16"),
+             (1, 25249, "float16"), (5, 8191, "float16")]
+    done = subprocess.run([sys.executable, "-c", _THREAD_STATS_ON_H200, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [planned for planned, _bars in out] == [True, True, True, True, False, False]
+    assert all(bars == 3 if planned else bars >= 6 for planned, bars in out), out
+
+
 def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faster() -> None:
     """On the H200's topology (compiled kernels, a fresh process, no GPU needed): 16-bit rows padded off the vector
     grid prefetch the next row into L1 (PF_L1) on windows in parts of 16385-20480 lanes (8 warps), on one
