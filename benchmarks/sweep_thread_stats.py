@@ -16,7 +16,8 @@ afterwards, and with them that family. FTZ alone on the two-reduction form lost 
 85.9% of copy against 88.7%).
 
 Per shape: the planned launch, its config, and its config with THREAD_STATS turned the other way (on: on the parts
-_thread_stats_parts would take, or the planned ones where each holds a vector a thread, else _thread_parts'); each
+_thread_stats_parts would take, or the planned ones where each holds a vector a thread, else _thread_parts'), and
+(16-warp windows of parts >= 8192 lanes) THREAD_STATS on one 32-warp program an SM, not yet run on the GPU; each
 launch checked against fp32 before it is timed. Shapes: contiguous 16-bit rows on realigned plans.
 """
 
@@ -78,3 +79,10 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
         yield from _checked(partial(launch, x, y, m, n, n, **meta), y, ref, "softmax.realigned", (m, n),
                             _label(warps, planned, grid) + tag + " (planned config)", moved)
         yield from _checked(partial(launch, x, y, m, n, n, **other), y, ref, "softmax.realigned", (m, n), name, moved)
+        ts = planned if meta.get("THREAD_STATS") else parts
+        if warps == 16 and min(p for p in ts if p) >= 32 * 32 * meta["VEC"]:
+            # one 32-warp program an SM on the same window: 64 registers a thread for 32768 lanes (bf16, no spills in
+            # an sm_90 build), twice the warps of the 16-warp program the plan's 128 registers leave alone on an SM
+            wide, wmeta = softmax._realigned_plan(m, n, n, x.element_size(), softmax._num_sms(device), 1, 32, False, ts)
+            yield from _checked(partial(wide, x, y, m, n, n, **{**wmeta, "THREAD_STATS": 1024}), y, ref,
+                                "softmax.realigned", (m, n), _label(32, ts, _grid(wide)) + " thread_stats", moved)
