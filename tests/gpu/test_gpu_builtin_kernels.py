@@ -103,7 +103,8 @@ def test_short_softmax_rows_match_fp32_reference(shape: tuple[int, int], pad: in
 def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, realigned: bool,
                                                          dtype: torch.dtype) -> None:
     """Unaligned 16-bit rows of 2049-16384 take the realigned path (contiguous or padded), its window cut in parts
-    (8191: 8192 + 1024 lanes; 12345 and 13778: three parts, 8 warps), and so do aligned ones above 4096 whose parts
+    (8191: 8192 + 1024 lanes, bf16 8192 + 2048 with THREAD_STATS; 12345 and 13778: three parts, 8 warps; bf16 rows
+    on the windows _THREAD_STATS_WINDOWS lists with one reduction a row), and so do aligned ones above 4096 whose parts
     save lanes (5000, 6608, 9600, 12288; not 16000 or 3000) and rows padded off the vector grid (5207, 9001 and 12288
     padded by 3, 5 and 2; 16655 by 3, in parts past 16384; 3001, 8001, 9001, 16655, 20000 and 30001 prefetching into
     L1, PF_L1); fp32 rows up to 16384 and rows under 2049 stay on the row kernel.
