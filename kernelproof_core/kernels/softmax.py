@@ -1156,9 +1156,10 @@ def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps:
     return chosen if chosen in _THREAD_STATS_WINDOWS.get(key, {}).get(warps, ()) else None
 
 
-def _realigned_16bit_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
+def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
                           parts: tuple[int, int, int], key: torch.dtype) -> Launch:
-    """The realigned launch on `config` and `parts`, with THREAD_STATS where _thread_stats_parts takes it."""
+    """The realigned launch on `config` and `parts`, with THREAD_STATS where _thread_stats_parts takes it (16-bit
+    rows only)."""
     ts = _thread_stats_parts(n, elsize, parts, config[1], key)
     if ts is None:
         return _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
@@ -1219,12 +1220,12 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
             _MAX_FUSED_N if n > _PIPELINED_MIN_N else _PIPELINED_MIN_N):
         return _padded_plan(m, n, stride, n_sm, compiled_gpu)
     if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
-        return _realigned_16bit_plan(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
+        return _realigned_launch(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):
         parts = _parts(n, elsize)
-        return _realigned_16bit_plan(m, n, stride, elsize, n_sm, _narrow_config(parts), parts, key)
+        return _realigned_launch(m, n, stride, elsize, n_sm, _narrow_config(parts), parts, key)
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}
