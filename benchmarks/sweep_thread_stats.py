@@ -9,7 +9,7 @@ each thread's exponentials by exp(its max - the row's) / sum, with exponentials 
 results under 2^-126): at 32768 lanes on 16 warps 1152 instructions a thread against 1280, 3 barriers against 6.
 
 The sessions' runs (evidence/h200/2026-12-04_thread_stats/): 1_*, 3_*, 4_* timed a first form (pairs merged at every
-shuffle step, tl.exp) at commits 60411fc-197ce05; 7_*, 8_* timed family `softmax_exp_forms` at 8682c81, which put
+shuffle step, tl.exp) at commits 3c3ada5-7d6eecb; 7_*, 8_* timed family `softmax_exp_forms` at 8682c81, which put
 the warps-first merge (WARP_FIRST) and the ex2.ftz exponentials (FTZ) beside it as options: both together won at
 every bf16 shape, and are the shipped THREAD_STATS (same sm_90 SASS at five configs); the options were folded in
 afterwards, and with them that family. FTZ alone on the two-reduction form lost on the 32768-lane window (2048 x 32000

@@ -93,11 +93,11 @@ _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 # against 79.4% (16384+8192 lanes), 4096 x 20480 90.6% against 86.2% (16384+4096), 4096 x 8185 85.7% against 80.1%
 # (8 warps), 8192 x 8191 85.4% against 76.0% (8192+2048 lanes against 8192+1024), 3921 x 6608 86.7% against 84.1%
 # (4 warps, three parts); 25 shapes, none slower. fp16 on one 16384-lane window (2048 x 16377 78.9% against 73.1%)
-# and on 16384+8192 lanes (2048 x 22001 86.4% against 78.9%); on the 32768-lane window it spills 8 registers and
-# lost 13-19 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was behind at 3 of 7 shapes (8192 x
-# 8191 73.4% against 75.2%) and ahead at 4, so fp16 keeps the two reductions there. Rows of 16385-24576 positions (16
-# warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or 16384+8192 lanes) instead of one
-# 32768-lane window. Planned on the windows swept only: per dtype and warps, the windows that take it.
+# and on 16384+8192 lanes (2048 x 22001 86.4% against 78.9%); on the 32768-lane window it spills (52 bytes of spill
+# stores) and lost 13-19 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was behind at 3 of 7 shapes
+# (8192 x 8191 73.4% against 75.2%) and ahead at 4, so fp16 keeps the two reductions there. Rows of 16385-24576
+# positions (16 warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or 16384+8192 lanes)
+# instead of one 32768-lane window. Planned on the windows swept only: per dtype and warps, the windows that take it.
 _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
     torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
                      8: ((8192, 0, 0), (8192, 2048, 0)),
