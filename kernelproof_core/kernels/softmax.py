@@ -1147,9 +1147,7 @@ def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps:
     """The window THREAD_STATS takes for a 16-bit realigned launch on `parts` and `warps`, or None: two parts of whole
     vectors a thread where they are fewer lanes, else the planned parts where each holds a vector a thread, else
     those two parts (a 1024-lane part on 8 warps: 8192+2048, not 8192+1024); only a window _THREAD_STATS_WINDOWS
-    lists for the dtype and warps."""
-    if elsize != 2:
-        return None
+    lists for the dtype (16-bit ones only) and warps."""
     cut = _thread_parts(n, elsize, 32 * warps)
     eligible = min(p for p in parts if p) >= 32 * warps * 16 // elsize
     chosen = cut if not cut[2] and sum(cut) < sum(parts) else parts if eligible else cut
