@@ -80,9 +80,17 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
                             _label(warps, planned, grid) + tag + " (planned config)", moved)
         yield from _checked(partial(launch, x, y, m, n, n, **other), y, ref, "softmax.realigned", (m, n), name, moved)
         ts = planned if meta.get("THREAD_STATS") else parts
+        ts_meta = meta if meta.get("THREAD_STATS") else other
+        # THREAD_STATS with its exponentials held in fp16 while the row's (max, sum) is merged (HALF_EXPS): at 32768
+        # lanes on 16 warps an fp16 sm_90 build spills 4 bytes against 52
+        yield from _checked(partial(launch, x, y, m, n, n, **{**ts_meta, "HALF_EXPS": True}), y, ref,
+                            "softmax.realigned", (m, n), _label(warps, ts, grid) + " thread_stats half_exps", moved)
         if warps == 16 and min(p for p in ts if p) >= 32 * 32 * meta["VEC"]:
-            # one 32-warp program an SM on the same window: 64 registers a thread for 32768 lanes (bf16, no spills in
-            # an sm_90 build), twice the warps of the 16-warp program the plan's 128 registers leave alone on an SM
+            # one 32-warp program an SM on the same window: 64 registers a thread for 32768 lanes (bf16 no spills in
+            # an sm_90 build, fp16 20 bytes, none with HALF_EXPS), twice the warps of the 16-warp program the plan's
+            # 128 registers leave alone on an SM
             wide, wmeta = softmax._realigned_plan(m, n, n, x.element_size(), softmax._num_sms(device), 1, 32, False, ts)
-            yield from _checked(partial(wide, x, y, m, n, n, **{**wmeta, "THREAD_STATS": 1024}), y, ref,
-                                "softmax.realigned", (m, n), _label(32, ts, _grid(wide)) + " thread_stats", moved)
+            for half in (False, True):
+                yield from _checked(partial(wide, x, y, m, n, n, **{**wmeta, "THREAD_STATS": 1024, "HALF_EXPS": half}),
+                                    y, ref, "softmax.realigned", (m, n),
+                                    _label(32, ts, _grid(wide)) + " thread_stats" + " half_exps" * half, moved)

@@ -399,6 +399,19 @@ def _thread_max(x: tl.tensor, v1: tl.tensor, v2: tl.tensor, PART1: tl.constexpr,
 
 
 @triton.jit
+def _held(e: tl.tensor, HALF: tl.constexpr) -> tl.tensor:
+    # THREAD_STATS' exponentials as they wait for the row's (max, sum): fp32, or (HALF_EXPS) rounded to fp16, two a
+    # register. Each is exp(x - the thread's max) in [0, 1] and the final scale exp(thread max - row max) / sum is at
+    # most 1, so the extra rounding costs about one fp16 ulp of y (rtol is four) and a value flushed to fp16's
+    # subnormals is under 2^-24 of y's absolute floor (atol 1e-6); the sums were taken before it, in fp32.
+    if HALF:
+        held = e.to(tl.float16)
+    else:
+        held = e
+    return held
+
+
+@triton.jit
 def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
     # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
     # under _FAST_FOLD_MAX); else the max subtracted first.
@@ -426,7 +439,7 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
-                       THREAD_STATS: tl.constexpr = 0) -> None:
+                       THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -488,12 +501,15 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
             e = _exp_ftz(x - mt_use)
             st = tl.sum(tl.sum(e, axis=2), axis=1)
+            e = _held(e, HALF_EXPS)
             if PART1 > 0:
                 e1 = _exp_ftz(x1 - mt_use)
                 st += tl.sum(tl.sum(e1, axis=2), axis=1)
+                e1 = _held(e1, HALF_EXPS)
             if PART2 > 0:
                 e2 = _exp_ftz(x2 - mt_use)
                 st += tl.sum(tl.sum(e2, axis=2), axis=1)
+                e2 = _held(e2, HALF_EXPS)
             # each warp's max and its threads' sums rescaled to it (within the warp: [warps, 32] is the threads'
             # own layout), then the warps' pairs merged in the one CTA-wide reduction
             mw = tl.reshape(mt, [THREAD_STATS // 32, 32])
@@ -507,12 +523,14 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             m_base = tl.where(m == float("-inf"), 0.0, m)
             inv = 1.0 / total
             scale = (_exp_ftz(mt - m_base) * inv)[:, None, None]
-            _part_store(y_at, (e * scale).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N, THREAD_STATS)
+            _part_store(y_at, (e.to(tl.float32) * scale).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N,
+                        THREAD_STATS)
             if PART1 > 0:
-                _part_store(y_at, (e1 * scale).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N, THREAD_STATS)
+                _part_store(y_at, (e1.to(tl.float32) * scale).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift,
+                            N, THREAD_STATS)
             if PART2 > 0:
-                _part_store(y_at, (e2 * scale).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N,
-                            THREAD_STATS)
+                _part_store(y_at, (e2.to(tl.float32) * scale).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift,
+                            N, THREAD_STATS)
             e_offs, e_mask = _edges(shift, N, VEC)
             tl.store(y_at + e_offs, (e_e * (tl.exp(m_e - m_base) * inv)).to(y_ptr.dtype.element_ty), mask=e_mask)
         else:
