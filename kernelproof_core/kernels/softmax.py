@@ -12,7 +12,8 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     window would double (unaligned, just below 32768) is addressed row by row (pipelined path). On the windows the
     H200 measured it faster (_THREAD_STATS_WINDOWS), a row's max and sum take one CTA-wide reduction, not two
     (THREAD_STATS: each thread's own max and sum, merged by warp, then across warps; H200 bf16: 2048 x 32000 91.1% of
-    copy against 89.5%, 2048 x 22001 85.7% against 79.4%).
+    copy against 89.5%, 2048 x 22001 85.7% against 79.4%); on fp16 rows of 16385-20480 positions its exponentials
+    wait for the merge in fp16 (HALF_EXPS, _HALF_EXPS_WINDOWS: 4096 x 20480 84.2% against 75.1%).
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
     (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
     half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);
@@ -103,6 +104,13 @@ _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], .
                      8: ((8192, 0, 0), (8192, 2048, 0)),
                      4: ((4096, 0, 0), (2048, 1024, 0), (4096, 1024, 0), (4096, 2048, 1024))},
     torch.float16: {16: ((16384, 0, 0), (16384, 8192, 0))}}
+# Windows where THREAD_STATS holds its exponentials in fp16 (HALF_EXPS), per dtype and warps: fp16 rows of 16385-20480
+# positions, whose THREAD_STATS build holds 106 registers and loses to the two-reduction form on 32768 lanes. H200
+# (CUPTI, evidence/h200/2026-12-04_half_exps/1_*): 1024 x 20001 70.6% of copy against 61.4% planned before, 2048 x
+# 18001 73.7% against 62.5%, 4096 x 20480 84.2% against 75.1%, 700 x 17001 59.8% against 46.8%. It lost on every
+# other window swept, both dtypes (on 32768 lanes by 10-12 points: fp16 2048 x 32000 78.4% against 88.2%).
+_HALF_EXPS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
+    torch.float16: {16: ((16384, 4096, 0),)}}
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -1165,22 +1173,24 @@ def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps:
     """The window THREAD_STATS takes for a 16-bit realigned launch on `parts` and `warps`, or None: two parts of whole
     vectors a thread where they are fewer lanes, else the planned parts where each holds a vector a thread, else
     those two parts (a 1024-lane part on 8 warps: 8192+2048, not 8192+1024); only a window _THREAD_STATS_WINDOWS
-    lists for the dtype (16-bit ones only) and warps."""
+    lists for the dtype (16-bit ones only) and warps, or _HALF_EXPS_WINDOWS."""
     cut = _thread_parts(n, elsize, 32 * warps)
     eligible = min(p for p in parts if p) >= 32 * warps * 16 // elsize
     chosen = cut if not cut[2] and sum(cut) < sum(parts) else parts if eligible else cut
-    return chosen if chosen in _THREAD_STATS_WINDOWS.get(key, {}).get(warps, ()) else None
+    listed = _THREAD_STATS_WINDOWS.get(key, {}).get(warps, ()) + _HALF_EXPS_WINDOWS.get(key, {}).get(warps, ())
+    return chosen if chosen in listed else None
 
 
 def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
                           parts: tuple[int, int, int], key: torch.dtype) -> Launch:
     """The realigned launch on `config` and `parts`, with THREAD_STATS where _thread_stats_parts takes it (16-bit
-    rows only)."""
+    rows only), its exponentials in fp16 on _HALF_EXPS_WINDOWS."""
     ts = _thread_stats_parts(n, elsize, parts, config[1], key)
     if ts is None:
         return _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
     launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, *config, ts)
-    return launch, {**meta, "THREAD_STATS": 32 * config[1]}
+    half = ts in _HALF_EXPS_WINDOWS.get(key, {}).get(config[1], ())
+    return launch, {**meta, "THREAD_STATS": 32 * config[1], **({"HALF_EXPS": True} if half else {})}
 
 
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
+from kernelproof_core.tolerances import TOLERANCES
 from tests.conftest import HAS_CUDA
 
 DEVICE = torch.device("cuda" if HAS_CUDA else "cpu")
@@ -175,22 +176,70 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     torch.testing.assert_close(outs[one, 32 * warps][keep].float(), outs[one, 0][keep].float(), rtol=8e-3, atol=1e-6)
 
 
+def _assert_within_task_tolerance(y: torch.Tensor, ref: torch.Tensor) -> None:
+    """y against the fp32 softmax by the task's own policy for y's dtype: every element and the relative L2."""
+    policy = TOLERANCES["softmax"][y.dtype]
+    torch.testing.assert_close(y.float(), ref, rtol=policy.rtol, atol=policy.atol)
+    assert float((y.float() - ref).norm() / ref.norm()) <= policy.max_rel_l2
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad", "fp16_too"), [
-    (37, 16377, 0, True), (19, 18001, 0, False), (11, 22001, 0, True), (7, 20480, 8, False), (9, 25249, 0, False),
-    (13, 8191, 0, False), (21, 3001, 0, False), (6, 6608, 0, False)])
+    (37, 16377, 0, True), (19, 18001, 0, True), (11, 22001, 0, True), (7, 20480, 8, True), (9, 25249, 0, False),
+    (13, 8191, 0, False), (21, 3001, 0, False), (6, 6608, 0, False), (5, 20001, 0, True), (3, 24577, 0, False)])
 def test_planned_thread_stats_softmax_matches_fp32(m: int, n: int, pad: int, fp16_too: bool,
                                                    dtype: torch.dtype) -> None:
-    """The built-in on rows it plans with THREAD_STATS (bf16: 16, 8 and 4 warps; fp16: one 16384-lane window and
-    16384+8192 lanes), and on the same rows where it does not: within a 16-bit rounding of fp32, more rows than
-    programs on the GPU's grid too, the same bits on a second call."""
+    """The built-in on rows it plans with THREAD_STATS (bf16: 16, 8 and 4 warps; fp16: one 16384-lane window,
+    16384+8192 lanes, and 16384+4096 with its exponentials held in fp16, HALF_EXPS), and on the same rows where it
+    does not: within the task's tolerance of fp32, more rows than programs on the GPU's grid too, the same bits on a
+    second call."""
     x = (torch.randn(m, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(dtype).to(DEVICE)[:, :n]
     x[2, ::3] = float("-inf")
     _launch, meta = softmax._plan(m, n, x.stride(0), 2, DEVICE, dtype)  # type: ignore[misc]
     assert bool(meta.get("THREAD_STATS")) == (dtype == torch.bfloat16 or fp16_too), meta
+    assert bool(meta.get("HALF_EXPS")) == (dtype == torch.float16 and (meta.get("PART1"), meta.get("PART2")) == (
+        4096, 0) and bool(meta.get("THREAD_STATS"))), meta
     y = softmax.candidate(x)
-    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=1.6e-2, atol=1e-6)
+    _assert_within_task_tolerance(y, torch.softmax(x.float(), -1))
     assert torch.equal(softmax.candidate(x), y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("m", "n", "parts"), [(9, 20001, (16384, 4096, 0)), (7, 18001, (16384, 4096, 0)),
+                                               (6, 16377, (16384, 0, 0)), (6, 22001, (16384, 8192, 0))])
+def test_realigned_softmax_half_exps_match_fp32_and_replay(m: int, n: int, parts: tuple[int, int, int],
+                                                           dtype: torch.dtype) -> None:
+    """HALF_EXPS (THREAD_STATS' exponentials held in fp16 until the row's max and sum are merged): within the task's
+    tolerance of fp32 for the output dtype (fp16: rtol 2e-3, relative L2 1.5e-3), within a rounding or two of the
+    fp32-held form, the same bits on a second run, nothing past the output. Rows at the corners the extra rounding
+    meets: one -inf throughout (NaN, as torch gives), one -inf in a stride, one whose max sits in its first edge
+    vector, one of large offset logits, one spread so wide that most exponentials fall into fp16's subnormals or
+    flush to zero (y under 2^-24 there, inside atol), one constant (every exponential exactly 1)."""
+    gen = torch.Generator().manual_seed(n)
+    x = (torch.randn(m, n, generator=gen) * 4).to(dtype)
+    x[1, :] = float("-inf")
+    x[2, ::3] = float("-inf")
+    x[3, 0] = 60.0
+    x[4] += 3000.0 if dtype == torch.bfloat16 else 30000.0
+    x[5] = (torch.randn(n, generator=gen) * 12).to(dtype)
+    if m > 6:
+        x[6] = 1.5
+    x = x.to(DEVICE)
+    ref = torch.softmax(x.float(), -1)
+    keep = torch.ones(m, dtype=torch.bool)
+    keep[1] = False
+    launch, meta = softmax._realigned_plan(m, n, n, 2, 2, 2, 16, False, parts)
+    outs = []
+    for half in (False, True, True):
+        y = torch.full((m + 1, n), 7.0, dtype=dtype, device=DEVICE)
+        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": 512, "HALF_EXPS": half})
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        assert bool(y[1].isnan().all())
+        _assert_within_task_tolerance(y[:m][keep], ref[keep])
+        outs.append(y[:m][keep])
+    assert torch.equal(outs[1], outs[2])
+    ulp = 2.0 ** (-10 if dtype == torch.float16 else -7)  # two roundings of the output format
+    torch.testing.assert_close(outs[1].float(), outs[0].float(), rtol=ulp, atol=2.0 ** -24)
 
 
 @pytest.mark.parametrize(("m", "n", "block_m"), [(8, 256, 2), (6, 200, 4)])
