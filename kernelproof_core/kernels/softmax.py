@@ -96,14 +96,17 @@ _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 # (4 warps, three parts); 25 shapes, none slower. fp16 on one 16384-lane window (2048 x 16377 78.9% against 73.1%)
 # and on 16384+8192 lanes (2048 x 22001 86.4% against 78.9%); on the 32768-lane window it spills (52 bytes of spill
 # stores) and lost 13-19 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was behind at 3 of 7 shapes
-# (8192 x 8191 73.4% against 75.2%) and ahead at 4, so fp16 keeps the two reductions there. Rows of 16385-24576
+# (8192 x 8191 73.4% against 75.2%) and ahead at 4. Of those, fp16 takes it on the two 4-warp windows where it led in
+# all three runs that timed the shipped form (8_*, 2026-12-04_half_exps/1_*, 2_*): 3921 x 6608 on 4096+2048+1024
+# 86.2-86.3% against 82.4-83.6%, 1673 x 3185 on 4096 lanes 58.1-59.8% against 56.1-56.9%; elsewhere on 4 and 8 warps
+# it was level or mixed (within -2.3 to +1.0 points), so fp16 keeps the two reductions there. Rows of 16385-24576
 # positions (16 warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or 16384+8192 lanes)
 # instead of one 32768-lane window. Planned on the windows swept only: per dtype and warps, the windows that take it.
 _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
     torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
                      8: ((8192, 0, 0), (8192, 2048, 0)),
                      4: ((4096, 0, 0), (2048, 1024, 0), (4096, 1024, 0), (4096, 2048, 1024))},
-    torch.float16: {16: ((16384, 0, 0), (16384, 8192, 0))}}
+    torch.float16: {16: ((16384, 0, 0), (16384, 8192, 0)), 4: ((4096, 0, 0), (4096, 2048, 1024))}}
 # Windows where THREAD_STATS holds its exponentials in fp16 (HALF_EXPS), per dtype and warps: fp16 rows of 16385-20480
 # positions, whose THREAD_STATS build holds 106 registers and loses to the two-reduction form on 32768 lanes. H200
 # (CUPTI, evidence/h200/2026-12-04_half_exps/1_*): 1024 x 20001 70.6% of copy against 61.4% planned before, 2048 x

@@ -111,15 +111,16 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
     (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
     (24577, 24577, (32768, 0, 0), None), (25249, 25249, (32768, 0, 0), None), (32768, 32768, (32768, 0, 0), None),
     (8185, 8185, (8192, 0, 0), None), (8191, 8191, (8192, 2048, 0), None), (3001, 3001, (2048, 1024, 0), None),
-    (6608, 6608, (4096, 2048, 1024), None), (12345, 12345, None, None), (13778, 13778, None, None),
+    (6608, 6608, (4096, 2048, 1024), (4096, 2048, 1024)), (3185, 3185, (4096, 0, 0), (4096, 0, 0)),
+    (5000, 5000, (4096, 1024, 0), None), (12345, 12345, None, None), (13778, 13778, None, None),
     (9554, 9554, None, None), (20000, 20002, None, None), (5999, 5999, None, None)])
 def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
         n: int, stride: int, bf16: tuple[int, int, int] | None, fp16: tuple[int, int, int] | None) -> None:
     """THREAD_STATS per dtype on the realigned windows the H200 sweeps (softmax_thread_stats, softmax_exp_forms)
     measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576
     positions on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps),
-    fp16 on one 16384-lane window, on 16384+8192, and on 16384+4096 with its exponentials held in fp16 (HALF_EXPS,
-    there only); never on windows not swept (three parts on 8 warps, 16-warp windows under 16384 lanes, 4096+2048 on
+    fp16 on one 16384-lane window, on 16384+8192, on 16384+4096 with its exponentials held in fp16 (HALF_EXPS,
+    there only), and on 4 warps on one 4096-lane window and 4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp windows under 16384 lanes, 4096+2048 on
     8 warps) nor on rows padded off the vector grid."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
