@@ -186,13 +186,14 @@ def _assert_within_task_tolerance(y: torch.Tensor, ref: torch.Tensor) -> None:
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad", "fp16_too"), [
     (37, 16377, 0, True), (19, 18001, 0, True), (11, 22001, 0, True), (7, 20480, 8, True), (9, 25249, 0, False),
-    (13, 8191, 0, False), (21, 3001, 0, False), (6, 6608, 0, True), (9, 3185, 0, True), (5, 20001, 0, True), (3, 24577, 0, False)])
+    (13, 8191, 0, False), (21, 3001, 0, False), (6, 6608, 0, True), (9, 3185, 0, True), (5, 20001, 0, True),
+    (3, 24577, 0, False)])
 def test_planned_thread_stats_softmax_matches_fp32(m: int, n: int, pad: int, fp16_too: bool,
                                                    dtype: torch.dtype) -> None:
     """The built-in on rows it plans with THREAD_STATS (bf16: 16, 8 and 4 warps; fp16: one 16384-lane window,
-    16384+8192 lanes, 16384+4096 with its exponentials held in fp16, HALF_EXPS, and two 4-warp windows), and on the same rows where it
-    does not: within the task's tolerance of fp32, more rows than programs on the GPU's grid too, the same bits on a
-    second call."""
+    16384+8192 lanes, 16384+4096 with its exponentials held in fp16, HALF_EXPS, and two 4-warp windows), and on the
+    same rows where it does not: within the task's tolerance of fp32, more rows than programs on the GPU's grid too,
+    the same bits on a second call."""
     x = (torch.randn(m, n + pad, generator=torch.Generator().manual_seed(n)) * 4).to(dtype).to(DEVICE)[:, :n]
     x[2, ::3] = float("-inf")
     _launch, meta = softmax._plan(m, n, x.stride(0), 2, DEVICE, dtype)  # type: ignore[misc]
