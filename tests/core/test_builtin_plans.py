@@ -120,8 +120,9 @@ def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
     measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576
     positions on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps),
     fp16 on one 16384-lane window, on 16384+8192, on 16384+4096 with its exponentials held in fp16 (HALF_EXPS,
-    there only), and on 4 warps on one 4096-lane window and 4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp windows under 16384 lanes, 4096+2048 on
-    8 warps) nor on rows padded off the vector grid."""
+    there only), and on 4 warps on one 4096-lane window and 4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024);
+    never on windows not swept (three parts on 8 warps, 16-warp windows under 16384 lanes, 4096+2048 on 8 warps) nor
+    on rows padded off the vector grid."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         assert "WINDOW" in meta, meta
