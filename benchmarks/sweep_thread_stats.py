@@ -16,9 +16,12 @@ afterwards, and with them that family. FTZ alone on the two-reduction form lost 
 85.9% of copy against 88.7%).
 
 Per shape: the planned launch, its config, and its config with THREAD_STATS turned the other way (on: on the parts
-_thread_stats_parts would take, or the planned ones where each holds a vector a thread, else _thread_parts'), and
-(16-warp windows of parts >= 8192 lanes) THREAD_STATS on one 32-warp program an SM, not yet run on the GPU; each
-launch checked against fp32 before it is timed. Shapes: contiguous 16-bit rows on realigned plans.
+_thread_stats_parts would take, or the planned ones where each holds a vector a thread, else _thread_parts'),
+THREAD_STATS with its exponentials held in fp16 (HALF_EXPS), and (16-warp windows of parts >= 8192 lanes)
+THREAD_STATS on one 32-warp program an SM, with and without HALF_EXPS; each launch checked against fp32 before it is
+timed. Shapes: contiguous 16-bit rows on realigned plans. evidence/h200/2026-12-04_half_exps/1_* (at 376505a):
+HALF_EXPS won on fp16 16384+4096 lanes only (4096 x 20480 84.2% of copy against 75.1%; planned since f60a2e2) and
+lost 10-12 points on 32768 lanes in both dtypes; the 32-warp program was within about a point of the plan.
 """
 
 from __future__ import annotations

@@ -97,11 +97,12 @@ _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 # and on 16384+8192 lanes (2048 x 22001 86.4% against 78.9%); on the 32768-lane window it spills (52 bytes of spill
 # stores) and lost 13-19 points (2048 x 32000 69.4% against 88.7%), on 4 and 8 warps it was behind at 3 of 7 shapes
 # (8192 x 8191 73.4% against 75.2%) and ahead at 4. Of those, fp16 takes it on the two 4-warp windows where it led in
-# all three runs that timed the shipped form (8_*, 2026-12-04_half_exps/1_*, 2_*): 3921 x 6608 on 4096+2048+1024
-# 86.2-86.3% against 82.4-83.6%, 1673 x 3185 on 4096 lanes 58.1-59.8% against 56.1-56.9%; elsewhere on 4 and 8 warps
-# it was level or mixed (within -2.3 to +1.0 points), so fp16 keeps the two reductions there. Rows of 16385-24576
-# positions (16 warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or 16384+8192 lanes)
-# instead of one 32768-lane window. Planned on the windows swept only: per dtype and warps, the windows that take it.
+# all three runs that timed the shipped form (2026-12-04_thread_stats/8_*, 2026-12-04_half_exps/1_*, 2_*): 3921 x 6608
+# on 4096+2048+1024 86.2-86.3% against 82.4-83.6%, 1673 x 3185 on 4096 lanes 58.1-59.8% against 56.1-56.9%; elsewhere
+# on 4 and 8 warps it was level or mixed (within -2.3 to +1.0 points), so fp16 keeps the two reductions there. Rows
+# of 16385-24576 positions (16 warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or
+# 16384+8192 lanes) instead of one 32768-lane window. Planned on the windows swept only: per dtype and warps, the
+# windows that take it.
 _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
     torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
                      8: ((8192, 0, 0), (8192, 2048, 0)),
@@ -473,6 +474,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # thread scales its exponentials by exp(its max - the row's) / sum. Exponentials as _exp_ftz. Not the bits of the
     # two-reduction form (each exponential is rounded against another max). sm_90 build at 32768 lanes on 16 warps:
     # 1152 instructions a thread against 1280, 3 barriers a row against 6, 77 exponentials against 65, no spills.
+    # HALF_EXPS (with THREAD_STATS): the exponentials wait for the merge rounded to fp16, half the registers (_held).
     tl.static_assert(THREAD_STATS == 0 or not PF_L1)
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
