@@ -60,7 +60,7 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
         plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
         if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1] or plan[1].get("PF_L1"):
-            continue  # not the realigned kernel (or PF_L1, which THREAD_STATS does not take)
+            continue  # not the realigned kernel (or PF_L1: THREAD_STATS with it is softmax_thread_stats_pf_l1's)
         launch, meta = plan
         warps = meta["num_warps"]
         threads = 32 * warps
@@ -97,3 +97,26 @@ def softmax_thread_stats_trials(device: torch.device, dtype: torch.dtype) -> Ite
                 yield from _checked(partial(wide, x, y, m, n, n, **{**wmeta, "THREAD_STATS": 1024, "HALF_EXPS": half}),
                                     y, ref, "softmax.realigned", (m, n),
                                     _label(32, ts, _grid(wide)) + " thread_stats" + " half_exps" * half, moved)
+
+
+# the campaigns' 25249-32768 one-window cases, where fp16's THREAD_STATS spills holding the next row in registers
+PF_L1_SHAPES = ((2048, 32000), (2048, 32768), (1723, 25249), (2048, 32001), (4096, 32768))
+
+
+def softmax_thread_stats_pf_l1_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_thread_stats_pf_l1`: THREAD_STATS with the next row prefetched into L1 (PF_L1) instead of held
+    in registers, on one 32768-lane window, beside the planned launch. fp16's THREAD_STATS build holds the next row in
+    registers and spills 52 bytes there (sm_90), bf16's fits 128 registers; with PF_L1 neither spills (16 warps: 126
+    and 127 registers; 32 warps: 62 and 63). Each launch checked against fp32 before it is timed."""
+    for m, n in PF_L1_SHAPES:
+        x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        n_sm = softmax._num_sms(device)
+        for warps, per_sm in ((16, 2), (32, 1)):
+            launch, meta = softmax._realigned_plan(m, n, n, x.element_size(), n_sm, per_sm, warps, False,
+                                                   (32768, 0, 0))
+            for pf in (False, True):
+                ts = {**meta, "THREAD_STATS": 32 * warps, "PF_L1": pf}
+                yield from _checked(partial(launch, x, y, m, n, n, **ts), y, ref, "softmax.realigned", (m, n),
+                                    _label(warps, (32768, 0, 0), _grid(launch)) + " thread_stats" + " pf_l1" * pf,
+                                    moved)

@@ -466,7 +466,8 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # is read at the top of its iteration, so a program holds one row, not two (fewer registers: more programs fit).
     # Tried and slower at every shape swept (H200, evidence/h200/2026-12-03_prefetch_l2/1_*): the row after next
     # prefetched into L2 as well (2048 x 32000 86.1-88.1% of copy against 89.2%; 1723 x 25249 75% against 79.5%).
-    # THREAD_STATS (the program's threads, num_warps x 32; every part at least a vector a thread; no PF_L1): the
+    # THREAD_STATS (the program's threads, num_warps x 32; every part at least a vector a thread; with PF_L1 the row
+    # is read in the same per-thread layout, so the bits are the same; that pair is swept, not planned): the
     # row's max and sum in one CTA-wide reduction instead of two (max, then the sum of exponentials that needs it:
     # every warp waits at each, and at each part's): each thread takes the max of the vectors it holds, its
     # exponentials against that and their sum; each warp's threads are merged by the warp's max and their sums
@@ -475,7 +476,6 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # two-reduction form (each exponential is rounded against another max). sm_90 build at 32768 lanes on 16 warps:
     # 1152 instructions a thread against 1280, 3 barriers a row against 6, 77 exponentials against 65, no spills.
     # HALF_EXPS (with THREAD_STATS): the exponentials wait for the merge rounded to fp16, half the registers (_held).
-    tl.static_assert(THREAD_STATS == 0 or not PF_L1)
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
     START2: tl.constexpr = WINDOW + PART1
@@ -491,7 +491,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     nxt_at = x_at
     while row < M:
         if PF_L1:
-            v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC)
+            v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS)
         else:
             v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
         shift = nxt_shift

@@ -139,6 +139,27 @@ def test_realigned_softmax_prefetching_into_l1_writes_the_same_bits(m: int, n: i
     assert torch.equal(outs[0], outs[1])
 
 
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="PF_L1 prefetches through inline PTX: compiled only")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "warps", "per_sm"), [(300, 32000, 16, 2), (77, 25249, 16, 2), (64, 32768, 32, 1)])
+def test_thread_stats_prefetching_into_l1_writes_the_same_bits(m: int, n: int, warps: int, per_sm: int,
+                                                               dtype: torch.dtype) -> None:
+    """THREAD_STATS with the next row prefetched into L1 (PF_L1, swept in softmax_thread_stats_pf_l1) reads each row
+    in the per-thread layout the register prefetch uses, so it writes exactly the same bits: more rows than programs,
+    -inf strides, nothing past the output, within the task's tolerance of fp32."""
+    x = (torch.randn(m, n, device=DEVICE) * 4).to(dtype)
+    x[1, ::7] = float("-inf")
+    launch, meta = softmax._realigned_plan(m, n, n, 2, 16, per_sm, warps, False, (32768, 0, 0))
+    outs = []
+    for pf in (False, True):
+        y = torch.full((m + 1, n), 7.0, dtype=dtype, device=DEVICE)
+        launch(x, y, m, n, n, **{**meta, "THREAD_STATS": 32 * warps, "PF_L1": pf})
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        outs.append(y[:m])
+    _assert_within_task_tolerance(outs[1], torch.softmax(x.float(), -1))
+    assert torch.equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize(("m", "n", "warps", "per_sm"), [
     (21, 25249, 16, 2), (9, 32768, 16, 2), (7, 16377, 16, 2), (12, 8185, 8, 8), (6, 3001, 4, 8), (5, 20001, 8, 1),
     (5, 28518, 16, 2), (5, 12001, 4, 8)])
