@@ -107,7 +107,9 @@ def softmax_thread_stats_pf_l1_trials(device: torch.device, dtype: torch.dtype) 
     """Family `softmax_thread_stats_pf_l1`: THREAD_STATS with the next row prefetched into L1 (PF_L1) instead of held
     in registers, on one 32768-lane window, beside the planned launch. fp16's THREAD_STATS build holds the next row in
     registers and spills 52 bytes there (sm_90), bf16's fits 128 registers; with PF_L1 neither spills (16 warps: 126
-    and 127 registers; 32 warps: 62 and 63). Each launch checked against fp32 before it is timed."""
+    and 127 registers; 32 warps: 62 and 63). Each launch checked against fp32 before it is timed.
+    evidence/h200/2026-12-04_half_exps/5_* (at d906a00): PF_L1 cost 6-7 points in bf16 (2048 x 32000 84.3% of copy
+    against 91.3%); fp16 lost its spill (84.8% against 69.9%) and stayed behind the planned two reductions (88.4%)."""
     for m, n in PF_L1_SHAPES:
         x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
