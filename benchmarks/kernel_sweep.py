@@ -66,6 +66,7 @@ from sweep_stagger import (
 from sweep_tail import softmax_tail_trials
 from sweep_thread_stats import softmax_thread_stats_pf_l1_trials, softmax_thread_stats_trials
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
+from sweep_words import softmax_words_trials
 
 from kernelproof_core.environment import copy_bandwidth_gbps
 from kernelproof_core.kernels import rms_norm, softmax, swiglu
@@ -404,7 +405,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,
             "softmax_mid": softmax_mid_trials, "swiglu_shifted": swiglu_shifted_trials,
             "swiglu_shifted_parts": swiglu_shifted_parts_trials, "softmax_thread_stats": softmax_thread_stats_trials,
-            "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials}
+            "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials, "softmax_words": softmax_words_trials}
 
 
 def main() -> int:

@@ -181,6 +181,8 @@ _CARRY_MAX = gl.constexpr(float(2**29))
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
 _FAST_FOLD_MAX = tl.constexpr(64.0)
+# WORDS' fill for a masked vector: the int32 word of two 16-bit -infs (fp16 0xfc00, bf16 0xff80), signed.
+_NEG_INF_WORDS = {torch.float16: -67044352, torch.bfloat16: -8323200}
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
 
@@ -307,27 +309,42 @@ def _part_vecs(START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, THREA
 
 @triton.jit
 def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
-               N: tl.tensor, live: tl.tensor, THREADS: tl.constexpr = 0) -> tl.tensor:
+               N: tl.tensor, live: tl.tensor, THREADS: tl.constexpr = 0, WORDS: tl.constexpr = 0) -> tl.tensor:
     # Window positions START .. START + SIZE of a row, read vector by vector: the vectors wholly inside the row only.
+    # WORDS (16-bit rows whose window starts on a 32-bit word; the value: the word of two -infs): the vectors as
+    # int32 words, two elements each (_unwords), so a row held across an iteration stays two elements a register.
     vecs = _part_vecs(START, SIZE, VEC, THREADS)
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    return tl.load(at + tl.expand_dims(vecs, -1) + tl.arange(0, VEC), mask=tl.expand_dims(whole, -1) & live,
-                   other=float("-inf"))
+    if WORDS != 0:
+        words = at.to(tl.pointer_type(tl.int32), bitcast=True) + tl.expand_dims(vecs // 2, -1)
+        v = tl.load(words + tl.arange(0, VEC // 2), mask=tl.expand_dims(whole, -1) & live, other=WORDS)
+    else:
+        v = tl.load(at + tl.expand_dims(vecs, -1) + tl.arange(0, VEC), mask=tl.expand_dims(whole, -1) & live,
+                    other=float("-inf"))
+    return v
+
+
+@triton.jit
+def _unwords(w: tl.tensor, DT: tl.constexpr) -> tl.tensor:
+    # _part_load's words as the 16-bit elements they hold, in memory order (the low half first).
+    lo = w.to(tl.int16).to(DT, bitcast=True)
+    hi = (w >> 16).to(tl.int16).to(DT, bitcast=True)
+    return tl.reshape(tl.join(lo, hi), w.shape[:-1] + [w.shape[-1] * 2])
 
 
 @triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
                PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
-               THREADS: tl.constexpr = 0) -> tuple[tl.tensor, ...]:
+               THREADS: tl.constexpr = 0, WORDS: tl.constexpr = 0) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
-    # _softmax_realigned prefetches them (by thread, THREADS > 0: _part_vecs).
-    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, THREADS)
+    # _softmax_realigned prefetches them (by thread, THREADS > 0: _part_vecs; WORDS: the parts as words).
+    p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, THREADS, WORDS)
     p1 = 0.0
     p2 = 0.0
     if PART1 > 0:
-        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live, THREADS)
+        p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live, THREADS, WORDS)
     if PART2 > 0:
-        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live, THREADS)
+        p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live, THREADS, WORDS)
     e_offs, e_mask = _edges(shift, N, VEC)
     return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
 
@@ -451,7 +468,8 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
 def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
-                       THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False) -> None:
+                       THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False,
+                       WORDS: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -486,12 +504,13 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     if PF_L1:
         _prefetch_row(x_at, shift, N, WINDOW, PART1, PART2)  # row < M: the grid has at most M programs
     else:
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS)
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS, WORDS)
     nxt_shift = shift
     nxt_at = x_at
     while row < M:
         if PF_L1:
-            v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS)
+            v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS,
+                                            WORDS)
         else:
             v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
         shift = nxt_shift
@@ -505,7 +524,13 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         else:
             # past the last row: fully masked, so no memory traffic; the values are never used
             nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC,
-                                                THREAD_STATS)
+                                                THREAD_STATS, WORDS)
+        if WORDS != 0:
+            v = _unwords(v, x_ptr.dtype.element_ty)
+            if PART1 > 0:
+                v1 = _unwords(v1, x_ptr.dtype.element_ty)
+            if PART2 > 0:
+                v2 = _unwords(v2, x_ptr.dtype.element_ty)
         x = v.to(tl.float32)
         x_e = v_e.to(tl.float32)
         y_at = y_ptr + base

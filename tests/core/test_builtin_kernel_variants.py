@@ -197,6 +197,41 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     torch.testing.assert_close(outs[one, 32 * warps][keep].float(), outs[one, 0][keep].float(), rtol=8e-3, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("m", "n", "pad", "parts", "threads", "warps", "pf_l1"), [
+    (9, 32000, 0, (32768, 0, 0), 512, 16, False), (7, 25249, 2, (32768, 0, 0), 0, 16, False),
+    (9, 20001, 0, (16384, 4096, 0), 512, 16, False), (6, 3001, 4, (2048, 1024, 0), 128, 4, False),
+    (5, 9554, 0, (8192, 2048, 0), 0, 8, False), (7, 20480, 8, (16384, 4096, 0), 0, 16, False),
+    (9, 32000, 0, (32768, 0, 0), 512, 16, True), (5, 16655, 2, (16384, 2048, 0), 0, 16, True)])
+def test_realigned_softmax_reading_words_writes_the_same_bits(m: int, n: int, pad: int, parts: tuple[int, int, int],
+                                                               threads: int, warps: int, pf_l1: bool,
+                                                               dtype: torch.dtype) -> None:
+    """WORDS (x's vectors read as int32 words, two elements each, split where used) writes exactly what the 16-bit
+    reads write: one window and parts, both forms of the reduction, rows padded by an even count and contiguous, the
+    next row held in registers or (GPU only: inline PTX) prefetched into L1; rows at every offset inside a vector,
+    more rows than programs; masked vectors read as two -infs (a row of -inf gives NaN, as torch does; one with -inf
+    strides), nothing written past the output, within the task's tolerance of fp32."""
+    if pf_l1 and DEVICE.type != "cuda":
+        pytest.skip("PF_L1 prefetches through inline PTX: compiled only")
+    gen = torch.Generator().manual_seed(n + pad)
+    x = (torch.randn(m, n + pad, generator=gen) * 4).to(dtype).to(DEVICE)[:, :n]
+    x[1] = float("-inf")
+    x[2, ::7] = float("-inf")
+    x[3, -1] = 40.0
+    launch, meta = softmax._realigned_plan(m, n, n + pad, 2, 2, 2, warps, False, parts)
+    assert meta["ALIGN_X"] >= 2
+    outs = []
+    for words in (0, softmax._NEG_INF_WORDS[dtype]):
+        y = torch.full((m + 1, n), 7.0, dtype=dtype, device=DEVICE)
+        launch(x, y, m, n, n + pad, **{**meta, "THREAD_STATS": threads, "PF_L1": pf_l1, "WORDS": words})
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        assert bool(y[1].isnan().all())
+        outs.append(y[:m])
+    keep = torch.arange(m) != 1
+    _assert_within_task_tolerance(outs[1][keep], torch.softmax(x.float(), -1)[keep])
+    assert torch.equal(outs[0][keep], outs[1][keep])
+
+
 def _assert_within_task_tolerance(y: torch.Tensor, ref: torch.Tensor) -> None:
     """y against the fp32 softmax by the task's own policy for y's dtype: every element and the relative L2."""
     policy = TOLERANCES["softmax"][y.dtype]

@@ -1,0 +1,64 @@
+"""kernel_sweep.py family `softmax_words`: the realigned softmax kernel reading x as 32-bit words (WORDS).
+
+The realigned kernel holds the next row in registers across an iteration. Loaded as 16-bit elements, the row is
+split into 16-bit values in LLVM and ptxas re-packs them with PRMTs, and in fp16's THREAD_STATS build at 32768 lanes
+it spills 26 of them (STL.S16: the 52 bytes the notes name). Loaded as int32 words, two elements each, and split
+only where it is used (_unwords), the held row stays two elements a register. sm_90 builds (ptxas -v, no GPU; 2048 x
+32000 on one 32768-lane window, 16 warps): fp16 THREAD_STATS 1160 instructions a thread and 52 bytes of spill
+against 1040 and none; bf16 THREAD_STATS 1152 against 1072; the two-reduction form 1288 against 1200 (fp16 25249 and
+32768); fp16 16384+4096 with HALF_EXPS 888 instructions and 4 bytes of spill against 832 and none. The bits are the
+same (the values are).
+
+Per shape: the planned launch, its config with WORDS, and (16-bit rows on the 32768-lane window, where fp16 plans
+the two-reduction form because THREAD_STATS spilled; and fp16 16384+4096, planned with HALF_EXPS) THREAD_STATS with
+WORDS and without HALF_EXPS. Each launch checked against fp32 before it is timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from sweep_common import Trial
+from sweep_padded import _checked, padded_inputs
+from sweep_thread_stats import _grid, _label
+
+from kernelproof_core.kernels import softmax
+
+# (rows, width, padding): the campaigns' realigned cases (25249-32768 one window; hidden_constant 2412 x 7071), window
+# parts, narrow 4-warp windows, and rows padded by an even count (x read at even offsets: words still line up)
+SHAPES = ((2048, 32000, 0), (2048, 32768, 0), (1723, 25249, 0), (793, 28518, 0), (2048, 32001, 0), (4096, 32768, 0),
+          (1024, 20001, 0), (2048, 18001, 0), (4096, 20480, 0), (700, 17001, 0), (2048, 22001, 0), (2048, 16377, 0),
+          (3921, 6608, 0), (1673, 3185, 0), (2412, 7071, 0), (4096, 5000, 0), (8192, 8191, 0), (3373, 7683, 0),
+          (2048, 20480, 8), (2048, 24001, 2), (2048, 11007, 4))
+
+
+def softmax_words_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    if dtype not in softmax._NEG_INF_WORDS:
+        return
+    fill = softmax._NEG_INF_WORDS[dtype]
+    for m, n, pad in SHAPES:
+        x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
+        plan = softmax._plan(m, n, n + pad, x.element_size(), device, dtype)
+        yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)
+        if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1]:
+            continue  # not the realigned kernel
+        launch, meta = plan
+        if meta["ALIGN_X"] < 2:
+            continue  # x's rows at odd offsets: no whole words
+        warps, grid = meta["num_warps"], _grid(launch)
+        window = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+        tags = "".join(f" {k.lower()}" for k in ("THREAD_STATS", "HALF_EXPS", "PF_L1") if meta.get(k))
+        base = _label(warps, window, grid) + tags + f" pad={pad}"
+        yield from _checked(partial(launch, x, y, m, n, n + pad, **meta), y, ref, "softmax.realigned", (m, n),
+                            base + " (planned config)", moved)
+        yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "WORDS": fill}), y, ref,
+                            "softmax.realigned", (m, n), base + " words", moved)
+        if warps == 16 and (meta.get("HALF_EXPS") or (not meta.get("THREAD_STATS") and window == (32768, 0, 0))):
+            ts = {**meta, "THREAD_STATS": 512, "HALF_EXPS": False}
+            for words in (0, fill):
+                yield from _checked(partial(launch, x, y, m, n, n + pad, **{**ts, "WORDS": words}), y, ref,
+                                    "softmax.realigned", (m, n),
+                                    _label(warps, window, grid) + f" thread_stats pad={pad}" + " words" * bool(words),
+                                    moved)
