@@ -329,8 +329,8 @@ def _unwords(w: tl.tensor, DT: tl.constexpr) -> tl.tensor:
     # _part_load's words as the 16-bit elements they hold, in memory order (the low half first).
     lo = w.to(tl.int16).to(DT, bitcast=True)
     hi = (w >> 16).to(tl.int16).to(DT, bitcast=True)
-    shape = w.shape[:-1] + [w.shape[-1] * 2]  # noqa: RUF005 (Triton's code generator takes no starred lists)
-    return tl.reshape(tl.join(lo, hi), shape)
+    # (Triton's code generator takes neither a starred list nor a list held in a variable as a shape)
+    return tl.reshape(tl.join(lo, hi), w.shape[:-1] + [w.shape[-1] * 2])  # noqa: RUF005
 
 
 @triton.jit
