@@ -12,8 +12,9 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     window would double (unaligned, just below 32768) is addressed row by row (pipelined path). On the windows the
     H200 measured it faster (_THREAD_STATS_WINDOWS), a row's max and sum take one CTA-wide reduction, not two
     (THREAD_STATS: each thread's own max and sum, merged by warp, then across warps; H200 bf16: 2048 x 32000 91.1% of
-    copy against 89.5%, 2048 x 22001 85.7% against 79.4%); on fp16 rows of 16385-20480 positions its exponentials
-    wait for the merge in fp16 (HALF_EXPS, _HALF_EXPS_WINDOWS: 4096 x 20480 84.2% against 75.1%).
+    copy against 89.5%, 2048 x 22001 85.7% against 79.4%). 16-bit rows read x as 32-bit words, two elements each,
+    split where used (WORDS: fp16 THREAD_STATS no longer spills; H200 fp16 2048 x 32000 89.9% against 87.8%, 4096 x
+    20480 90.3% against 84.5%, 8192 x 8191 86.7% against 75.3%).
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
     (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
     half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);
@@ -102,19 +103,25 @@ _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 # on 4 and 8 warps it was level or mixed (within -2.3 to +1.0 points), so fp16 keeps the two reductions there. Rows
 # of 16385-24576 positions (16 warps) take two parts of whole vectors a thread (_thread_parts: 16384+4096 or
 # 16384+8192 lanes) instead of one 32768-lane window. Planned on the windows swept only: per dtype and warps, the
-# windows that take it.
+# windows that take it. With x read as words (WORDS), fp16's THREAD_STATS build on 32768 lanes no longer spills and
+# 16384+4096 no longer needs HALF_EXPS (kernel_sweep.py --cupti --only softmax_words,
+# evidence/h200/2026-12-04_words/1_*, against the plan before): 2048 x 32000 89.9% against 87.8%, 2048 x 32768 89.8%
+# against 87.8%, 4096 x 32768 90.9% against 89.2%, 1723 x 25249 83.8% against 78.7%, 793 x 28518 76.5% against
+# 68.5%; 4096 x 20480 90.3% against 84.5% (HALF_EXPS with words 89.7%), 2048 x 18001 80.4% against 73.0%, 1024 x
+# 20001 75.4% against 70.2%, 700 x 17001 63.7% against 59.0%: fp16 takes both windows.
 _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
     torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
                      8: ((8192, 0, 0), (8192, 2048, 0)),
                      4: ((4096, 0, 0), (2048, 1024, 0), (4096, 1024, 0), (4096, 2048, 1024))},
-    torch.float16: {16: ((16384, 0, 0), (16384, 8192, 0)), 4: ((4096, 0, 0), (4096, 2048, 1024))}}
+    torch.float16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
+                    4: ((4096, 0, 0), (4096, 2048, 1024))}}
 # Windows where THREAD_STATS holds its exponentials in fp16 (HALF_EXPS), per dtype and warps: fp16 rows of 16385-20480
 # positions, whose THREAD_STATS build holds 106 registers and loses to the two-reduction form on 32768 lanes. H200
 # (CUPTI, evidence/h200/2026-12-04_half_exps/1_*): 1024 x 20001 70.6% of copy against 61.4% planned before, 2048 x
 # 18001 73.7% against 62.5%, 4096 x 20480 84.2% against 75.1%, 700 x 17001 59.8% against 46.8%. It lost on every
-# other window swept, both dtypes (on 32768 lanes by 10-12 points: fp16 2048 x 32000 78.4% against 88.2%).
-_HALF_EXPS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
-    torch.float16: {16: ((16384, 4096, 0),)}}
+# other window swept, both dtypes (on 32768 lanes by 10-12 points: fp16 2048 x 32000 78.4% against 88.2%). Planned
+# from f60a2e2 until WORDS, which beat it there without it (above); none now, the option stays (swept).
+_HALF_EXPS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {}
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -182,7 +189,7 @@ _CARRY_MAX = gl.constexpr(float(2**29))
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
 _FAST_FOLD_MAX = tl.constexpr(64.0)
 # WORDS' fill for a masked vector: the int32 word of two 16-bit -infs (fp16 0xfc00, bf16 0xff80), signed.
-_NEG_INF_WORDS = {torch.float16: -67044352, torch.bfloat16: -8323200}
+_FP16_NEG_INF_WORD, _BF16_NEG_INF_WORD = tl.constexpr(-67044352), tl.constexpr(-8323200)
 _WAVES, _CPU_SMS = 2, 132  # grids cover this many programs per SM; H200 SMs (grid sizes with no CUDA device)
 
 
@@ -309,15 +316,19 @@ def _part_vecs(START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, THREA
 
 @triton.jit
 def _part_load(at: tl.tensor, START: tl.constexpr, SIZE: tl.constexpr, VEC: tl.constexpr, shift: tl.tensor,
-               N: tl.tensor, live: tl.tensor, THREADS: tl.constexpr = 0, WORDS: tl.constexpr = 0) -> tl.tensor:
+               N: tl.tensor, live: tl.tensor, THREADS: tl.constexpr = 0, WORDS: tl.constexpr = False) -> tl.tensor:
     # Window positions START .. START + SIZE of a row, read vector by vector: the vectors wholly inside the row only.
-    # WORDS (16-bit rows whose window starts on a 32-bit word; the value: the word of two -infs): the vectors as
-    # int32 words, two elements each (_unwords), so a row held across an iteration stays two elements a register.
+    # WORDS (16-bit rows whose window starts on a 32-bit word): the vectors as int32 words, two elements each
+    # (_unwords), so a row held across an iteration stays two elements a register; a masked word is two -infs.
     vecs = _part_vecs(START, SIZE, VEC, THREADS)
     whole = (vecs >= shift) & (vecs + VEC <= shift + N)
-    if WORDS != 0:
+    if WORDS:
+        if at.dtype.element_ty == tl.float16:
+            fill: tl.constexpr = _FP16_NEG_INF_WORD
+        else:
+            fill: tl.constexpr = _BF16_NEG_INF_WORD  # type: ignore[no-redef]
         words = at.to(tl.pointer_type(tl.int32), bitcast=True) + tl.expand_dims(vecs // 2, -1)
-        v = tl.load(words + tl.arange(0, VEC // 2), mask=tl.expand_dims(whole, -1) & live, other=WORDS)
+        v = tl.load(words + tl.arange(0, VEC // 2), mask=tl.expand_dims(whole, -1) & live, other=fill)
     else:
         v = tl.load(at + tl.expand_dims(vecs, -1) + tl.arange(0, VEC), mask=tl.expand_dims(whole, -1) & live,
                     other=float("-inf"))
@@ -336,7 +347,7 @@ def _unwords(w: tl.tensor, DT: tl.constexpr) -> tl.tensor:
 @triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
                PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
-               THREADS: tl.constexpr = 0, WORDS: tl.constexpr = 0) -> tuple[tl.tensor, ...]:
+               THREADS: tl.constexpr = 0, WORDS: tl.constexpr = False) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
     # _softmax_realigned prefetches them (by thread, THREADS > 0: _part_vecs; WORDS: the parts as words).
     p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, THREADS, WORDS)
@@ -470,7 +481,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
                        THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False,
-                       WORDS: tl.constexpr = 0) -> None:
+                       WORDS: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -495,6 +506,10 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # two-reduction form (each exponential is rounded against another max). sm_90 build at 32768 lanes on 16 warps:
     # 1152 instructions a thread against 1280, 3 barriers a row against 6, 77 exponentials against 65, no spills.
     # HALF_EXPS (with THREAD_STATS): the exponentials wait for the merge rounded to fp16, half the registers (_held).
+    # WORDS (16-bit, ALIGN_X >= 2, x on a 4-byte boundary: _run checks): the big tiles read as int32 words and split
+    # into elements where used (_unwords), so the held next row stays two elements a register where 16-bit loads
+    # left ptxas re-packing halves (PRMT) and spilling them (fp16 THREAD_STATS at 32768 lanes: 52 bytes, 1160
+    # instructions a thread against 1040 with WORDS; bf16 1152 against 1072). The same bits.
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
     START2: tl.constexpr = WINDOW + PART1
@@ -526,7 +541,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             # past the last row: fully masked, so no memory traffic; the values are never used
             nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC,
                                                 THREAD_STATS, WORDS)
-        if WORDS != 0:
+        if WORDS:
             v = _unwords(v, x_ptr.dtype.element_ty)
             if PART1 > 0:
                 v1 = _unwords(v1, x_ptr.dtype.element_ty)
@@ -1194,9 +1209,10 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
     """_softmax_realigned on per_sm x n_sm persistent programs (benchmarks/kernel_sweep.py sweeps the arguments);
     the window in `parts` (default _parts(n, elsize); (_window(n, elsize), 0, 0) is the one-window kernel)."""
     window, part1, part2 = parts or _parts(n, elsize)
+    align_x = _align(elsize, stride - n)
     return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "PART1": part1, "PART2": part2,
-                                                            "VEC": 16 // elsize, "FAST": fast,
-                                                            "ALIGN_X": _align(elsize, stride - n), "num_warps": warps}
+                                                            "VEC": 16 // elsize, "FAST": fast, "ALIGN_X": align_x,
+                                                            "WORDS": elsize == 2 and align_x >= 2, "num_warps": warps}
 
 
 def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps: int,
@@ -1245,8 +1261,10 @@ def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> 
 
 
 def _prefetching(plan: Launch) -> Launch:
+    """PF_L1, without WORDS (together they took 174-255 registers and ran at 38-45% of copy where PF_L1 alone ran at
+    71-73%: H200, CUPTI, evidence/h200/2026-12-04_words/1_*)."""
     launch, meta = plan
-    return launch, {**meta, "PF_L1": True}
+    return launch, {**meta, "PF_L1": True, "WORDS": False}
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
@@ -1347,4 +1365,6 @@ def _run(plan: Launch | _Staged | _Split, x: torch.Tensor, y: torch.Tensor, m: i
                     **plan.meta)
     else:
         launch, meta = plan
+        if meta.get("WORDS") and x.data_ptr() % 4:  # a view starting mid-word: no whole words (plans ignore offsets)
+            meta = {**meta, "WORDS": False}
         launch(x, y, m, n, stride, **meta)

@@ -109,7 +109,8 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
     (18001, 18001, (16384, 4096, 0), (16384, 4096, 0)), (20480, 20488, (16384, 4096, 0), (16384, 4096, 0)),
     (20001, 20001, (16384, 4096, 0), (16384, 4096, 0)),
     (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
-    (24577, 24577, (32768, 0, 0), None), (25249, 25249, (32768, 0, 0), None), (32768, 32768, (32768, 0, 0), None),
+    (24577, 24577, (32768, 0, 0), (32768, 0, 0)), (25249, 25249, (32768, 0, 0), (32768, 0, 0)),
+    (32768, 32768, (32768, 0, 0), (32768, 0, 0)),
     (8185, 8185, (8192, 0, 0), None), (8191, 8191, (8192, 2048, 0), None), (3001, 3001, (2048, 1024, 0), None),
     (6608, 6608, (4096, 2048, 1024), (4096, 2048, 1024)), (3185, 3185, (4096, 0, 0), (4096, 0, 0)),
     (5000, 5000, (4096, 1024, 0), None), (12345, 12345, None, None), (13778, 13778, None, None),
@@ -119,22 +120,21 @@ def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
     """THREAD_STATS per dtype on the realigned windows the H200 sweeps (softmax_thread_stats, softmax_exp_forms)
     measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576
     positions on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps),
-    fp16 on one 16384-lane window, on 16384+8192, on 16384+4096 with its exponentials held in fp16 (HALF_EXPS,
-    there only), and on 4 warps on one 4096-lane window and 4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024);
-    never on windows not swept (three parts on 8 warps, 16-warp windows under 16384 lanes, 4096+2048 on 8 warps) nor
-    on rows padded off the vector grid."""
+    fp16 with x read as words (WORDS) on the same 16-warp windows, and on 4 warps on one 4096-lane window and
+    4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp
+    windows under 16384 lanes, 4096+2048 on 8 warps) nor on rows padded off the vector grid. Exponentials held in
+    fp16 (HALF_EXPS) nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on one."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         assert "WINDOW" in meta, meta
         parts = (meta["WINDOW"], meta["PART1"], meta["PART2"])
-        half = dtype == torch.float16 and expected == (16384, 4096, 0)
-        assert bool(meta.get("HALF_EXPS")) == half, (dtype, meta)
+        assert not meta.get("HALF_EXPS"), (dtype, meta)
+        assert meta["WORDS"] == ((stride - n) % 2 == 0), (dtype, meta)
         if expected is None:
             assert not meta.get("THREAD_STATS"), (dtype, meta)
         else:
             assert (parts, meta["THREAD_STATS"]) == (expected, 32 * meta["num_warps"]), (dtype, meta)
-            table = softmax._HALF_EXPS_WINDOWS if half else softmax._THREAD_STATS_WINDOWS
-            assert expected in table[dtype][meta["num_warps"]]
+            assert expected in softmax._THREAD_STATS_WINDOWS[dtype][meta["num_warps"]]
 
 
 @pytest.mark.parametrize("elsize", [2, 4])
@@ -399,15 +399,15 @@ print(json.dumps(out))
 def test_thread_stats_plans_compile_for_sm90_with_one_reduction_a_row() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): the realigned launches planned with
     THREAD_STATS compile (one row included: Triton makes M = 1 a constant) and synchronise their CTA 3 times a row,
-    one reduction (fp16 18001 with its exponentials held in fp16 included); the same rows in fp16 where it keeps two
-    reductions, 6 times or more."""
+    one reduction (fp16 on 32768 lanes and 18001 on 16384+4096 included, x read as words); the same rows in fp16
+    where it keeps two reductions, 6 times or more."""
     cases = [(1, 25249, "bfloat16"), (5, 8191, "bfloat16"), (3, 3001, "bfloat16"), (7, 22001, "float16"),
              (1, 25249, "float16"), (5, 8191, "float16"), (3, 18001, "float16")]
     done = subprocess.run([sys.executable, "-c", _THREAD_STATS_ON_H200, json.dumps(cases)], capture_output=True,
                           text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [planned for planned, _bars in out] == [True, True, True, True, False, False, True]
+    assert [planned for planned, _bars in out] == [True, True, True, True, True, False, True]
     assert all(bars == 3 if planned else bars >= 6 for planned, bars in out), out
 
 
