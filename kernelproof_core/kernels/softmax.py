@@ -122,6 +122,11 @@ _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], .
 # other window swept, both dtypes (on 32768 lanes by 10-12 points: fp16 2048 x 32000 78.4% against 88.2%). Planned
 # from f60a2e2 until WORDS, which beat it there without it (above); none now, the option stays (swept).
 _HALF_EXPS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {}
+# THREAD_STATS windows that read x as elements, not words, where the rows lie on the vector grid (shift 0): bf16's
+# 32768 lanes, where words lost at 2048 rows in both looks (H200, CUPTI: 2048 x 32000 91.2% of copy against 89.9%,
+# 2048 x 32768 90.5% against 89.9%, evidence/h200/2026-12-04_words/2_*; 91.3/91.2% against 90.9/90.8% in 1_*) and
+# 4096 x 32768 keeps 91.5% (91.8% with words). Unaligned rows on it gain from words (1723 x 25249 84.2% against 82.1%).
+_WORDLESS_ALIGNED_WINDOWS: dict[torch.dtype, tuple[tuple[int, int, int], ...]] = {torch.bfloat16: ((32768, 0, 0),)}
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -1237,7 +1242,9 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
         return _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
     launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, *config, ts)
     half = ts in _HALF_EXPS_WINDOWS.get(key, {}).get(config[1], ())
-    return launch, {**meta, "THREAD_STATS": 32 * config[1], **({"HALF_EXPS": True} if half else {})}
+    words = meta["WORDS"] and not (ts in _WORDLESS_ALIGNED_WINDOWS.get(key, ()) and _align(elsize, n, stride) * elsize
+                                   == 16)
+    return launch, {**meta, "THREAD_STATS": 32 * config[1], "WORDS": words, **({"HALF_EXPS": True} if half else {})}
 
 
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
@@ -1294,7 +1301,10 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     if off_grid_x and n > _REALIGNED_NARROW_MIN_N and _lanes(n, elsize) <= (
             _MAX_FUSED_N if n > _PIPELINED_MIN_N else _PIPELINED_MIN_N):
         return _padded_plan(m, n, stride, n_sm, compiled_gpu)
-    if n > _PIPELINED_MIN_N and _lanes(n, elsize) <= _MAX_FUSED_N:
+    # Also 16-bit rows of up to 16384 whose span is wider (unaligned 16378-16383: on _softmax_rows 66.7% of copy at
+    # 4096 x 16383 fp16, H200, evidence/h200/2026-12-04_words/2_*).
+    if (n > _PIPELINED_MIN_N or elsize == 2 and _lanes(n, elsize) > _PIPELINED_MIN_N) and (
+            _lanes(n, elsize) <= _MAX_FUSED_N):
         return _realigned_launch(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (

@@ -236,11 +236,12 @@ def test_realigned_softmax_reading_words_writes_the_same_bits(m: int, n: int, pa
 @pytest.mark.parametrize("offset", [1, 2])
 def test_softmax_reads_words_only_from_views_starting_on_one(offset: int, dtype: torch.dtype) -> None:
     """Plans are cached by shape and stride, not by where x starts: a view starting mid-word (an odd element offset)
-    of rows the plan reads as words is read element by element instead (on a GPU a misaligned word read faults), and
-    one starting on a word keeps WORDS; both within the task's tolerance of fp32."""
-    m, n = 5, 20001
-    base = (torch.randn(m, n + 4, generator=torch.Generator().manual_seed(offset)) * 4).to(dtype).to(DEVICE)
-    x = base[:, offset:offset + n]
+    of contiguous rows the plan reads as words is read element by element instead (on a GPU a misaligned word read
+    faults), and one starting on a word keeps WORDS; both within the task's tolerance of fp32. (Contiguous rows: padded
+    ones of this width prefetch into L1 on a GPU, a plan without WORDS.)"""
+    m, n = 5, 20002
+    flat = (torch.randn(m * n + 2, generator=torch.Generator().manual_seed(offset)) * 4).to(dtype).to(DEVICE)
+    x = flat[offset:offset + m * n].view(m, n)
     assert (x.data_ptr() % 4 == 0) == (offset % 2 == 0)
     _launch, meta = softmax._plan(m, n, x.stride(0), 2, DEVICE, dtype)  # type: ignore[misc]
     assert meta["WORDS"] and not meta.get("PF_L1"), meta
@@ -259,7 +260,7 @@ def _assert_within_task_tolerance(y: torch.Tensor, ref: torch.Tensor) -> None:
 @pytest.mark.parametrize(("m", "n", "pad", "fp16_too"), [
     (37, 16377, 0, True), (19, 18001, 0, True), (11, 22001, 0, True), (7, 20480, 8, True), (9, 25249, 0, True),
     (13, 8191, 0, False), (21, 3001, 0, False), (6, 6608, 0, True), (9, 3185, 0, True), (5, 20001, 0, True),
-    (3, 24577, 0, True)])
+    (3, 24577, 0, True), (4, 16383, 0, True)])
 def test_planned_thread_stats_softmax_matches_fp32(m: int, n: int, pad: int, fp16_too: bool,
                                                    dtype: torch.dtype) -> None:
     """The built-in on rows it plans with THREAD_STATS (bf16: 16, 8 and 4 warps; fp16: one 32768-lane window, one

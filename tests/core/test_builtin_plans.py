@@ -53,7 +53,7 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
 @pytest.mark.parametrize(("n", "stride", "path"), [
     (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "realigned"),
     (25249, 25249, "realigned"), (25249, 25256, "realigned"), (25248, 25256, "realigned"), (4097, 4097, "realigned"),
-    (12901, 12901, "realigned"), (16382, 16382, "rows"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
+    (12901, 12901, "realigned"), (16382, 16382, "realigned"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
     (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "realigned"), (32767, 32780, "pipelined"),
     (2049, 2049, "realigned"), (2047, 2047, "rows"), (3001, 3001, "realigned"), (5207, 5215, "realigned"),
     (5207, 5212, "realigned"), (8191, 8191, "realigned"), (5208, 5208, "realigned"), (6000, 6004, "realigned"),
@@ -64,7 +64,8 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
     (2047, 2050, "rows"), (13778, 13778, "realigned"), (12001, 12001, "realigned")])
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
-    their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path. Unaligned
+    their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path; 16382 can
+    too, and takes the wide rows' config. Unaligned
     16-bit rows of 2049-16384 take it too where x's padding is whole vectors, and so do aligned ones of 4097-16383
     whose window parts are fewer lanes than the row kernel's tile (9600: 8192 + 2048; not 16000, one 16384 window
     either way; not 3000, where the row kernel wins). Rows padded off the vector grid (x read at most ALIGN_X
@@ -106,6 +107,7 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
 
 @pytest.mark.parametrize(("n", "stride", "bf16", "fp16"), [
     (16377, 16377, (16384, 0, 0), (16384, 0, 0)), (14500, 14500, (16384, 0, 0), (16384, 0, 0)),
+    (16383, 16383, (16384, 4096, 0), (16384, 4096, 0)), (32000, 32008, (32768, 0, 0), (32768, 0, 0)),
     (18001, 18001, (16384, 4096, 0), (16384, 4096, 0)), (20480, 20488, (16384, 4096, 0), (16384, 4096, 0)),
     (20001, 20001, (16384, 4096, 0), (16384, 4096, 0)),
     (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
@@ -123,13 +125,16 @@ def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
     fp16 with x read as words (WORDS) on the same 16-warp windows, and on 4 warps on one 4096-lane window and
     4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp
     windows under 16384 lanes, 4096+2048 on 8 warps) nor on rows padded off the vector grid. Exponentials held in
-    fp16 (HALF_EXPS) nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on one."""
+    fp16 (HALF_EXPS) nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on one,
+    but bf16's 32768-lane THREAD_STATS window on rows on the vector grid (words lost there). Unaligned rows of up to
+    16384 whose span is wider (16383) take the wide realigned config, not the row kernel."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         assert "WINDOW" in meta, meta
         parts = (meta["WINDOW"], meta["PART1"], meta["PART2"])
         assert not meta.get("HALF_EXPS"), (dtype, meta)
-        assert meta["WORDS"] == ((stride - n) % 2 == 0), (dtype, meta)
+        wordless = dtype == torch.bfloat16 and expected == (32768, 0, 0) and n % 8 == 0 and stride % 8 == 0
+        assert meta["WORDS"] == ((stride - n) % 2 == 0 and not wordless), (dtype, meta)
         if expected is None:
             assert not meta.get("THREAD_STATS"), (dtype, meta)
         else:

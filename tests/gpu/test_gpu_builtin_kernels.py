@@ -99,7 +99,7 @@ def test_short_softmax_rows_match_fp32_reference(shape: tuple[int, int], pad: in
     ((2000, 12345), 8, True), ((4096, 9600), 0, True), ((33, 12288), 16, True), ((5, 16000), 0, False),
     ((3921, 6608), 0, True), ((64, 5000), 8, True), ((8, 3000), 0, False), ((1029, 16655), 3, True),
     ((77, 9001), 5, True), ((64, 12288), 2, True), ((9, 2047), 3, False), ((300, 3001), 3, True),
-    ((700, 30001), 7, True), ((300, 20000), 3, True), ((301, 13778), 0, True), ((99, 8001), 6, True)])
+    ((700, 30001), 7, True), ((300, 20000), 3, True), ((301, 13778), 0, True), ((99, 8001), 6, True), ((97, 16383), 0, True)])
 def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, realigned: bool,
                                                          dtype: torch.dtype) -> None:
     """Unaligned 16-bit rows of 2049-16384 take the realigned path (contiguous or padded), its window cut in parts
@@ -107,7 +107,8 @@ def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int],
     on the windows _THREAD_STATS_WINDOWS lists with one reduction a row), and so do aligned ones above 4096 whose parts
     save lanes (5000, 6608, 9600, 12288; not 16000 or 3000) and rows padded off the vector grid (5207, 9001 and 12288
     padded by 3, 5 and 2; 16655 by 3, in parts past 16384; 3001, 8001, 9001, 16655, 20000 and 30001 prefetching into
-    L1, PF_L1); fp32 rows up to 16384 and rows under 2049 stay on the row kernel.
+    L1, PF_L1; 16383, whose span passes 16384, on 16384+4096 lanes); fp32 rows up to 16384 and rows under 2049 stay
+    on the row kernel.
     Against fp32, replayed bit for bit."""
     m, n = shape
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
