@@ -7,7 +7,7 @@ programs of 4 warps fit an SM's 65536 registers, not 8): the planned grid may no
 grid twice the resident count runs as two waves of programs whose rows do not balance. Each program walks rows
 pid, pid + grid, ..., so the last round of rows is partly idle whenever the row count is not a multiple of the grid.
 
-Per shape: the planned launch, its config on 1, 2, 3, 4, 6 and 8 programs an SM (where fewer than the rows), and on
+Per shape: the planned launch, its config on 1, 2, 3, 4, 5, 6 and 8 programs an SM (where fewer than the rows), and on
 one program a row. Each launch checked against fp32 before it is timed.
 """
 
@@ -25,10 +25,11 @@ from kernelproof_core.kernels import softmax
 
 # (rows, width): 4-warp windows (the campaigns' hidden_constant 2412 x 7071, 3921 x 6608, 4096 x 5000, 1673 x 3185),
 # 8-warp ones (8192 x 8191, 4096 x 8185, 3373 x 7683), 16-warp ones (2048 x 16377, 1723 x 25249 `random0`, 2048 x
-# 32000 `vocab_32000`)
+# 32000 `vocab_32000`); then more rows on one 4096-lane window (THREAD_STATS, 80 registers: 6 programs an SM resident)
 SHAPES = ((2412, 7071), (3921, 6608), (4096, 5000), (1673, 3185), (8192, 8191), (4096, 8185), (3373, 7683),
-          (2048, 16377), (2048, 14500), (1723, 25249), (2048, 32000))
-PER_SM = (1, 2, 3, 4, 6, 8)
+          (2048, 16377), (2048, 14500), (1723, 25249), (2048, 32000), (4096, 3185), (8192, 2731), (2500, 3901),
+          (1000, 4001), (6000, 3333), (3000, 2049))
+PER_SM = (1, 2, 3, 4, 5, 6, 8)
 
 
 def softmax_grid_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
