@@ -127,6 +127,13 @@ _HALF_EXPS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]
 # 2048 x 32768 90.5% against 89.9%, evidence/h200/2026-12-04_words/2_*; 91.3/91.2% against 90.9/90.8% in 1_*) and
 # 4096 x 32768 keeps 91.5% (91.8% with words). Unaligned rows on it gain from words (1723 x 25249 84.2% against 82.1%).
 _WORDLESS_ALIGNED_WINDOWS: dict[torch.dtype, tuple[tuple[int, int, int], ...]] = {torch.bfloat16: ((32768, 0, 0),)}
+# Persistent programs per SM for THREAD_STATS windows whose build holds more registers than the config's count leaves
+# resident: one 4096-lane window on 4 warps holds 80 registers a thread, so 6 programs fit an SM, not the planned 8
+# (which ran as two waves). H200, CUPTI, sweep softmax_grid (evidence/h200/2026-12-04_words/3_*), 8 against 6 an SM,
+# fp16 / bf16: 6000 x 3333 72.8 / 73.2% against 82.0 / 83.0%, 1673 x 3185 59.1 / 59.3% against 67.8 / 67.3%, 4096 x
+# 3185 71.7 / 72.4% against 76.4 / 76.4%, 2500 x 3901 72.2 / 70.2% against 76.4 / 76.4%, 1000 x 4001 56.9 / 56.8%
+# against 59.7 / 59.3%. Not on 2048+1024 (8192 x 2731 83.0% against 82.2%), 4096+1024 or 4096+2048+1024 (ties).
+_THREAD_STATS_PER_SM: dict[tuple[int, int, int], int] = {(4096, 0, 0): 6}
 _REALIGNED_MID = 2  # programs per SM for 16-bit windows of 8193-16384 lanes (_narrow_config picks the warps)
 _REALIGNED_TINY_LANES = 5120  # 16-bit windows up to this many lanes run on 4 warps (_narrow_config)
 # Aligned 16-bit rows wider than this (and not a power of two) take the realigned kernel where its parts are fewer
@@ -1240,7 +1247,8 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
     ts = _thread_stats_parts(n, elsize, parts, config[1], key)
     if ts is None:
         return _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
-    launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, *config, ts)
+    per_sm = _THREAD_STATS_PER_SM.get(ts, config[0])
+    launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, per_sm, *config[1:], ts)
     half = ts in _HALF_EXPS_WINDOWS.get(key, {}).get(config[1], ())
     words = meta["WORDS"] and not (ts in _WORDLESS_ALIGNED_WINDOWS.get(key, ()) and _align(elsize, n, stride) * elsize
                                    == 16)
@@ -1303,7 +1311,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
         return _padded_plan(m, n, stride, n_sm, compiled_gpu)
     # Also 16-bit rows of up to 16384 whose span is wider (unaligned 16378-16383: on _softmax_rows 66.7% of copy at
     # 4096 x 16383 fp16, H200, evidence/h200/2026-12-04_words/2_*).
-    if (n > _PIPELINED_MIN_N or elsize == 2 and _lanes(n, elsize) > _PIPELINED_MIN_N) and (
+    if (n > _PIPELINED_MIN_N or (elsize == 2 and _lanes(n, elsize) > _PIPELINED_MIN_N)) and (
             _lanes(n, elsize) <= _MAX_FUSED_N):
         return _realigned_launch(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (

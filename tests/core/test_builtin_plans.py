@@ -142,6 +142,23 @@ def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
             assert expected in softmax._THREAD_STATS_WINDOWS[dtype][meta["num_warps"]]
 
 
+@pytest.mark.parametrize(("m", "n", "per_sm"), [
+    (6000, 3333, 6), (1673, 3185, 6), (700, 4001, None), (8192, 2731, 8), (2412, 7071, 8), (4096, 8185, 8),
+    (2048, 32000, 2)])
+def test_softmax_thread_stats_grid_follows_its_registers(monkeypatch: pytest.MonkeyPatch, m: int, n: int,
+                                                         per_sm: int | None) -> None:
+    """THREAD_STATS on one 4096-lane window (80 registers a thread on 4 warps) launches 6 persistent programs an SM,
+    all resident, not the 8 its two-reduction config plans (two waves, 4-10 points slower on the H200); other
+    windows keep their config's count; fewer rows than programs: one program a row."""
+    monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
+    for dtype in (torch.bfloat16, torch.float16):
+        launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
+        grid = next(c.cell_contents for c in launch.__closure__ if isinstance(c.cell_contents, tuple))[0]
+        assert grid == min(m, 132 * (per_sm or 6)), (dtype, meta, grid)
+        if per_sm == 6 or per_sm is None:
+            assert (meta["WINDOW"], meta["PART1"], meta["PART2"], meta["THREAD_STATS"]) == (4096, 0, 0, 128), meta
+
+
 @pytest.mark.parametrize("elsize", [2, 4])
 def test_realigned_window_parts_cover_every_span(elsize: int) -> None:
     """For every width the realigned kernels can see (2049-32768), the parts cover the span a row can take (N + VEC
