@@ -14,7 +14,9 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     (THREAD_STATS: each thread's own max and sum, merged by warp, then across warps; H200 bf16: 2048 x 32000 91.1% of
     copy against 89.5%, 2048 x 22001 85.7% against 79.4%). 16-bit rows read x as 32-bit words, two elements each,
     split where used (WORDS: fp16 THREAD_STATS no longer spills; H200 fp16 2048 x 32000 89.9% against 87.8%, 4096 x
-    20480 90.3% against 84.5%, 8192 x 8191 86.7% against 75.3%).
+    20480 90.3% against 84.5%, 8192 x 8191 86.7% against 75.3%; not bf16's 32768-lane window on aligned rows). A
+    THREAD_STATS build that holds more registers than its config's programs per SM allow resident launches fewer
+    (_THREAD_STATS_PER_SM). Unaligned 16-bit rows of 16378-16383 (spans past 16384) take the wider rows' config.
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
     (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
     half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);

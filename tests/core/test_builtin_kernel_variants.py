@@ -183,7 +183,7 @@ def test_realigned_softmax_thread_stats_match_fp32_and_replay(m: int, n: int, wa
     ref = torch.softmax(x.float(), -1)
     keep = torch.ones(m, dtype=torch.bool)
     keep[1] = False
-    outs = {}
+    outs: dict[tuple[tuple[int, int, int], int], torch.Tensor] = {}
     for parts, threads in ((one, 0), (one, 32 * warps), (one, 32 * warps), (cut, 32 * warps), (cut, 32 * warps)):
         launch, meta = softmax._realigned_plan(m, n, n, 2, 2, per_sm, warps, False, parts)
         y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)

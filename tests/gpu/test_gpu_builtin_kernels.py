@@ -99,7 +99,8 @@ def test_short_softmax_rows_match_fp32_reference(shape: tuple[int, int], pad: in
     ((2000, 12345), 8, True), ((4096, 9600), 0, True), ((33, 12288), 16, True), ((5, 16000), 0, False),
     ((3921, 6608), 0, True), ((64, 5000), 8, True), ((8, 3000), 0, False), ((1029, 16655), 3, True),
     ((77, 9001), 5, True), ((64, 12288), 2, True), ((9, 2047), 3, False), ((300, 3001), 3, True),
-    ((700, 30001), 7, True), ((300, 20000), 3, True), ((301, 13778), 0, True), ((99, 8001), 6, True), ((97, 16383), 0, True)])
+    ((700, 30001), 7, True), ((300, 20000), 3, True), ((301, 13778), 0, True), ((99, 8001), 6, True),
+    ((97, 16383), 0, True)])
 def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, realigned: bool,
                                                          dtype: torch.dtype) -> None:
     """Unaligned 16-bit rows of 2049-16384 take the realigned path (contiguous or padded), its window cut in parts
