@@ -65,7 +65,11 @@ from sweep_stagger import (
     softmax_stagger_trials,
 )
 from sweep_tail import softmax_tail_trials
-from sweep_thread_stats import softmax_thread_stats_pf_l1_trials, softmax_thread_stats_trials
+from sweep_thread_stats import (
+    softmax_thread_stats_parts_trials,
+    softmax_thread_stats_pf_l1_trials,
+    softmax_thread_stats_trials,
+)
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 from sweep_words import softmax_words_trials
 
@@ -407,7 +411,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_mid": softmax_mid_trials, "swiglu_shifted": swiglu_shifted_trials,
             "swiglu_shifted_parts": swiglu_shifted_parts_trials, "softmax_thread_stats": softmax_thread_stats_trials,
             "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials, "softmax_words": softmax_words_trials,
-            "softmax_grid": softmax_grid_trials}
+            "softmax_grid": softmax_grid_trials, "softmax_thread_stats_parts": softmax_thread_stats_parts_trials}
 
 
 def main() -> int:

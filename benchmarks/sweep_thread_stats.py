@@ -122,3 +122,31 @@ def softmax_thread_stats_pf_l1_trials(device: torch.device, dtype: torch.dtype) 
                 yield from _checked(partial(launch, x, y, m, n, n, **ts), y, ref, "softmax.realigned", (m, n),
                                     _label(warps, (32768, 0, 0), _grid(launch)) + " thread_stats" + " pf_l1" * pf,
                                     moved)
+
+
+# rows of 24577-28665 positions (plus one 28672-wide): the campaigns' `random0` (1723 x 25249) and 793 x 28518 first
+THREE_PART_SHAPES = ((1723, 25249), (793, 28518), (2048, 24577), (2048, 26001), (1024, 27000), (4096, 25000),
+                     (2048, 28001), (2048, 28672))
+
+
+def softmax_thread_stats_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_thread_stats_parts`: rows of 24577-28665 positions on THREAD_STATS' three parts of whole vectors
+    a thread (16384+8192+4096: 28672 lanes, _thread_parts) in place of the planned 32768-lane window, 16 warps, x read
+    as words and not. The two-reduction form measured slower on parts past 16384 positions (1723 x 25249 70.5% of
+    copy on 16384+8192+2048 against 78.7% on 32768), but THREAD_STATS on two parts won over its own one window
+    (4096 x 20480 on 16384+4096); with one window, 1723 x 25249 leaves 23% of its lanes idle (12% on three parts).
+    sm_90 builds: 127 registers bf16, 123 fp16, no spills (128 and 128 on 32768 lanes). Each launch checked against
+    fp32 before it is timed."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        return
+    n_sm = softmax._num_sms(device)
+    for m, n in THREE_PART_SHAPES:
+        x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        cut = softmax._thread_parts(n, x.element_size(), 512)
+        for parts in ((32768, 0, 0), cut):
+            launch, meta = softmax._realigned_plan(m, n, n, x.element_size(), n_sm, 2, 16, False, parts)
+            for words in (True, False):
+                run = partial(launch, x, y, m, n, n, **{**meta, "THREAD_STATS": 512, "WORDS": words})
+                yield from _checked(run, y, ref, "softmax.realigned", (m, n),
+                                    _label(16, parts, _grid(launch)) + " thread_stats" + " words" * words, moved)
