@@ -1252,8 +1252,8 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
     per_sm = _THREAD_STATS_PER_SM.get(ts, config[0])
     launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, per_sm, *config[1:], ts)
     half = ts in _HALF_EXPS_WINDOWS.get(key, {}).get(config[1], ())
-    words = meta["WORDS"] and not (ts in _WORDLESS_ALIGNED_WINDOWS.get(key, ()) and _align(elsize, n, stride) * elsize
-                                   == 16)
+    on_grid = _align(elsize, n, stride) * elsize == 16  # every row starts on a 16-byte vector
+    words = meta["WORDS"] and not (on_grid and ts in _WORDLESS_ALIGNED_WINDOWS.get(key, ()))
     return launch, {**meta, "THREAD_STATS": 32 * config[1], "WORDS": words, **({"HALF_EXPS": True} if half else {})}
 
 
@@ -1311,10 +1311,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     if off_grid_x and n > _REALIGNED_NARROW_MIN_N and _lanes(n, elsize) <= (
             _MAX_FUSED_N if n > _PIPELINED_MIN_N else _PIPELINED_MIN_N):
         return _padded_plan(m, n, stride, n_sm, compiled_gpu)
-    # Also 16-bit rows of up to 16384 whose span is wider (unaligned 16378-16383: on _softmax_rows 66.7% of copy at
-    # 4096 x 16383 fp16, 83.7% on this config: H200, evidence/h200/2026-12-04_words/2_*, 2b_*).
-    if (n > _PIPELINED_MIN_N or (elsize == 2 and _lanes(n, elsize) > _PIPELINED_MIN_N)) and (
-            _lanes(n, elsize) <= _MAX_FUSED_N):
+    # Rows past 16384, and 16-bit rows of up to 16384 whose span is wider (unaligned 16378-16383: on _softmax_rows
+    # 66.7% of copy at 4096 x 16383 fp16, 83.7% on this config: H200, evidence/h200/2026-12-04_words/2_*, 2b_*).
+    if (n > _PIPELINED_MIN_N or elsize == 2) and _PIPELINED_MIN_N < _lanes(n, elsize) <= _MAX_FUSED_N:
         return _realigned_launch(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (

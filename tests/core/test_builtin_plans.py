@@ -65,8 +65,8 @@ def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stri
 def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
     """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
     their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path; 16382 can
-    too, and takes the wide rows' config. Unaligned
-    16-bit rows of 2049-16384 take it too where x's padding is whole vectors, and so do aligned ones of 4097-16383
+    too (a span past 16384), and takes the wide rows' config. Unaligned 16-bit rows of 2049-16384 take it too where
+    x's padding is whole vectors, and so do aligned ones of 4097-16383
     whose window parts are fewer lanes than the row kernel's tile (9600: 8192 + 2048; not 16000, one 16384 window
     either way; not 3000, where the row kernel wins). Rows padded off the vector grid (x read at most ALIGN_X
     elements at a time) take it from 2049 wide, on 8 warps over 8192 lanes, their window in parts up to 32768 lanes
@@ -143,10 +143,10 @@ def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
 
 
 @pytest.mark.parametrize(("m", "n", "per_sm"), [
-    (6000, 3333, 6), (1673, 3185, 6), (700, 4001, None), (8192, 2731, 8), (2412, 7071, 8), (4096, 8185, 8),
+    (6000, 3333, 6), (1673, 3185, 6), (700, 4001, 6), (8192, 2731, 8), (2412, 7071, 8), (4096, 8185, 8),
     (2048, 32000, 2)])
 def test_softmax_thread_stats_grid_follows_its_registers(monkeypatch: pytest.MonkeyPatch, m: int, n: int,
-                                                         per_sm: int | None) -> None:
+                                                         per_sm: int) -> None:
     """THREAD_STATS on one 4096-lane window (80 registers a thread on 4 warps) launches 6 persistent programs an SM,
     all resident, not the 8 its two-reduction config plans (two waves, 4-10 points slower on the H200); other
     windows keep their config's count; fewer rows than programs: one program a row."""
@@ -154,8 +154,8 @@ def test_softmax_thread_stats_grid_follows_its_registers(monkeypatch: pytest.Mon
     for dtype in (torch.bfloat16, torch.float16):
         launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         grid = next(c.cell_contents for c in launch.__closure__ or () if isinstance(c.cell_contents, tuple))[0]
-        assert grid == min(m, 132 * (per_sm or 6)), (dtype, meta, grid)
-        if per_sm == 6 or per_sm is None:
+        assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
+        if per_sm == 6:
             assert (meta["WINDOW"], meta["PART1"], meta["PART2"], meta["THREAD_STATS"]) == (4096, 0, 0, 128), meta
 
 
