@@ -1,0 +1,266 @@
+"""rms_norm rows too wide for one program, in two launches instead of a rendezvous (family `rms_norm_two_phase`).
+
+The built-in's split path (_rms_norm_split) holds each chunk in registers while it waits for its row's siblings:
+one HBM read and one write, but every program spends most of its life waiting (50-62% of copy on unaligned rows of
+40000-65536, `hidden_wide` 289 x 65494 at 55%). The campaign's wide rows are few (1-512) and x is 33-67 MB where it
+counts (64 MB moved or more), about what the H200's 50 MB L2 holds. Here a first launch reduces each chunk to its sum
+of squares and stores it (reads only, nothing waits); a second launch re-reads each chunk, sums its row's partials
+and writes y. If x is still in L2 when the second launch reads it, HBM sees the same one read and one write.
+
+Knobs swept: chunk and warps; rows in 1, 2 or 4 batches (each batch's two launches back to back, so a batch's x is
+re-read before the next batch's reads push it out of L2); the second launch walking chunks in reverse (the most
+recently read first); cache hints (x loaded evict_last in the first launch and evict_first in the second, y stored
+.cs so the writes do not push x out). Rows are cut as the split path cuts them: 16-bit rows off the 16-byte grid
+through their vector windows (REALIGN, with the shifted weight table), aligned rows in plain chunks.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from functools import partial
+
+import torch
+import triton
+import triton.language as tl
+from experimental_kernels import _resident_per_sm
+from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
+
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.kernels.rms_norm import _edges, _w_ptrs
+
+
+@triton.jit
+def _window(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, row: tl.tensor, part: tl.tensor,
+            CHUNK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr):
+    # A realigned chunk as _rms_norm_split cuts it: offsets and mask of its whole vectors, the row's edge vectors
+    # (part 0 only), where y's window begins and the row's shift inside its first vector, x at window position 0.
+    start = row.to(tl.int64) * N
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)
+    x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN) * ALIGN
+    vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC
+    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    mask = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
+    e_offs, e_mask = _edges(shift, N, VEC)
+    return x_at, offs, mask, e_offs, e_mask & (part == 0), base, shift
+
+
+@triton.jit
+def _chunk_sumsq(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, row: tl.tensor, part: tl.tensor,
+                 CHUNK: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr, HINT: tl.constexpr) -> tl.tensor:
+    if REALIGN:
+        x_at, offs, mask, e_offs, e_mask, _, _ = _window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, 8)
+        x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
+        x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
+        return tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
+    else:
+        n = (N // ALIGN) * ALIGN
+        cols = part * CHUNK + tl.arange(0, CHUNK)
+        x = tl.load(x_ptr + row.to(tl.int64) * ((stride_x // ALIGN) * ALIGN) + cols, mask=cols < n, other=0.0,
+                    eviction_policy=HINT).to(tl.float32)
+        return tl.sum(x * x, axis=0)
+
+
+@triton.jit
+def _chunk_scale(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                 row: tl.tensor, part: tl.tensor, inv: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr,
+                 REALIGN: tl.constexpr, WT: tl.constexpr, HINT: tl.constexpr, STORE: tl.constexpr) -> None:
+    if REALIGN:
+        x_at, offs, mask, e_offs, e_mask, base, shift = _window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, 8)
+        x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
+        x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
+        y_at = y_ptr + base
+        w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=mask, other=0.0)
+        tl.store(y_at + offs, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE)
+        w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
+        tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+    else:
+        n = (N // ALIGN) * ALIGN
+        cols = part * CHUNK + tl.arange(0, CHUNK)
+        x = tl.load(x_ptr + row.to(tl.int64) * ((stride_x // ALIGN) * ALIGN) + cols, mask=cols < n, other=0.0,
+                    eviction_policy=HINT).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=cols < n, other=0.0)
+        tl.store(y_ptr + row.to(tl.int64) * n + cols, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty),
+                 mask=cols < n, cache_modifier=STORE)
+
+
+@triton.jit
+def _row_inv(part_ptr: tl.tensor, row: tl.tensor, n_parts: tl.tensor, N: tl.tensor, eps: tl.tensor,
+             BLOCK_S: tl.constexpr) -> tl.tensor:
+    # Partials summed in slot order (replays bit-exact); .cg: written by other SMs, never served from this one's L1.
+    slots = tl.arange(0, BLOCK_S)
+    sq = tl.load(part_ptr + row.to(tl.int64) * n_parts + slots, mask=slots < n_parts, other=0.0,
+                 cache_modifier=".cg")
+    return tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
+
+
+@triton.jit
+def _rms_norm_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, N: tl.tensor,
+                    stride_x: tl.tensor, eps: tl.tensor, n_parts: tl.tensor, row0: tl.tensor, PHASE: tl.constexpr,
+                    CHUNK: tl.constexpr, BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr,
+                    WT: tl.constexpr, REVERSE: tl.constexpr, HINTS: tl.constexpr) -> None:
+    # One program a chunk of rows row0, ...: PHASE 1 stores the chunk's sum of squares to part_ptr[row, part];
+    # PHASE 2 reads the chunk again and stores it scaled by its row's rsqrt(mean square).
+    pid = tl.program_id(0)
+    if REVERSE:
+        pid = tl.num_programs(0) - 1 - pid
+    row = row0 + pid // n_parts
+    part = pid % n_parts
+    if PHASE == 1:
+        sq = _chunk_sumsq(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, REALIGN, "evict_last" if HINTS else "")
+        tl.store(part_ptr + row.to(tl.int64) * n_parts + part, sq)
+    else:
+        inv = _row_inv(part_ptr, row, n_parts, N, eps, BLOCK_S)
+        _chunk_scale(x_ptr, w_ptr, y_ptr, N, stride_x, row, part, inv, CHUNK, ALIGN, REALIGN, WT,
+                     "evict_first" if HINTS else "", ".cs" if HINTS else "")
+
+
+@triton.jit
+def _rms_norm_two_phase_persistent(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
+                                   count_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                                   eps: tl.tensor, n_parts: tl.tensor, rows_b: tl.tensor, CHUNK: tl.constexpr,
+                                   BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr,
+                                   WT: tl.constexpr, HINTS: tl.constexpr) -> None:
+    # Both phases in one persistent launch, rows in batches of rows_b: partials of batch b (each counted on its
+    # row's counter, release), then batch b - 1 scaled, its chunks in reverse (the most recently read first), each
+    # after its row's count is complete (acquire). Every program must be resident at once (the host sizes the grid):
+    # a program waits only on partials that other programs compute before they wait on anything of a later batch.
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    n_batches = (M + rows_b - 1) // rows_b
+    for b in range(0, n_batches + 1):
+        if b < n_batches:
+            lo = b * rows_b * n_parts
+            hi = tl.minimum((b + 1) * rows_b, M) * n_parts
+            for item in range(lo + pid, hi, G):
+                row = item // n_parts
+                part = item % n_parts
+                sq = _chunk_sumsq(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, REALIGN,
+                                  "evict_last" if HINTS else "")
+                tl.store(part_ptr + row.to(tl.int64) * n_parts + part, sq)
+                tl.debug_barrier()
+                tl.atomic_add(count_ptr + row, 1, sem="release")
+        if b > 0:
+            lo = (b - 1) * rows_b * n_parts
+            hi = tl.minimum(b * rows_b, M) * n_parts
+            mine = tl.maximum(hi - lo - pid + G - 1, 0) // G
+            for k in range(0, mine):
+                item = lo + pid + (mine - 1 - k) * G
+                row = item // n_parts
+                part = item % n_parts
+                while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+                    pass
+                tl.debug_barrier()
+                inv = _row_inv(part_ptr, row, n_parts, N, eps, BLOCK_S)
+                _chunk_scale(x_ptr, w_ptr, y_ptr, N, stride_x, row, part, inv, CHUNK, ALIGN, REALIGN, WT,
+                             "evict_first" if HINTS else "", ".cs" if HINTS else "")
+
+
+def _setup(x: torch.Tensor, weight: torch.Tensor, chunk: int, warps: int, hints: bool,
+           count: torch.Tensor | None = None) -> tuple[int, torch.Tensor, torch.Tensor, dict[str, int | bool]]:
+    """(programs a row, the weight or its shifted table, the partials, meta) for rows cut as the split path cuts
+    them; `count` (row counters) zeroed by the table's launch where there is one, as the built-in does."""
+    m, n = x.shape
+    stride = x.stride(0)
+    align = rms_norm._align(x.element_size(), n, stride)
+    realign = align * x.element_size() < 16
+    if realign:
+        n_parts = -(-(n + 7) // chunk)
+        w_arg = rms_norm._weight_table(weight, n_parts * chunk, count)
+        align, wt = rms_norm._align(2, stride - n), n_parts * chunk
+    else:
+        n_parts, w_arg, wt = -(-n // chunk), weight, 0
+        if count is not None:
+            count.zero_()
+    partials = torch.empty((m, n_parts), dtype=torch.float32, device=x.device)
+    meta: dict[str, int | bool] = {"CHUNK": chunk, "BLOCK_S": max(2, triton.next_power_of_2(n_parts)),
+                                   "ALIGN": align, "REALIGN": realign, "WT": wt, "HINTS": hints,
+                                   "num_warps": warps}
+    return n_parts, w_arg, partials, meta
+
+
+def rms_norm_two_phase(x: torch.Tensor, weight: torch.Tensor, eps: float, y: torch.Tensor, chunk: int, warps: int,
+                       batches: int = 1, reverse: bool = True, hints: bool = True) -> torch.Tensor:
+    """y = rms_norm(x) (16-bit, rows of 8193 or more, unit column stride) in 1 + 2 x batches launches: the weight
+    table where rows are off the 16-byte grid, then per batch of rows the partials launch and the scaling launch."""
+    m, n = x.shape
+    n_parts, w_arg, partials, meta = _setup(x, weight, chunk, warps, hints)
+    rows = -(-m // batches)
+    for row0 in range(0, m, rows):
+        grid = (min(rows, m - row0) * n_parts,)
+        _rms_norm_phase[grid](x, w_arg, y, partials, n, x.stride(0), eps, n_parts, row0, PHASE=1, REVERSE=False,
+                              **meta)
+        _rms_norm_phase[grid](x, w_arg, y, partials, n, x.stride(0), eps, n_parts, row0, PHASE=2,
+                              REVERSE=reverse, **meta)
+    return y
+
+
+_RESIDENT: dict[object, int] = {}
+
+
+def rms_norm_two_phase_persistent(x: torch.Tensor, weight: torch.Tensor, eps: float, y: torch.Tensor, chunk: int,
+                                  warps: int, per_sm: int, batch_bytes: int, hints: bool = True) -> torch.Tensor:
+    """y = rms_norm(x) as rms_norm_two_phase, both phases in one persistent launch of per_sm programs an SM (capped
+    at what the compiled kernel lets be resident: every program must be), rows in batches of about batch_bytes of
+    x. A GPU only: under the interpreter programs run one after another and the first would wait forever."""
+    m, n = x.shape
+    count = torch.empty((m,), dtype=torch.int32, device=x.device)
+    n_parts, w_arg, partials, meta = _setup(x, weight, chunk, warps, hints, count)
+    rows_b = max(1, min(m, batch_bytes // (n * x.element_size())))
+    args = (x, w_arg, y, partials, count, m, n, x.stride(0), eps, n_parts, rows_b)
+    key = (tuple(sorted(meta.items())), per_sm, x.dtype)
+    if key not in _RESIDENT:  # registers are known once compiled; cached so timed calls skip the warmup
+        compiled = _rms_norm_two_phase_persistent.warmup(*args, grid=(1,), **meta)
+        _RESIDENT[key] = min(per_sm, _resident_per_sm(compiled, warps)) * rms_norm._num_sms(x.device)
+    _rms_norm_two_phase_persistent[(min(_RESIDENT[key], m * n_parts),)](*args, **meta)
+    return y
+
+
+# The campaign's hidden_wide draws (289 x 65494 and 345 x 64803 unaligned; 270 x 63553, 425 x 52717), aligned rows
+# at the profile's corner (512 x 65536) and below it, and an x over the L2 (1024 x 65536, 128 MB) where batches matter.
+SHAPES = ((289, 65494), (345, 64803), (270, 63553), (425, 52717), (512, 65536), (512, 40000), (1024, 65536))
+# (chunk, warps, batches, reverse, hints)
+CONFIGS = [(c, w, b, r, True) for (c, w), b, r in itertools.product(((4096, 4), (8192, 8), (8192, 4)), (1, 2),
+                                                                     (True, False))]
+CONFIGS += [(4096, 4, 1, True, False), (8192, 8, 1, True, False), (4096, 4, 4, True, True), (8192, 8, 4, True, True)]
+
+
+# (chunk, warps, programs an SM, batch MB of x)
+PERSISTENT = [(4096, 4, 4, 1 << 10), (4096, 4, 4, 16), (4096, 4, 8, 16), (8192, 8, 2, 16), (8192, 4, 4, 16),
+              (4096, 4, 4, 8)]
+
+
+def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
+    """run() within tolerance of the fp32 reference and its replay bit-exact; else says which, labelled."""
+    y.fill_(float("nan"))
+    first = run().clone()
+    if not rms_norm_close(first, ref, label):
+        return False
+    if not torch.equal(first, run()):
+        print(f"{label}: replay NOT bit-exact", flush=True)
+        return False
+    return True
+
+
+def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The planned launch (the split path's rendezvous) against the two-launch form over CONFIGS; each config checked
+    against fp32 and for a bit-exact replay before it is timed."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        return
+    for m, n in SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        yield rms_norm_planned(x, w, moved)
+        ref = rms_norm_ref(x, w)
+        for chunk, warps, batches, reverse, hints in CONFIGS:
+            label = (f"chunk={chunk} warps={warps} batches={batches}" + (" reverse" if reverse else "")
+                     + (" hints" if hints else ""))
+            run = partial(rms_norm_two_phase, x, w, 1e-6, y, chunk, warps, batches, reverse, hints)
+            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
+                yield ("rms_norm.two_phase", (m, n), label, run, moved, False)
+        for chunk, warps, per_sm, batch_mb in PERSISTENT:
+            label = f"persistent chunk={chunk} warps={warps} per_sm={per_sm} batch={batch_mb}MB"
+            run = partial(rms_norm_two_phase_persistent, x, w, 1e-6, y, chunk, warps, per_sm, batch_mb << 20)
+            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
+                yield ("rms_norm.two_phase", (m, n), label, run, moved, False)
