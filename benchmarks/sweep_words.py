@@ -14,7 +14,12 @@ the two-reduction form on its window with and without WORDS. Each launch checked
 evidence/h200/2026-12-04_words/1_* (at f30fe23, before WORDS was planned; HALF_EXPS planned on fp16 16384+4096):
 WORDS ahead on 15 of 21 fp16 shapes (fp16 THREAD_STATS with it 89.9% of copy at 2048 x 32000 against the planned two
 reductions' 87.8%; 8192 x 8191 86.7% against 74.6%), on 16 of 21 bf16 ones (up to +2.6 points; 2048 x 32000 and 32768
--0.4), and far behind with PF_L1 (38-45% against 71-73%).
+-0.4), and far behind on rows padded off the vector grid (38-45% against 71-73%; not PF_L1 launches, as these notes
+said before: those never read words).
+
+Family `softmax_words_padded`: the same on rows padded off the vector grid by an even count (x's rows start on a word,
+not on y's vectors), which the plan read as words from 2_* until the campaign's hidden_odd (1898 x 14293 padded by
+20) ran at 46-48% of copy; planned as elements since.
 """
 
 from __future__ import annotations
@@ -37,10 +42,26 @@ SHAPES = ((2048, 32000, 0), (2048, 32768, 0), (1723, 25249, 0), (793, 28518, 0),
           (2048, 20480, 8), (2048, 24001, 2), (2048, 11007, 4))
 
 
+# (rows, width, padding): the campaign's hidden_odd draw, words' two padded shapes of 1_*, then rows across
+# _padded_plan's configs (8 warps in parts, one 32768 window on 16 warps with PF_L1, 4-warp windows, PF_L1 ones)
+PADDED_SHAPES = ((1898, 14293, 20), (2048, 11007, 4), (2048, 24001, 2), (1024, 20000, 2), (700, 24001, 2),
+                 (620, 30001, 6), (1500, 12001, 6), (3000, 7001, 2), (4096, 5001, 2), (4096, 3001, 2),
+                 (2048, 9001, 6), (8192, 2501, 2), (1029, 16655, 2))
+
+
 def softmax_words_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    yield from _words_trials(device, dtype, SHAPES)
+
+
+def softmax_words_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    yield from _words_trials(device, dtype, PADDED_SHAPES)
+
+
+def _words_trials(device: torch.device, dtype: torch.dtype, shapes: tuple[tuple[int, int, int], ...],
+                  ) -> Iterator[Trial]:
     if dtype not in (torch.float16, torch.bfloat16):
         return
-    for m, n, pad in SHAPES:
+    for m, n, pad in shapes:
         x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
         plan = softmax._plan(m, n, n + pad, x.element_size(), device, dtype)
         yield ("softmax.planned", (m, n), f"planned pad={pad}", partial(softmax.candidate, x), moved, True)

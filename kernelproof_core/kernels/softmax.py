@@ -1259,7 +1259,16 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
 
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
     """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
-    PF_L1 where it measured faster (compiled only: the prefetch is inline PTX)."""
+    PF_L1 where it measured faster (compiled only: the prefetch is inline PTX). x is read as elements, never words:
+    on these launches words took 174-255 registers against 127-241 and ran at 38-45% of copy where elements ran at
+    71-73% (H200, CUPTI, 2048 x 11007 padded by 4 and 2048 x 24001 padded by 2, evidence/h200/2026-12-04_words/1_*;
+    planned with words in 2_*: 41-44%, the campaign's hidden_odd 1898 x 14293 padded by 20 at 46-48% in
+    evidence/h200/2026-12-04_padded_words/)."""
+    launch, meta = _padded_launch(m, n, stride, n_sm, compiled_gpu)
+    return launch, {**meta, "WORDS": False}
+
+
+def _padded_launch(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
     if n > _PIPELINED_MIN_N:  # the window in parts up to _MAX_FUSED_N lanes; one window where four parts would do
         parts = _parts(n, 2, max_span=_MAX_FUSED_N)
         if compiled_gpu and parts[1] and sum(parts) <= _PF_L1_PARTS_MAX_LANES:
@@ -1278,10 +1287,9 @@ def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> 
 
 
 def _prefetching(plan: Launch) -> Launch:
-    """PF_L1, without WORDS (together they took 174-255 registers and ran at 38-45% of copy where PF_L1 alone ran at
-    71-73%: H200, CUPTI, evidence/h200/2026-12-04_words/1_*)."""
+    """PF_L1 (never with WORDS: _padded_plan)."""
     launch, meta = plan
-    return launch, {**meta, "PF_L1": True, "WORDS": False}
+    return launch, {**meta, "PF_L1": True}
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
