@@ -1260,10 +1260,11 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
     """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
     PF_L1 where it measured faster (compiled only: the prefetch is inline PTX). x is read as elements, never words:
-    on these launches words took 174-255 registers against 127-241 and ran at 38-45% of copy where elements ran at
-    71-73% (H200, CUPTI, 2048 x 11007 padded by 4 and 2048 x 24001 padded by 2, evidence/h200/2026-12-04_words/1_*;
-    planned with words in 2_*: 41-44%, the campaign's hidden_odd 1898 x 14293 padded by 20 at 46-48% in
-    evidence/h200/2026-12-04_padded_words/)."""
+    on these launches words took 128-255 registers against 56-241 and ran at 34-49% of copy where elements ran at
+    57-80% (H200, CUPTI, 13 shapes in both dtypes, family softmax_words_padded, evidence/h200/2026-12-04_padded_words/
+    3_*: the campaign's hidden_odd 1898 x 14293 padded by 20 79.3% against 48.7% bf16, 46-48% planned with words in
+    that campaign, 2_*).
+    """
     launch, meta = _padded_launch(m, n, stride, n_sm, compiled_gpu)
     return launch, {**meta, "WORDS": False}
 
