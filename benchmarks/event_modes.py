@@ -5,7 +5,9 @@ two modes, about 5 us or 20-33 us, switching between rounds of one process, whil
 times held. This times one such call (softmax 16384 x 100 and swiglu 4095 x 127, fp16) in rounds of do_bench under
 conditions that could explain it: a fresh process before any CUPTI session, after one (bandwidth.py times kernels
 with torch.profiler between rounds), with the garbage collector off, and with torch's sync debug mode on (a
-synchronising torch call inside the wrapper would warn). Also the host cost per call (back-to-back calls, no sync).
+synchronising torch call inside the wrapper would warn). Also the host cost per call (back-to-back calls, no sync),
+and do_bench's loop by hand: the host's time per iteration against the flush's GPU time (if the host is slower, the
+GPU idles between the start event and the kernel, and the event time measures the host).
 
     python benchmarks/event_modes.py
 """
@@ -16,6 +18,7 @@ import gc
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -26,18 +29,43 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernelproof_core.kernels import softmax, swiglu
 from kernelproof_core.measurement.device_time import kernel_times
 
+Call = Callable[[], object]
 
-def _rounds(label: str, fns: dict[str, object], rounds: int = 3) -> None:
+
+def _rounds(label: str, fns: dict[str, Call], rounds: int = 3) -> None:
     for name, fn in fns.items():
         times = [triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median") * 1000 for _ in range(rounds)]
         print(f"{label:<22} {name:<16} " + " ".join(f"{t:6.1f}" for t in times) + " us", flush=True)
 
 
-def _host_us(fn: object, calls: int = 2000) -> float:
+def _loop(label: str, fns: dict[str, Call], iters: int = 2000) -> None:
+    """do_bench's loop by hand (flush, start event, call, end event), with the host's time per iteration and the
+    flush's GPU time beside the call's event time: if the host takes longer per iteration than the GPU's flush,
+    the GPU idles between the start event and the kernel, and the event time is the host's."""
+    cache = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for name, fn in fns.items():
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(3 * iters)]
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(iters):
+            marks[3 * i].record()
+            cache.zero_()
+            marks[3 * i + 1].record()
+            fn()
+            marks[3 * i + 2].record()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        flush = sorted(marks[3 * i].elapsed_time(marks[3 * i + 1]) * 1000 for i in range(iters))[iters // 2]
+        call = sorted(marks[3 * i + 1].elapsed_time(marks[3 * i + 2]) * 1000 for i in range(iters))[iters // 2]
+        print(f"{label:<22} {name:<16} host {(t1 - t0) / iters * 1e6:6.1f} us/iteration, flush {flush:6.1f} us, "
+              f"call {call:6.1f} us (event medians)", flush=True)
+
+
+def _host_us(fn: Call, calls: int = 2000) -> float:
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(calls):
-        fn()  # type: ignore[operator]
+        fn()
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
@@ -47,13 +75,14 @@ def main() -> None:
     dev = torch.device("cuda")
     x = torch.randn(16384, 100, dtype=torch.float16, device=dev)
     gate, up = (torch.randn(4095, 127, dtype=torch.float16, device=dev) for _ in range(2))
-    fns = {"kp softmax": lambda: softmax.candidate(x), "eager softmax": lambda: torch.softmax(x, -1),
+    fns: dict[str, Call] = {"kp softmax": lambda: softmax.candidate(x), "eager softmax": lambda: torch.softmax(x, -1),
            "kp swiglu": lambda: swiglu.candidate(gate, up), "copy": lambda: x.clone()}
     for fn in fns.values():
         fn()
     for name, fn in fns.items():
         print(f"host per call {name:<16} {_host_us(fn):6.1f} us", flush=True)
     _rounds("fresh", fns)
+    _loop("fresh, by hand", fns)
     gc.disable()
     _rounds("gc off", fns)
     gc.enable()
@@ -69,6 +98,7 @@ def main() -> None:
     for name, fn in fns.items():
         print(f"host per call {name:<16} {_host_us(fn):6.1f} us (after CUPTI)", flush=True)
     _rounds("after CUPTI, again", fns)
+    _loop("after CUPTI, by hand", fns)
 
 
 if __name__ == "__main__":
