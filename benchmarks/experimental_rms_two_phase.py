@@ -227,9 +227,12 @@ CONFIGS = [(c, w, b, r, True) for (c, w), b, r in itertools.product(((4096, 4), 
 CONFIGS += [(4096, 4, 1, True, False), (8192, 8, 1, True, False), (4096, 4, 4, True, True), (8192, 8, 4, True, True)]
 
 
-# (chunk, warps, programs an SM, batch MB of x)
-PERSISTENT = [(4096, 4, 4, 1 << 10), (4096, 4, 4, 16), (4096, 4, 8, 16), (8192, 8, 2, 16), (8192, 4, 4, 16),
-              (4096, 4, 4, 8)]
+# (chunk, warps, programs an SM, batch MB of x). Run at b43a6f9 (evidence/h200/2026-12-04_padded_words/1_*) with
+# (4096, 4, 4, all rows), (4096, 4, 4, 16), (4096, 4, 8, 16), (8192, 8, 2, 16), (8192, 4, 4, 16), (4096, 4, 4, 8):
+# 4096 on 4 warps at 8 an SM best on unaligned rows (57-60% of copy, 3-5 points over the split), 4 an SM 10 points
+# under it. Now more programs an SM (up to what the registers let be resident) and smaller chunks.
+PERSISTENT = [(4096, 4, 8, 16), (4096, 4, 9, 16), (4096, 4, 8, 32), (2048, 2, 16, 16), (2048, 2, 24, 16),
+              (2048, 4, 12, 16), (2048, 4, 16, 16), (8192, 8, 4, 16)]
 
 
 def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
