@@ -70,6 +70,7 @@ from sweep_thread_stats import (
     softmax_thread_stats_parts_trials,
     softmax_thread_stats_pf_l1_trials,
     softmax_thread_stats_trials,
+    softmax_thread_stats_unswept_trials,
 )
 from sweep_wide import softmax_reread_odd_trials, softmax_split_realigned_trials
 from sweep_words import softmax_words_padded_trials, softmax_words_trials
@@ -414,7 +415,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials, "softmax_words": softmax_words_trials,
             "softmax_grid": softmax_grid_trials, "softmax_thread_stats_parts": softmax_thread_stats_parts_trials,
             "rms_norm_two_phase": rms_norm_two_phase_trials,
-            "softmax_words_padded": softmax_words_padded_trials}
+            "softmax_words_padded": softmax_words_padded_trials,
+            "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials}
 
 
 def main() -> int:

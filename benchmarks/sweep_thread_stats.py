@@ -150,3 +150,44 @@ def softmax_thread_stats_parts_trials(device: torch.device, dtype: torch.dtype) 
                 run = partial(launch, x, y, m, n, n, **{**meta, "THREAD_STATS": 512, "WORDS": words})
                 yield from _checked(run, y, ref, "softmax.realigned", (m, n),
                                     _label(16, parts, _grid(launch)) + " thread_stats" + " words" * words, moved)
+
+
+# 16-bit rows of 9001-16377 positions on windows THREAD_STATS was never swept on: 16 warps under 16384 lanes
+# (8192+4096, the campaigns' `hidden_spike` 1940 x 12074 at 76-78% in padded_words/2_*; 8192+2048) and three parts on
+# 8 warps (8192+4096+2048: 1960 x 13778, 2000 x 12345)
+UNSWEPT_SHAPES = ((1940, 12074), (2048, 12001), (4096, 12288), (1960, 13778), (2000, 12345), (2048, 14001),
+                  (2048, 10001), (4096, 10240), (2048, 16377))
+
+
+def softmax_thread_stats_unswept_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_thread_stats_unswept`: the planned launch, its config, and THREAD_STATS on the planned window
+    and warps (each part holds a vector a thread, else _thread_parts' cut), x read as words and not, beside the
+    planned config with words turned the other way. Each launch checked against fp32 before it is timed."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        return
+    for m, n in UNSWEPT_SHAPES:
+        x, y, ref, moved = padded_inputs(m, n, 0, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+        if not isinstance(plan, tuple) or hasattr(plan, "_fields") or "WINDOW" not in plan[1]:
+            continue  # not the realigned kernel
+        launch, meta = plan
+        warps, grid = meta["num_warps"], _grid(launch)
+        planned = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+        tags = "".join(f" {k.lower()}" for k in ("THREAD_STATS", "WORDS") if meta.get(k))
+        yield from _checked(partial(launch, x, y, m, n, n, **meta), y, ref, "softmax.realigned", (m, n),
+                            _label(warps, planned, grid) + tags + " (planned config)", moved)
+        flipped = {**meta, "WORDS": not meta.get("WORDS")}
+        yield from _checked(partial(launch, x, y, m, n, n, **flipped), y, ref, "softmax.realigned", (m, n),
+                            _label(warps, planned, grid) + tags.replace(" words", "") + " words" * flipped["WORDS"],
+                            moved)
+        if meta.get("THREAD_STATS"):
+            continue
+        eligible = min(p for p in planned if p) >= 32 * warps * 16 // x.element_size()
+        parts = planned if eligible else softmax._thread_parts(n, x.element_size(), 32 * warps)
+        ts_launch, ts_meta = softmax._realigned_plan(m, n, n, x.element_size(), softmax._num_sms(device),
+                                                     grid // softmax._num_sms(device) or 1, warps, False, parts)
+        for words in (True, False):
+            run = partial(ts_launch, x, y, m, n, n, **{**ts_meta, "THREAD_STATS": 32 * warps, "WORDS": words})
+            yield from _checked(run, y, ref, "softmax.realigned", (m, n),
+                                _label(warps, parts, _grid(ts_launch)) + " thread_stats" + " words" * words, moved)
