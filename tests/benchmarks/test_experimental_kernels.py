@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import experimental_kernels
 import experimental_looped
+import experimental_rms_two_phase
 import experimental_wide
 import resident_common
 
@@ -447,3 +448,43 @@ def test_cluster_rms_norm_compiles_to_one_cluster_barrier_and_vector_accesses() 
         assert r["ctas"] == g and r["arrive"] == r["wait"] == 1 and r["local"] == 0, r
         per_thread = r["part"] // (8 * 32 * warps)  # 16-byte vectors a thread
         assert r["vec_stores"] == per_thread and r["vec_loads"] == per_thread * (1 if realign else 2), r
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(5, 9001, 0), (4, 9001, 24), (3, 8200, 0), (3, 9003, 6)])
+@pytest.mark.parametrize(("chunk", "warps", "batches", "reverse", "hints"),
+                         [(4096, 4, 1, True, True), (2048, 2, 2, False, False), (8192, 8, 3, True, False)])
+def test_two_phase_rms_norm_matches_the_reference_and_replays(m: int, n: int, pad: int, dtype: torch.dtype,
+                                                               chunk: int, warps: int, batches: int, reverse: bool,
+                                                               hints: bool) -> None:
+    """rms_norm in two launches a batch (experimental_rms_two_phase): unaligned rows through their vector windows
+    (contiguous, and padded by whole and half vectors), aligned rows in plain chunks, rows in batches, the scaling
+    launch walking chunks in reverse: within bf16/fp16 rounding of fp32, the same bits on a second call."""
+    x = (torch.randn(m, n + pad, device=DEVICE) * 3).to(dtype)[:, :n]
+    w = torch.randn(n, device=DEVICE).to(dtype)
+    y = torch.empty((m, n), dtype=dtype, device=DEVICE)
+    out = experimental_rms_two_phase.rms_norm_two_phase(x, w, 1e-6, y, chunk, warps, batches, reverse, hints).clone()
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+    assert torch.equal(out, experimental_rms_two_phase.rms_norm_two_phase(x, w, 1e-6, y, chunk, warps, batches,
+                                                                          reverse, hints))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "rows_b"), [(5, 9001, 2), (3, 8200, 1), (4, 9003, 4)])
+def test_persistent_two_phase_rms_norm_on_one_program_matches_the_reference(m: int, n: int, rows_b: int,
+                                                                            dtype: torch.dtype) -> None:
+    """Both phases in one persistent launch, on one program (it computes every partial itself before it waits, so
+    it runs under the interpreter too): every row's counter reaches its chunk count and y matches fp32."""
+    x = (torch.randn(m, n, device=DEVICE) * 3).to(dtype)
+    w = torch.randn(n, device=DEVICE).to(dtype)
+    y = torch.empty_like(x)
+    count = torch.empty((m,), dtype=torch.int32, device=DEVICE)
+    n_parts, w_arg, partials, meta = experimental_rms_two_phase._setup(x, w, 2048, 4, True, count)
+    experimental_rms_two_phase._rms_norm_two_phase_persistent[(1,)](x, w_arg, y, partials, count, m, n, n, 1e-6,
+                                                                    n_parts, rows_b, **meta)
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+    assert count.tolist() == [n_parts] * m
