@@ -1261,7 +1261,7 @@ def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> 
     """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
     PF_L1 where it measured faster (compiled only: the prefetch is inline PTX). x is read as elements, never words:
     on these launches words took 128-255 registers against 56-241 and ran at 34-49% of copy where elements ran at
-    57-80% (H200, CUPTI, 13 shapes in both dtypes, family softmax_words_padded, evidence/h200/2026-12-04_padded_words/
+    56-80% (H200, CUPTI, 13 shapes in both dtypes, family softmax_words_padded, evidence/h200/2026-12-04_padded_words/
     3_*: the campaign's hidden_odd 1898 x 14293 padded by 20 79.3% against 48.7% bf16, 46-48% planned with words in
     that campaign, 2_*).
     """
