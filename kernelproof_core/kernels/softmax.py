@@ -1221,12 +1221,17 @@ def _narrow_config(parts: tuple[int, int, int]) -> tuple[int, int, bool]:
 def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm: int, warps: int,
                     fast: bool, parts: tuple[int, int, int] | None = None) -> Launch:
     """_softmax_realigned on per_sm x n_sm persistent programs (benchmarks/kernel_sweep.py sweeps the arguments);
-    the window in `parts` (default _parts(n, elsize); (_window(n, elsize), 0, 0) is the one-window kernel)."""
+    the window in `parts` (default _parts(n, elsize); (_window(n, elsize), 0, 0) is the one-window kernel). 16-bit x
+    is read as words (WORDS) where its rows start on y's vector grid, as elements where they are padded off it: there
+    words took 128-255 registers against 56-241 and ran at 34-49% of copy where elements ran at 56-80% (H200, CUPTI,
+    13 shapes in both dtypes, family softmax_words_padded, evidence/h200/2026-12-04_padded_words/3_*: the campaign's
+    hidden_odd 1898 x 14293 padded by 20 79.3% against 48.7% bf16, 46-48% planned with words in that campaign, 2_*)."""
     window, part1, part2 = parts or _parts(n, elsize)
     align_x = _align(elsize, stride - n)
+    words = elsize == 2 and align_x * elsize == 16
     return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "PART1": part1, "PART2": part2,
                                                             "VEC": 16 // elsize, "FAST": fast, "ALIGN_X": align_x,
-                                                            "WORDS": elsize == 2 and align_x >= 2, "num_warps": warps}
+                                                            "WORDS": words, "num_warps": warps}
 
 
 def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps: int,
@@ -1259,17 +1264,7 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
 
 def _padded_plan(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
     """16-bit rows of 2049-32768 padded off the vector grid on the realigned kernel (_REALIGNED_PADDED_*), with
-    PF_L1 where it measured faster (compiled only: the prefetch is inline PTX). x is read as elements, never words:
-    on these launches words took 128-255 registers against 56-241 and ran at 34-49% of copy where elements ran at
-    56-80% (H200, CUPTI, 13 shapes in both dtypes, family softmax_words_padded, evidence/h200/2026-12-04_padded_words/
-    3_*: the campaign's hidden_odd 1898 x 14293 padded by 20 79.3% against 48.7% bf16, 46-48% planned with words in
-    that campaign, 2_*).
-    """
-    launch, meta = _padded_launch(m, n, stride, n_sm, compiled_gpu)
-    return launch, {**meta, "WORDS": False}
-
-
-def _padded_launch(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -> Launch:
+    PF_L1 where it measured faster (compiled only: the prefetch is inline PTX); x read as elements (_realigned_plan)."""
     if n > _PIPELINED_MIN_N:  # the window in parts up to _MAX_FUSED_N lanes; one window where four parts would do
         parts = _parts(n, 2, max_span=_MAX_FUSED_N)
         if compiled_gpu and parts[1] and sum(parts) <= _PF_L1_PARTS_MAX_LANES:
@@ -1288,7 +1283,7 @@ def _padded_launch(m: int, n: int, stride: int, n_sm: int, compiled_gpu: bool) -
 
 
 def _prefetching(plan: Launch) -> Launch:
-    """PF_L1 (never with WORDS: _padded_plan)."""
+    """PF_L1, on rows padded off the vector grid (so never with WORDS: _realigned_plan)."""
     launch, meta = plan
     return launch, {**meta, "PF_L1": True}
 

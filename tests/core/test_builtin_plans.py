@@ -96,8 +96,8 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
         else:  # at most three power-of-two parts, largest first, no smaller than 1024; idle: an eighth, or a part
             assert all(p & (p - 1) == 0 for p in parts) and parts == sorted(parts, reverse=True)
             assert min(p for p in parts if p) >= 1024 and lanes - span < max(parts[0] // 8, 1024)
-        # padded rows' loads vectorise as far as their padding allows, element by element: x as words lost 26-33
-        # points on rows padded off the grid (H200, evidence/h200/2026-12-04_words/1_*)
+        # padded rows' loads vectorise as far as their padding allows, element by element: x as words lost 17-37
+        # points on rows padded off the grid (H200, evidence/h200/2026-12-04_padded_words/3_*)
         assert meta["ALIGN_X"] == softmax._align(2, stride - n) and (stride - n) % meta["ALIGN_X"] == 0
         assert not (off_grid and meta["WORDS"])
         # up to 8192 lanes: 8 programs per SM on 4 warps to 5120 lanes or with a 1024 part, else 8 (H200 sweep);
@@ -111,6 +111,7 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
 @pytest.mark.parametrize(("n", "stride", "bf16", "fp16"), [
     (16377, 16377, (16384, 0, 0), (16384, 0, 0)), (14500, 14500, (16384, 0, 0), (16384, 0, 0)),
     (16383, 16383, (16384, 4096, 0), (16384, 4096, 0)), (32000, 32008, (32768, 0, 0), (32768, 0, 0)),
+    (16381, 16383, (16384, 4096, 0), (16384, 4096, 0)),
     (18001, 18001, (16384, 4096, 0), (16384, 4096, 0)), (20480, 20488, (16384, 4096, 0), (16384, 4096, 0)),
     (20001, 20001, (16384, 4096, 0), (16384, 4096, 0)),
     (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
@@ -123,15 +124,16 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
 def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
         n: int, stride: int, bf16: tuple[int, int, int] | None, fp16: tuple[int, int, int] | None) -> None:
     """THREAD_STATS per dtype on the realigned windows the H200 sweeps (softmax_thread_stats, softmax_exp_forms)
-    measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576
-    positions on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps),
-    fp16 with x read as words (WORDS) on the same 16-warp windows, and on 4 warps on one 4096-lane window and
-    4096+2048+1024 (not 4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp
-    windows under 16384 lanes, 4096+2048 on 8 warps) nor on rows padded off the vector grid. Exponentials held in
-    fp16 (HALF_EXPS) nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on y's
-    vector grid, but bf16's 32768-lane THREAD_STATS window on rows on the vector grid (words lost there); rows padded
-    off the grid (20000 padded by 2) read elements (words lost 26-33 points there). Unaligned rows of up to
-    16384 whose span is wider (16383) take the wide realigned config, not the row kernel."""
+    measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576 positions
+    on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps), fp16 with x
+    read as words (WORDS) on the same 16-warp windows, and on 4 warps on one 4096-lane window and 4096+2048+1024 (not
+    4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp windows under 16384
+    lanes, 4096+2048 on 8 warps) nor on rows padded off the vector grid but those of 16378-16383 (below). Exponentials
+    held in fp16 (HALF_EXPS) nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on
+    y's vector grid, but bf16's 32768-lane THREAD_STATS window on rows on the vector grid (words lost there); rows
+    padded off the grid (20000 padded by 2) read elements (words lost 17-37 points there). Unaligned rows of up to 16384
+    whose span is wider (16383) take the wide realigned config, not the row kernel, THREAD_STATS included; so do such
+    rows padded off the grid (16381 padded by 2, not measured padded), which read elements."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         assert "WINDOW" in meta, meta
