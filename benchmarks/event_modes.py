@@ -99,6 +99,16 @@ def main() -> None:
         print(f"host per call {name:<16} {_host_us(fn):6.1f} us (after CUPTI)", flush=True)
     _rounds("after CUPTI, again", fns)
     _loop("after CUPTI, by hand", fns)
+    # What ends the slow spell after a CUPTI session (the first run: kp softmax 13-17 us and kp swiglu 24-28 us in the
+    # three rounds after one, 6-7 us before and again later): each settle follows a fresh session.
+    kp = {name: fn for name, fn in fns.items() if name.startswith("kp")}
+    settles: dict[str, Callable[[], object]] = {
+        "none": lambda: None, "gc.collect": gc.collect,
+        "sleep 1 s": lambda: time.sleep(1.0), "one do_bench": lambda: _rounds("  (discarded)", kp, rounds=1)}
+    for settle, act in settles.items():
+        kernel_times(fns["kp softmax"], [()], 5)
+        act()
+        _rounds(f"CUPTI, {settle}", kp)
 
 
 if __name__ == "__main__":

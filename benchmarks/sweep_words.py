@@ -48,7 +48,7 @@ PADDED_SHAPES = ((1898, 14293, 20), (2048, 11007, 4), (2048, 24001, 2), (1024, 2
                  (620, 30001, 6), (1500, 12001, 6), (3000, 7001, 2), (4096, 5001, 2), (4096, 3001, 2),
                  (2048, 9001, 6), (8192, 2501, 2), (1029, 16655, 2),
                  # rows of 16378-16383 padded off the grid: THREAD_STATS on 16384+4096 lanes, read as words until the
-                 # rule moved into _realigned_plan (not yet run on the GPU)
+                 # rule moved into _realigned_plan (elements ahead: evidence/h200/2026-12-04_thread_stats_windows/1_*)
                  (4096, 16381, 2), (2048, 16378, 4))
 
 

@@ -111,11 +111,20 @@ _PF_L1_SMALL_WINDOW, _PF_L1_SMALL = 8192, (8, 8, False)
 # against 87.8%, 4096 x 32768 90.9% against 89.2%, 1723 x 25249 83.8% against 78.7%, 793 x 28518 76.5% against
 # 68.5%; 4096 x 20480 90.3% against 84.5% (HALF_EXPS with words 89.7%), 2048 x 18001 80.4% against 73.0%, 1024 x
 # 20001 75.4% against 70.2%, 700 x 17001 63.7% against 59.0%: fp16 takes both windows.
+# Windows under 16384 lanes on 16 warps (8192+4096: rows of 8193-12288 positions planned on 8192+2048 or 8192+4096)
+# and three parts on 8 warps (8192+4096+2048: rows of 12289-14336 positions, and 12345's 8192+4096+1024), both dtypes
+# (kernel_sweep.py --cupti --only softmax_thread_stats_unswept, evidence/h200/2026-12-04_thread_stats_windows/1_*,
+# against the plan before, bf16 / fp16): 1940 x 12074 (the campaign's hidden_spike) 79.7 / 78.8% against 76.2 /
+# 76.3%, 2048 x 12001 80.4 / 80.8% against 77.9 / 78.4%, 4096 x 12288 87.8 / 88.0% against 85.8 / 85.4%, 2048 x
+# 10001 77.9 / 78.0% against 73.1 / 73.5%, 4096 x 10240 86.4 / 86.9% against 82.0 / 83.0%; three parts 1960 x 13778
+# 82.0 / 80.0% against 74.8 / 75.4%, 2000 x 12345 79.8 / 79.5% against 77.4 / 77.2%, 2048 x 14001 81.8 / 81.7%
+# against 77.7 / 78.1% (bf16 reading elements there, fp16 words: _WORDLESS_WINDOWS).
 _THREAD_STATS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]]] = {
-    torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
-                     8: ((8192, 0, 0), (8192, 2048, 0)),
+    torch.bfloat16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0), (8192, 4096, 0)),
+                     8: ((8192, 0, 0), (8192, 2048, 0), (8192, 4096, 2048)),
                      4: ((4096, 0, 0), (2048, 1024, 0), (4096, 1024, 0), (4096, 2048, 1024))},
-    torch.float16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0)),
+    torch.float16: {16: ((32768, 0, 0), (16384, 0, 0), (16384, 4096, 0), (16384, 8192, 0), (8192, 4096, 0)),
+                    8: ((8192, 4096, 2048),),
                     4: ((4096, 0, 0), (4096, 2048, 1024))}}
 # Windows where THREAD_STATS holds its exponentials in fp16 (HALF_EXPS), per dtype and warps: fp16 rows of 16385-20480
 # positions, whose THREAD_STATS build holds 106 registers and loses to the two-reduction form on 32768 lanes. H200
@@ -129,6 +138,11 @@ _HALF_EXPS_WINDOWS: dict[torch.dtype, dict[int, tuple[tuple[int, int, int], ...]
 # 2048 x 32768 90.5% against 89.9%, evidence/h200/2026-12-04_words/2_*; 91.3/91.2% against 90.9/90.8% in 1_*) and
 # 4096 x 32768 keeps 91.5% (91.8% with words). Unaligned rows on it gain from words (1723 x 25249 84.2% against 82.1%).
 _WORDLESS_ALIGNED_WINDOWS: dict[torch.dtype, tuple[tuple[int, int, int], ...]] = {torch.bfloat16: ((32768, 0, 0),)}
+# THREAD_STATS windows that read x as elements wherever its rows start: bf16's three parts on 8 warps, where words
+# were behind at all three shapes swept (1960 x 13778 80.2% against 82.0%, 2000 x 12345 78.4% against 79.8%, 2048 x
+# 14001 80.8% against 81.8%) and fp16's words ahead at all three (80.0 / 79.5 / 81.7% against 76.6 / 73.9 / 79.1%;
+# thread_stats_windows/1_*).
+_WORDLESS_WINDOWS: dict[torch.dtype, tuple[tuple[int, int, int], ...]] = {torch.bfloat16: ((8192, 4096, 2048),)}
 # Persistent programs per SM for THREAD_STATS windows whose build holds more registers than the config's count leaves
 # resident: one 4096-lane window on 4 warps holds 80 registers a thread, so 6 programs fit an SM, not the planned 8
 # (which ran as two waves). H200, CUPTI, sweep softmax_grid (evidence/h200/2026-12-04_words/3_*), 8 against 6 an SM,
@@ -1247,6 +1261,20 @@ def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps:
     return chosen if chosen in listed else None
 
 
+def _few_rows_per_sm(m: int, n_sm: int, per_sm: int, warps: int, lanes: int) -> int:
+    """One program an SM, not two, for 16-warp windows of 16384 lanes or more over few rows: where two an SM would
+    run at most two rounds past the first, or end on a round at most half full (H200, CUPTI, sweep softmax_grid,
+    evidence/h200/2026-12-04_thread_stats_windows/1_*, 132 against 264 programs, bf16 / fp16: 500 x 32000 78.1 /
+    79.2% against 73.7 / 75.8%, 625 x 30804 (the campaign's hidden_offset) 75.3 / 75.5% against 73.8 / 73.1%, 800 x
+    16400 66.7 / 66.2% against 61.8 / 61.4%, 900 x 20001 77.1 / 75.6% against 74.2 / 73.4%; where the last round is
+    fuller two stay ahead: 700 x 28001 71.4 / 72.9% against 73.1 / 75.3%, 1723 x 25249 81.4 / 81.5% against 81.7 /
+    82.1%). Not past four rounds of two an SM (not swept: 2048 rows level either way)."""
+    programs = per_sm * n_sm
+    if warps != 16 or per_sm != 2 or lanes < 16384 or not programs < m < 4 * programs:
+        return per_sm
+    return 1 if m <= 2 * programs or 0 < m % programs <= n_sm else per_sm
+
+
 def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, config: tuple[int, int, bool],
                           parts: tuple[int, int, int], key: torch.dtype) -> Launch:
     """The realigned launch on `config` and `parts`, with THREAD_STATS where _thread_stats_parts takes it (16-bit
@@ -1254,11 +1282,12 @@ def _realigned_launch(m: int, n: int, stride: int, elsize: int, n_sm: int, confi
     ts = _thread_stats_parts(n, elsize, parts, config[1], key)
     if ts is None:
         return _realigned_plan(m, n, stride, elsize, n_sm, *config, parts)
-    per_sm = _THREAD_STATS_PER_SM.get(ts, config[0])
+    per_sm = _few_rows_per_sm(m, n_sm, _THREAD_STATS_PER_SM.get(ts, config[0]), config[1], sum(ts))
     launch, meta = _realigned_plan(m, n, stride, elsize, n_sm, per_sm, *config[1:], ts)
     half = ts in _HALF_EXPS_WINDOWS.get(key, {}).get(config[1], ())
     on_grid = _align(elsize, n, stride) * elsize == 16  # every row starts on a 16-byte vector
-    words = meta["WORDS"] and not (on_grid and ts in _WORDLESS_ALIGNED_WINDOWS.get(key, ()))
+    wordless = ts in _WORDLESS_WINDOWS.get(key, ()) or (on_grid and ts in _WORDLESS_ALIGNED_WINDOWS.get(key, ()))
+    words = meta["WORDS"] and not wordless
     return launch, {**meta, "THREAD_STATS": 32 * config[1], "WORDS": words, **({"HALF_EXPS": True} if half else {})}
 
 

@@ -119,27 +119,34 @@ def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str
     (32768, 32768, (32768, 0, 0), (32768, 0, 0)),
     (8185, 8185, (8192, 0, 0), None), (8191, 8191, (8192, 2048, 0), None), (3001, 3001, (2048, 1024, 0), None),
     (6608, 6608, (4096, 2048, 1024), (4096, 2048, 1024)), (3185, 3185, (4096, 0, 0), (4096, 0, 0)),
-    (5000, 5000, (4096, 1024, 0), None), (12345, 12345, None, None), (13778, 13778, None, None),
-    (9554, 9554, None, None), (20000, 20002, None, None), (5999, 5999, None, None)])
+    (5000, 5000, (4096, 1024, 0), None), (12345, 12345, (8192, 4096, 2048), (8192, 4096, 2048)),
+    (13778, 13778, (8192, 4096, 2048), (8192, 4096, 2048)), (14336, 14336, (8192, 4096, 2048), (8192, 4096, 2048)),
+    (9554, 9554, (8192, 4096, 0), (8192, 4096, 0)), (12074, 12074, (8192, 4096, 0), (8192, 4096, 0)),
+    (12288, 12288, (8192, 4096, 0), (8192, 4096, 0)), (9001, 9001, (8192, 2048, 0), None), (11007, 11007, None, None),
+    (20000, 20002, None, None), (5999, 5999, None, None)])
 def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
         n: int, stride: int, bf16: tuple[int, int, int] | None, fp16: tuple[int, int, int] | None) -> None:
     """THREAD_STATS per dtype on the realigned windows the H200 sweeps (softmax_thread_stats, softmax_exp_forms)
     measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576 positions
     on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps), fp16 with x
     read as words (WORDS) on the same 16-warp windows, and on 4 warps on one 4096-lane window and 4096+2048+1024 (not
-    4096+1024 nor 3001's 2048+1024); never on windows not swept (three parts on 8 warps, 16-warp windows under 16384
-    lanes, 4096+2048 on 8 warps) nor on rows padded off the vector grid but those of 16378-16383 (below). Exponentials
-    held in fp16 (HALF_EXPS) nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on
-    y's vector grid, but bf16's 32768-lane THREAD_STATS window on rows on the vector grid (words lost there); rows
-    padded off the grid (20000 padded by 2) read elements (words lost 17-37 points there). Unaligned rows of up to 16384
-    whose span is wider (16383) take the wide realigned config, not the row kernel, THREAD_STATS included; so do such
-    rows padded off the grid (16381 padded by 2, not measured padded), which read elements."""
+    4096+1024 nor 3001's 2048+1024); both dtypes on 8192+4096 on 16 warps (rows planned on 8192+2048 or 8192+4096:
+    9554, 12074, 12288) and three parts on 8 warps (8192+4096+2048, also for 12345's 8192+4096+1024); never on
+    windows not swept (fp16 8192+1024 on 8 warps: 9001; 8192+2048+1024 on 8 warps: 11007; 4096+2048 on 8 warps) nor
+    on rows padded off the vector grid but those of 16378-16383 (below). Exponentials held in fp16 (HALF_EXPS)
+    nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on y's vector grid, but
+    bf16's 32768-lane THREAD_STATS window on rows on the vector grid and bf16's three parts on 8 warps on any rows
+    (words lost there); rows padded off the grid (20000 padded by 2) read elements (words lost 17-37 points there).
+    Unaligned rows of up to 16384 whose span is wider (16383) take the wide realigned config, not the row kernel,
+    THREAD_STATS included; so do such rows padded off the grid (16381 padded by 2), which read elements (H200: 80.5 /
+    63.7% of copy bf16 / fp16 against words' 43.5 / 43.9%)."""
     for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
         _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
         assert "WINDOW" in meta, meta
         parts = (meta["WINDOW"], meta["PART1"], meta["PART2"])
         assert not meta.get("HALF_EXPS"), (dtype, meta)
-        wordless = dtype == torch.bfloat16 and expected == (32768, 0, 0) and n % 8 == 0 and stride % 8 == 0
+        wordless = dtype == torch.bfloat16 and (expected == (8192, 4096, 2048) or (
+            expected == (32768, 0, 0) and n % 8 == 0 and stride % 8 == 0))
         assert meta["WORDS"] == ((stride - n) % 8 == 0 and not wordless), (dtype, meta)
         if expected is None:
             assert not meta.get("THREAD_STATS"), (dtype, meta)
@@ -163,6 +170,23 @@ def test_softmax_thread_stats_grid_follows_its_registers(monkeypatch: pytest.Mon
         assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
         if per_sm == 6:
             assert (meta["WINDOW"], meta["PART1"], meta["PART2"], meta["THREAD_STATS"]) == (4096, 0, 0, 128), meta
+
+
+@pytest.mark.parametrize(("m", "n", "per_sm"), [
+    (500, 32000, 1), (625, 30804, 1), (800, 16400, 1), (900, 20001, 1), (700, 28001, 2), (1723, 25249, 2),
+    (2048, 32000, 2), (264, 32000, 2), (1056, 32000, 2), (1100, 32000, 2), (1940, 12074, 2), (600, 12074, 2)])
+def test_softmax_wide_windows_take_one_program_an_sm_over_few_rows(monkeypatch: pytest.MonkeyPatch, m: int, n: int,
+                                                                    per_sm: int) -> None:
+    """16-warp windows of 16384 lanes or more launch one persistent program an SM, not two, where two an SM would
+    run at most three rounds ending in one at most half full (625 = 2 x 264 + 97), or at most two (500); two where
+    the last round is fuller (700, 1723), from four rounds (1056, 1100, 2048), or within one round (264); windows
+    under 16384 lanes keep two (12074 on 8192+4096)."""
+    monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
+    for dtype in (torch.bfloat16, torch.float16):
+        launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
+        grid = next(c.cell_contents for c in launch.__closure__ or () if isinstance(c.cell_contents, tuple))[0]
+        assert meta["num_warps"] == 16 and meta["THREAD_STATS"], meta
+        assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
 
 
 @pytest.mark.parametrize("elsize", [2, 4])

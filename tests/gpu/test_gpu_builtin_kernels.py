@@ -60,11 +60,13 @@ def _assert_softmax_matches_fp32(x: torch.Tensor) -> None:
     ((2048, 32000), 8, "WINDOW"), ((4096, 32768), 8, "WINDOW"), ((5, 25249), 3, "WINDOW"), ((9, 20000), 6, "WINDOW"),
     ((5, 32767), 0, "pipelined"), ((3, 32767), 9, "pipelined"), ((2048, 32000), 0, "WINDOW"),
     ((4096, 32768), 0, "WINDOW"), ((1723, 25249), 0, "WINDOW"),
-    ((7, 16385), 0, "WINDOW"), ((2048, 32001), 0, "WINDOW"), ((3, 16394), 0, "WINDOW"), ((1, 32761), 0, "WINDOW")])
+    ((7, 16385), 0, "WINDOW"), ((2048, 32001), 0, "WINDOW"), ((3, 16394), 0, "WINDOW"), ((1, 32761), 0, "WINDOW"),
+    ((625, 30804), 0, "WINDOW"), ((800, 16400), 0, "WINDOW")])
 def test_wide_register_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, path: str,
                                                       dtype: torch.dtype) -> None:
     """Rows of 16385-32768: the realigned path for contiguous and padded rows (aligned or not; M = 1 makes M a
-    compile-time constant), the pipelined one where the window would double, with -inf logits, against fp32."""
+    compile-time constant), the pipelined one where the window would double, with -inf logits, against fp32; few
+    rows (625, 800) on one persistent program an SM."""
     m, n = shape
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
     x[0, ::7] = float("-inf")
@@ -100,13 +102,14 @@ def test_short_softmax_rows_match_fp32_reference(shape: tuple[int, int], pad: in
     ((3921, 6608), 0, True), ((64, 5000), 8, True), ((8, 3000), 0, False), ((1029, 16655), 3, True),
     ((77, 9001), 5, True), ((64, 12288), 2, True), ((9, 2047), 3, False), ((300, 3001), 3, True),
     ((700, 30001), 7, True), ((300, 20000), 3, True), ((301, 13778), 0, True), ((99, 8001), 6, True),
-    ((97, 16383), 0, True)])
+    ((97, 16383), 0, True), ((1940, 12074), 0, True), ((2048, 14336), 0, True), ((600, 10001), 0, True)])
 def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int], pad: int, realigned: bool,
                                                          dtype: torch.dtype) -> None:
     """Unaligned 16-bit rows of 2049-16384 take the realigned path (contiguous or padded), its window cut in parts
-    (8191: 8192 + 1024 lanes, bf16 8192 + 2048 with THREAD_STATS; 12345 and 13778: three parts, 8 warps; bf16 rows
-    on the windows _THREAD_STATS_WINDOWS lists with one reduction a row), and so do aligned ones above 4096 whose parts
-    save lanes (5000, 6608, 9600, 12288; not 16000 or 3000) and rows padded off the vector grid (5207, 9001 and 12288
+    (8191: 8192 + 1024 lanes, bf16 8192 + 2048 with THREAD_STATS; 12345, 13778 and aligned 14336: three parts, 8
+    warps; 10001 and 12074 on 8192+4096, 16 warps; rows on the windows _THREAD_STATS_WINDOWS lists with one
+    reduction a row), and so do aligned ones above 4096 whose parts save lanes (5000, 6608, 9600, 12288, 14336; not
+    16000 or 3000) and rows padded off the vector grid (5207, 9001 and 12288
     padded by 3, 5 and 2; 16655 by 3, in parts past 16384; 3001, 8001, 9001, 16655, 20000 and 30001 prefetching into
     L1, PF_L1; 16383, whose span passes 16384, on 16384+4096 lanes); fp32 rows up to 16384 and rows under 2049 stay
     on the row kernel.
