@@ -15,6 +15,7 @@ GPU idles between the start event and the kernel, and the event time measures th
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 import warnings
@@ -72,6 +73,8 @@ def _host_us(fn: Call, calls: int = 2000) -> float:
 
 
 def main() -> None:
+    # kineto finalizes CUPTI after a session only where TEARDOWN_CUPTI says so (or its default does)
+    print(f"TEARDOWN_CUPTI={os.environ.get('TEARDOWN_CUPTI')}", flush=True)
     dev = torch.device("cuda")
     x = torch.randn(16384, 100, dtype=torch.float16, device=dev)
     gate, up = (torch.randn(4095, 127, dtype=torch.float16, device=dev) for _ in range(2))
