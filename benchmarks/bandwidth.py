@@ -23,12 +23,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# Kineto finalizes CUPTI after each kernel-only session only when told to: without it every later launch in the
+# process kept CUPTI's callbacks (host cost per call 25 -> 41 us for the built-in softmax, 6 -> 17 us for eager), and
+# the next rows' event times measured the host (evidence/h200/2026-12-04_thread_stats_windows/, event_modes.py).
+os.environ.setdefault("TEARDOWN_CUPTI", "1")
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
