@@ -6,7 +6,8 @@ the task's oracle first; an incorrect one is reported, not timed. Times are medi
 (CUDA events, L2 flushed before every call), taken in --rounds rounds (default 3) that interleave the implementations;
 the median of the rounds is reported and every round is kept in the JSON (`ms_rounds`). At a few MB one do_bench
 median of the same launch varied from 5.6 to 20.9 us between dtypes and runs, for the Triton-based columns (ours,
-torch.compile), while the kernel-only times held (evidence/h200/2026-12-04_words/4_*). Bandwidth counts the task's
+torch.compile), while the kernel-only times held (evidence/h200/2026-12-04_words/4_*): the kernel-only sessions left
+CUPTI's callbacks on every later launch, until TEARDOWN_CUPTI=1 (set below; 2026-12-04_thread_stats_windows/). Bandwidth counts the task's
 minimum bytes (inputs read once, output written once); the speed of light is the measured device-to-device copy
 bandwidth.
 
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 # Kineto finalizes CUPTI after each kernel-only session only when told to: without it every later launch in the
-# process kept CUPTI's callbacks (host cost per call 25 -> 41 us for the built-in softmax, 6 -> 17 us for eager), and
+# process kept CUPTI's callbacks (host cost per call 35 -> 41 us for the built-in softmax, 12 -> 17 us for eager), and
 # the next rows' event times measured the host (evidence/h200/2026-12-04_thread_stats_windows/, event_modes.py).
 os.environ.setdefault("TEARDOWN_CUPTI", "1")
 import torch
