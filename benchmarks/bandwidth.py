@@ -7,9 +7,9 @@ the task's oracle first; an incorrect one is reported, not timed. Times are medi
 the median of the rounds is reported and every round is kept in the JSON (`ms_rounds`). At a few MB one do_bench
 median of the same launch varied from 5.6 to 20.9 us between dtypes and runs, for the Triton-based columns (ours,
 torch.compile), while the kernel-only times held (evidence/h200/2026-12-04_words/4_*): the kernel-only sessions left
-CUPTI's callbacks on every later launch, until TEARDOWN_CUPTI=1 (set below; 2026-12-04_thread_stats_windows/). Bandwidth counts the task's
-minimum bytes (inputs read once, output written once); the speed of light is the measured device-to-device copy
-bandwidth.
+CUPTI's callbacks on every later launch, until TEARDOWN_CUPTI=1 (set below; 2026-12-04_thread_stats_windows/).
+Bandwidth counts the task's minimum bytes (inputs read once, output written once); the speed of light is the
+measured device-to-device copy bandwidth.
 
     python benchmarks/bandwidth.py --output bandwidth.json [--quick]
 
