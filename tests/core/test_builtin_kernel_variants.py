@@ -95,14 +95,16 @@ def test_rms_norm_weight_table_also_zeroes_the_split_counters(n: int, wt: int, z
 
 
 @pytest.mark.parametrize(("n", "pad", "parts"), [
-    (9554, 0, (8192, 2048, 0)), (12345, 8, (8192, 4096, 1024)), (8191, 0, (8192, 2048, 0)),
+    (9554, 0, (8192, 4096, 0)), (12345, 8, (8192, 4096, 2048)), (8191, 0, (8192, 2048, 0)),
+    (11007, 0, (8192, 2048, 1024)), (5999, 0, (4096, 2048, 0)),
     (6608, 0, (4096, 2048, 1024)), (5000, 0, (4096, 1024, 0)), (14329, 0, (8192, 4096, 2048)),
     (14330, 0, (16384, 0, 0)), (14344, 0, None), (15353, 0, (16384, 0, 0)), (16655, 3, (16384, 2048, 0)),
     (12001, 6, (8192, 4096, 0)), (20000, 2, (16384, 4096, 0))])
 def test_realigned_softmax_window_parts_match_fp32(n: int, pad: int, parts: tuple[int, int, int] | None) -> None:
     """16-bit rows on the realigned kernel with their window in parts (two, three, and the widths where seven
-    eighths would need four parts and one window is taken instead; 8191 on 8192+2048, THREAD_STATS' parts in place
-    of 8192+1024; 14344 is aligned and stays on the row kernel;
+    eighths would need four parts and one window is taken instead; THREAD_STATS' parts in place of the planned ones:
+    8191 on 8192+2048 for 8192+1024, 9554 on 8192+4096 for 8192+2048, 12345 on 8192+4096+2048 for 8192+4096+1024;
+    two reductions on 11007's 8192+2048+1024 and 5999's 4096+2048; 14344 is aligned and stays on the row kernel;
     rows padded off the vector grid, x read at most ALIGN_X elements at a time, in parts past 16384 too):
     every element within a bf16 rounding of fp32, rows starting at every offset inside a vector; an output element
     no part covers would be left as the NaN the buffer starts with."""
