@@ -137,7 +137,9 @@ def _bandwidth_table(report: Report) -> list[str]:
              f"environment's measurement: {ref}. Bytes moved are the "
              "task's minimum; events is the candidate's device-time median with launches hidden (what the reward "
              "sees), kernel time is CUPTI kernel time, launch-inclusive is the median of ungated samples, launch "
-             "overhead is launch-inclusive minus kernel time.", ""]
+             "overhead is launch-inclusive minus kernel time. Launch-inclusive samples taken after an earlier "
+             "case's CUPTI pass in the same process include CUPTI's per-launch callbacks: an upper bound "
+             "(docs/METHODOLOGY.md).", ""]
     lines += _header(["task", "dtype", "case", "shape", "MB moved", "cand µs (events)", "cand µs (kernel)",
                       "cand µs (launch-incl.)", "launch overhead µs", "GB/s (events)", "GB/s (kernel)",
                       "% SOL (events)", "% SOL (kernel)", "speedup vs baseline"])

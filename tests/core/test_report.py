@@ -89,6 +89,7 @@ def test_markdown_has_the_achieved_bandwidth_and_sampling_tables(mixed_report: R
               "| launch overhead µs | GB/s (events) | GB/s (kernel) | % SOL (events) | % SOL (kernel) "
               "| speedup vs baseline |")
     assert header in md
+    assert "include CUPTI's per-launch callbacks: an upper bound" in md  # what the launch-inclusive column is
     timed = [c for c in mixed_report.cases if c.timing is not None]
     bandwidth = md.split("## Achieved bandwidth")[1].split("## Sampling and clocks")[0]
     assert all(f"| {c.task} | {c.dtype} | {c.case_id} |" in bandwidth for c in timed)
