@@ -103,16 +103,20 @@ def kernel_only_us(fn: Callable[..., Any], inputs: tuple[Any, ...], calls: int =
     from kernelproof_core.measurement.device_time import kernel_times
 
     cache = torch.empty(_FLUSH, dtype=torch.uint8, device="cuda")
-    for attempt in range(3):
+
+    def measure() -> float:
+        flush_names = set(kernel_times(cache.zero_, [()], 3))
+        times = kernel_times(lambda *a: (cache.zero_(), fn(*a)), [inputs], calls)
+        return sum(t for name, t in times.items() if name not in flush_names)
+
+    # With TEARDOWN_CUPTI a session started during the last one's teardown can record nothing (RuntimeError; the H200
+    # run of evidence/h200/2026-12-04_thread_stats_windows/6_*): wait and try again, twice.
+    for _ in range(2):
         try:
-            flush_names = set(kernel_times(cache.zero_, [()], 3))
-            times = kernel_times(lambda *a: (cache.zero_(), fn(*a)), [inputs], calls)
-            return sum(t for name, t in times.items() if name not in flush_names)
-        except RuntimeError:  # with TEARDOWN_CUPTI a session started during the last one's teardown can record
-            if attempt == 2:  # nothing (the H200 run of 2026-12-04_thread_stats_windows/5_*): wait, try again
-                raise
+            return measure()
+        except RuntimeError:
             time.sleep(1.0)
-    raise AssertionError("unreachable")
+    return measure()
 
 
 def same_size_copy_gbps(nbytes: int) -> float:
