@@ -16,7 +16,6 @@ through their vector windows (REALIGN, with the shifted weight table), aligned r
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
 from functools import partial
 
@@ -27,30 +26,14 @@ from experimental_kernels import _resident_per_sm
 from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 
 from kernelproof_core.kernels import rms_norm
-from kernelproof_core.kernels.rms_norm import _edges, _w_ptrs
-
-
-@triton.jit
-def _window(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, row: tl.tensor, part: tl.tensor,
-            CHUNK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr):
-    # A realigned chunk as _rms_norm_split cuts it: offsets and mask of its whole vectors, the row's edge vectors
-    # (part 0 only), where y's window begins and the row's shift inside its first vector, x at window position 0.
-    start = row.to(tl.int64) * N
-    base = (start // VEC) * VEC
-    shift = (start - base).to(tl.int32)
-    x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN) * ALIGN
-    vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC
-    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
-    mask = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
-    e_offs, e_mask = _edges(shift, N, VEC)
-    return x_at, offs, mask, e_offs, e_mask & (part == 0), base, shift
+from kernelproof_core.kernels.rms_norm import _chunk_window, _w_ptrs
 
 
 @triton.jit
 def _chunk_sumsq(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, row: tl.tensor, part: tl.tensor,
                  CHUNK: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr, HINT: tl.constexpr) -> tl.tensor:
     if REALIGN:
-        x_at, offs, mask, e_offs, e_mask, _, _ = _window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, 8)
+        x_at, offs, mask, e_offs, e_mask, _, _ = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
         x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
         x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
         return tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
@@ -67,7 +50,7 @@ def _chunk_scale(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.ten
                  row: tl.tensor, part: tl.tensor, inv: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr,
                  REALIGN: tl.constexpr, WT: tl.constexpr, HINT: tl.constexpr, STORE: tl.constexpr) -> None:
     if REALIGN:
-        x_at, offs, mask, e_offs, e_mask, base, shift = _window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, 8)
+        x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
         x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
         x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
         y_at = y_ptr + base
@@ -219,20 +202,39 @@ def rms_norm_two_phase_persistent(x: torch.Tensor, weight: torch.Tensor, eps: fl
 
 
 # The campaign's hidden_wide draws (289 x 65494 and 345 x 64803 unaligned; 270 x 63553, 425 x 52717), aligned rows
-# at the profile's corner (512 x 65536) and below it, and an x over the L2 (1024 x 65536, 128 MB) where batches matter.
-SHAPES = ((289, 65494), (345, 64803), (270, 63553), (425, 52717), (512, 65536), (512, 40000), (1024, 65536))
-# (chunk, warps, batches, reverse, hints)
-CONFIGS = [(c, w, b, r, True) for (c, w), b, r in itertools.product(((4096, 4), (8192, 8), (8192, 4)), (1, 2),
-                                                                     (True, False))]
-CONFIGS += [(4096, 4, 1, True, False), (8192, 8, 1, True, False), (4096, 4, 4, True, True), (8192, 8, 4, True, True)]
+# at the profile's corner (512 x 65536) and below it, an x over the L2 (1024 x 65536, 128 MB; 4096 x 40003, 320 MB)
+# and unaligned rows of 16385-32768 (still the split's: 512 x 24577, 1024 x 30001).
+SHAPES = ((289, 65494), (345, 64803), (270, 63553), (425, 52717), (512, 65536), (512, 40000), (1024, 65536),
+          (4096, 40003), (512, 24577), (1024, 30001))
+# The two-launch form (chunk, warps, batches, reverse, hints): run at b43a6f9 and 73bc1f1, behind the persistent one
+# at every unaligned shape (evidence/h200/2026-12-04_padded_words/1_*); kept for reruns, not swept by default.
+CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 
 
-# (chunk, warps, programs an SM, batch MB of x). Run at b43a6f9 (evidence/h200/2026-12-04_padded_words/1_*) with
-# (4096, 4, 4, all rows), (4096, 4, 4, 16), (4096, 4, 8, 16), (8192, 8, 2, 16), (8192, 4, 4, 16), (4096, 4, 4, 8):
-# 4096 on 4 warps at 8 an SM best on unaligned rows (57-60% of copy, 3-5 points over the split), 4 an SM 10 points
-# under it. Now more programs an SM (up to what the registers let be resident) and smaller chunks.
-PERSISTENT = [(4096, 4, 8, 16), (4096, 4, 9, 16), (4096, 4, 8, 32), (2048, 2, 16, 16), (2048, 2, 24, 16),
-              (2048, 4, 12, 16), (2048, 4, 16, 16), (8192, 8, 4, 16)]
+# (chunk, warps, programs an SM, batch MB of x). Run at b43a6f9 (evidence/h200/2026-12-04_padded_words/1_*) and at
+# 73bc1f1 (2026-12-04_thread_stats_windows/1_*, 2_*): 8192 on 8 warps at 4 an SM best at 3 of 5 unaligned shapes,
+# 3-4 points over the split; the built-in's two-phase path (tickets instead of a static walk) is planned from it.
+# Kept here as the static walk's reference beside the built-in's.
+PERSISTENT = [(8192, 8, 4, 16), (4096, 4, 8, 16)]
+# The built-in's two-phase kernel (_rms_norm_two_phase, tickets) at other configs than the plan's:
+# (chunk, warps, programs an SM, block MB of x).
+TICKETS = [(4096, 4, 8, 16), (8192, 8, 4, 32), (8192, 8, 4, 8), (8192, 8, 3, 16), (8192, 4, 4, 16),
+           (16384, 16, 2, 16), (4096, 4, 12, 16)]
+
+
+def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    rms_norm._run(plan, x, w, y, 1e-6)
+    return y
+
+
+def _tableless_run(plan: rms_norm._TwoPhase, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The two-phase plan reading the weight at w - shift (WT=-1): the counters zeroed by a memset, no table launch."""
+    m, n = x.shape
+    counters = torch.zeros((m + 1,), dtype=torch.int32, device=x.device)
+    partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=x.device)
+    plan.launch(x, w, y, partials, counters, m, n, x.stride(0), 1e-6, plan.n_parts, plan.block_items,
+                **{**plan.meta, "WT": -1})
+    return y
 
 
 def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
@@ -252,10 +254,28 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
     against fp32 and for a bit-exact replay before it is timed."""
     if dtype not in (torch.float16, torch.bfloat16):
         return
+    n_sm = rms_norm._num_sms(device)
     for m, n in SHAPES:
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
+        split = rms_norm._plan(m, n, n, x.element_size(), device, two_phase=False)
+        if isinstance(split, rms_norm._Split):  # the plan before the two-phase path
+            run = partial(_planned_run, split, x, w, y)
+            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} split"):
+                yield ("rms_norm.two_phase", (m, n), "split " + " ".join(f"{k}={v}" for k, v in split.meta.items()),
+                       run, moved, False)
+        planned = rms_norm._plan(m, n, n, x.element_size(), device)
+        if isinstance(planned, rms_norm._TwoPhase):  # the weight from w - shift: no table launch, a memset instead
+            run = partial(_tableless_run, planned, x, w, y)
+            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} tickets WT=-1"):
+                yield ("rms_norm.two_phase", (m, n), "tickets planned WT=-1 (no table)", run, moved, False)
+        for chunk, warps, per_sm, block_mb in TICKETS:
+            plan = rms_norm._two_phase_plan(m, n, n, n_sm, chunk, warps, per_sm, block_mb << 20)
+            label = f"tickets chunk={chunk} warps={warps} per_sm={per_sm} block={block_mb}MB"
+            run = partial(_planned_run, plan, x, w, y)
+            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
+                yield ("rms_norm.two_phase", (m, n), label, run, moved, False)
         for chunk, warps, batches, reverse, hints in CONFIGS:
             label = (f"chunk={chunk} warps={warps} batches={batches}" + (" reverse" if reverse else "")
                      + (" hints" if hints else ""))

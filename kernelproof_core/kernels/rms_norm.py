@@ -47,6 +47,13 @@ _MAX_IMBALANCE = 1.25
 # rows) and warps (kernel_sweep.py; realigned: H200, bf16, CUPTI, 425 x 52717 53.4% of copy on 4096 positions
 # against 47.4-48.6% on 8192 and 43.5% scalar, evidence/h200/2026-12-02_carry_rms_resident/2_*).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 4096, 4096, 4
+# Two-phase path (_rms_norm_two_phase, on a GPU): 16-bit rows off the 16-byte grid at least this wide, in chunks of
+# window positions, warps, programs an SM and blocks of x re-read from L2 (H200, CUPTI, persistent form against the
+# realigned split, both dtypes: 345 x 64803 58.4 / 59.9% of copy against 54.6 / 55.5%, 289 x 65494 57.6 / 58.6%
+# against 53.5 / 55.6%; evidence/h200/2026-12-04_thread_stats_windows/1_*, 2_*). Aligned rows keep the split (512 and
+# 1024 x 65536: 63.7-71.5% split, 62.7-64.5% two-phase).
+_TWO_PHASE_MIN_N = 32769
+_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BLOCK_BYTES = 8192, 8, 4, 16 << 20
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
 # realigned kernel; so do narrower ones whose window is _REALIGNED_NARROW_WINDOW lanes, on _REALIGNED_NARROW_WARPS
 # (H200, bf16, CUPTI: 32768 x 1027 64.7% of copy on 2 warps against 58.5% scalar on the row kernel; on 4-8 warps the
@@ -273,6 +280,50 @@ def _rms_norm_wide(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
 
 
 @triton.jit
+def _chunk_window(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, row: tl.tensor, part: tl.tensor,
+                  CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> tuple[tl.tensor, ...]:
+    # Chunk `part` of a 16-bit row off the 16-byte grid, cut from the window of y's whole vectors that covers the row
+    # (_rms_norm_realigned's view): x at window position 0 (vectorised as far as ALIGN, a power of two dividing
+    # stride_x - N), the chunk's offsets and the mask of its vectors wholly inside the row, the row's edge vectors
+    # (their elements outside those, part 0 only), where y's window begins and the row's shift inside its first vector.
+    VEC: tl.constexpr = 8
+    start = row.to(tl.int64) * N
+    base = (start // VEC) * VEC
+    shift = (start - base).to(tl.int32)
+    x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN) * ALIGN
+    vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC
+    offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
+    mask = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
+    e_offs, e_mask = _edges(shift, N, VEC)
+    return x_at, offs, mask, e_offs, e_mask & (part == 0), base, shift
+
+
+@triton.jit
+def _chunk_load(x_at: tl.tensor, offs: tl.tensor, mask: tl.tensor, e_offs: tl.tensor, e_mask: tl.tensor,
+                HINT: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    # A window chunk (_chunk_window) and its edge elements, in fp32.
+    x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
+    return x, tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _squares(x: tl.tensor, x_e: tl.tensor) -> tl.tensor:
+    return tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
+
+
+@triton.jit
+def _chunk_store(y_ptr: tl.tensor, w_ptr: tl.tensor, x: tl.tensor, x_e: tl.tensor, inv: tl.tensor, offs: tl.tensor,
+                 mask: tl.tensor, e_offs: tl.tensor, e_mask: tl.tensor, base: tl.tensor, shift: tl.tensor,
+                 WT: tl.constexpr, STORE: tl.constexpr) -> None:
+    # y = x * inv * w over a window chunk and its edge elements (_chunk_window), the weight at p - shift.
+    y_at = y_ptr + base
+    w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=mask, other=0.0)
+    tl.store(y_at + offs, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE)
+    w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
+    tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+
+
+@triton.jit
 def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor,
                     N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr,
                     BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr = False,
@@ -291,20 +342,10 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
     pid = tl.program_id(0)
     row = pid // n_parts
     part = pid % n_parts
-    VEC: tl.constexpr = 8
     if REALIGN:
-        start = row.to(tl.int64) * N
-        base = (start // VEC) * VEC
-        shift = (start - base).to(tl.int32)  # where the row begins inside its first vector
-        x_at = x_ptr + ((row.to(tl.int64) * (stride_x - N) + base) // ALIGN) * ALIGN  # x at window position 0
-        vecs = part * CHUNK + tl.arange(0, CHUNK // VEC) * VEC
-        offs = vecs[:, None] + tl.arange(0, VEC)[None, :]
-        mask = ((vecs >= shift) & (vecs + VEC <= shift + N))[:, None]
-        x = tl.load(x_at + offs, mask=mask, other=0.0).to(tl.float32)
-        e_offs, e_mask = _edges(shift, N, VEC)
-        e_mask = e_mask & (part == 0)
-        x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
-        sq_part = tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
+        x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
+        x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "")
+        sq_part = _squares(x, x_e)
     else:
         N = (N // ALIGN) * ALIGN
         stride_x = (stride_x // ALIGN) * ALIGN
@@ -325,15 +366,66 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
     sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
     inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
     if REALIGN:
-        y_at = y_ptr + base
-        w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=mask, other=0.0)
-        tl.store(y_at + offs, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask)
-        w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
-        tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+        _chunk_store(y_ptr, w_ptr, x, x_e, inv, offs, mask, e_offs, e_mask, base, shift, WT, "")
     else:
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
         tl.store(y_ptr + row.to(tl.int64) * N + cols, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty),
                  mask=mask)
+
+
+@triton.jit
+def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
+                        count_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor,
+                        n_parts: tl.tensor, L: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
+                        ALIGN: tl.constexpr, WT: tl.constexpr) -> None:
+    # 16-bit rows off the 16-byte grid, too wide for one program, without the split path's wait with a chunk held
+    # in registers: each chunk (an item, _chunk_window's cut; M x n_parts of them) is read twice, once for its sum of
+    # squares (phase 1: reads only, nobody waits) and once, while still in L2, to scale and store it (phase 2, after
+    # its row's partials are all in). Work is handed out by tickets (count_ptr[M], zeroed by the host with the row
+    # counters) in the order: phase 1 of items block 0, phase 1 of block 1, phase 2 of block 0, phase 1 of block 2,
+    # phase 2 of block 1, ..., phase 2 of the last block (blocks of L items, about 16 MB of x: read again about 16 MB
+    # later; phase 2 walks a block backwards, the most recently read first). A phase-2 item waits only on phase-1
+    # items of lower tickets, which programs already running hold, so any grid size is deadlock-free on a GPU, and
+    # the interpreter (programs one after another) runs every ticket in order in its first program. That needs a row
+    # to end at the latest in the block after its first chunk's: blocks of at least a row's chunks. Each program
+    # fetches its next ticket before working on the current one, so the atomic's latency hides behind the item.
+    L = tl.maximum(L, n_parts)
+    ticket_ptr = count_ptr + M
+    T = M * n_parts
+    nb = (T + L - 1) // L
+    n_tickets = 2 * nb * L
+    t = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+    while t < n_tickets:
+        nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+        k = t // L
+        r = t % L
+        odd = (k % 2) == 1
+        blk = tl.where(k == 0, 0, tl.where(odd, (k + 1) // 2, k // 2 - 1))
+        first = (k == 0) | (odd & (blk < nb))  # phase 1; the last odd block is the last block's phase 2
+        blk = tl.minimum(blk, nb - 1)
+        item = blk * L + tl.where(first, r, L - 1 - r)
+        if item < T:
+            row = item // n_parts
+            part = item % n_parts
+            x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
+                                                                          ALIGN)
+            at = part_ptr + row.to(tl.int64) * n_parts
+            if first:
+                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_last")
+                tl.store(at + part, _squares(x, x_e))
+                tl.debug_barrier()  # every thread's stores are ordered before the release below
+                tl.atomic_add(count_ptr + row, 1, sem="release")
+            else:
+                while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+                    pass
+                tl.debug_barrier()
+                slots = tl.arange(0, BLOCK_S)
+                # .cg: written by other SMs; summed in slot order, so replays are bit-exact.
+                sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
+                inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
+                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
+                _chunk_store(y_ptr, w_ptr, x, x_e, inv, offs, mask, e_offs, e_mask, base, shift, WT, ".cs")
+        t = nxt
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -377,9 +469,20 @@ class _Split(NamedTuple):
     n_parts: int  # programs per row
 
 
+class _TwoPhase(NamedTuple):
+    """16-bit rows off the 16-byte grid too wide for one program, on a GPU: _rms_norm_two_phase, a grid of
+    programs taking chunks by ticket."""
+
+    launch: Callable[..., object]
+    meta: dict[str, int]
+    n_parts: int  # chunks per row
+    block_items: int  # chunks re-read per block (about _TWO_PHASE_BLOCK_BYTES of x)
+
+
+Plan = Launch | _Split | _TwoPhase
 # Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
 # planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
-_PLANS: dict[tuple[object, ...], Launch | _Split] = {}
+_PLANS: dict[tuple[object, ...], Plan] = {}
 _MAX_PLANS = 4096
 
 
@@ -406,16 +509,31 @@ def _split_plan(m: int, n: int, stride: int, elsize: int, align: int, realign: b
                                                     "num_warps": _SPLIT_WARPS}, n_parts)
 
 
-def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device,
-          realign_split: bool = True) -> Launch | _Split:
+def _two_phase_plan(m: int, n: int, stride: int, n_sm: int, chunk: int = _TWO_PHASE_CHUNK,
+                    warps: int = _TWO_PHASE_WARPS, per_sm: int = _TWO_PHASE_PER_SM,
+                    block_bytes: int = _TWO_PHASE_BLOCK_BYTES) -> _TwoPhase:
+    """16-bit rows off the 16-byte grid (_rms_norm_two_phase): chunks of `chunk` window positions, per_sm programs
+    an SM (never more than there are chunks), blocks of about block_bytes of x."""
+    n_parts = _cdiv(n + 7, chunk)
+    programs = min(per_sm * n_sm, m * n_parts)
+    meta = {"CHUNK": chunk, "BLOCK_S": max(2, triton.next_power_of_2(n_parts)), "ALIGN": _align(2, stride - n),
+            "WT": n_parts * chunk, "num_warps": warps}
+    return _TwoPhase(_rms_norm_two_phase[(programs,)], meta, n_parts, max(n_parts, block_bytes // (2 * chunk)))
+
+
+def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realign_split: bool = True,
+          two_phase: bool = True) -> Plan:
     """The launch for an m x n rms_norm (row stride `stride`). realign_split=False: wide 16-bit rows off the 16-byte
-    grid on scalar accesses, as before the realigned split (benchmarks time it beside the built-in's)."""
+    grid on scalar accesses, as before the realigned split; two_phase=False: the realigned split where the two-phase
+    path runs now (benchmarks time both beside the built-in's)."""
     align = _align(elsize, n, stride)
     vectorised = align * elsize == 16
     if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):
         # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device
         # (and the plan is decided before any device query).
         if device.type == "cuda" and isinstance(_rms_norm_split, triton.JITFunction):
+            if two_phase and realign_split and elsize == 2 and not vectorised and n >= _TWO_PHASE_MIN_N:
+                return _two_phase_plan(m, n, stride, _num_sms(device))
             split = _split_plan(m, n, stride, elsize, align, realign=realign_split)
             if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
                 return split
@@ -530,18 +648,29 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
         plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
-    if isinstance(plan, _Split):
-        partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=device)
+    _run(plan, x, weight, y, eps)
+    return y
+
+
+def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps: float) -> None:
+    """y = rms_norm(x) by `plan` (x with unit column stride, y contiguous): its workspace, weight table and launch."""
+    m, n = x.shape
+    stride = x.stride(0)
+    if isinstance(plan, _Split | _TwoPhase):
+        partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=x.device)
         wt = plan.meta.get("WT", 0)
-        if wt:  # the table's launch zeroes the row counters too
-            done = torch.empty((m,), dtype=torch.int32, device=device)
+        counters = m + 1 if isinstance(plan, _TwoPhase) else m  # the rows' counters (and the two-phase ticket)
+        if wt:  # the table's launch zeroes the counters too
+            done = torch.empty((counters,), dtype=torch.int32, device=x.device)
             w_arg = _weight_table(weight, wt, done)
         else:
-            done = torch.zeros((m,), dtype=torch.int32, device=device)
+            done = torch.zeros((counters,), dtype=torch.int32, device=x.device)
             w_arg = weight
-        plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
+        if isinstance(plan, _TwoPhase):
+            plan.launch(x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts, plan.block_items, **plan.meta)
+        else:
+            plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:
         launch, meta = plan
         wt = meta.get("WT", 0)
         launch(x, _weight_table(weight, wt) if wt else weight, y, m, n, stride, eps, **meta)
-    return y

@@ -228,7 +228,7 @@ def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.Mon
     monkeypatch.setattr(rms_norm, "_num_sms", lambda device: 132)  # the looped grid's size; no CUDA here
     for n in (40000, 64803):
         plan = rms_norm._plan(64, n, n, 2, torch.device("cuda"))
-        assert not isinstance(plan, rms_norm._Split)
+        assert not isinstance(plan, rms_norm._Split | rms_norm._TwoPhase)
         assert plan[1]["CHUNK"] > 0  # the looped path
 
 
@@ -513,7 +513,7 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 out = []
 for m, n, stride, elsize, table in json.loads(sys.argv[1]):
     dtype = torch.bfloat16 if elsize == 2 else torch.float32
-    plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"))
+    plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"), two_phase=False)
     assert plan.meta.get("WT", 0) == (plan.n_parts * plan.meta["CHUNK"] if plan.meta.get("REALIGN") else 0)
     if not table:  # the weight element by element, as before its shifted-copy table
         plan = plan._replace(meta={**plan.meta, "WT": 0})
@@ -538,7 +538,8 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -
     unless the width is a multiple of 8: 40000 wide padded by 3 reads x element by element and the weight 16 bytes
     wide); aligned rows load x and the weight 16 bytes wide (8192 a program); fp32 rows stay as they were; with the
     weight's shifted-copy table (WT, planned) the weight too is read 16 bytes wide. Nothing in local memory. Numbers on
-    the GPU: kernel_sweep.py --only rms_norm_split_window."""
+    the GPU: kernel_sweep.py --only rms_norm_split_window. (The plan takes the two-phase path where such rows are
+    32769 wide or more: the split is checked as the plan makes it without.)"""
     cases = [(425, 52717, 52717, 2, 0), (7, 40001, 40006, 2, 0), (7, 40001, 40009, 2, 0), (1024, 65536, 65536, 2, 0),
              (7, 40000, 40003, 2, 0), (64, 40001, 40001, 4, 0), (425, 52717, 52717, 2, 1), (7, 40001, 40006, 2, 1)]
     done = subprocess.run([sys.executable, "-c", _RMS_SPLIT_ON_H200, json.dumps(cases)], capture_output=True,
@@ -551,6 +552,53 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -
     assert [(r["vec_loads"], r["vec_stores"]) for r in got[:5] + got[6:]] == [
         (4, 4), (0, 4), (4, 4), (16, 8), (4, 4), (8, 4), (4, 4)], got
     assert all(r["local"] == 0 for r in got), got
+
+
+_RMS_TWO_PHASE_ON_H200 = """
+import json, re, sys, torch
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
+    row = {"plan": type(plan).__name__}
+    if isinstance(plan, rms_norm._TwoPhase):
+        x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+        with compile_only("cuda", 90, 32):
+            kernel = plan.launch(x, torch.empty((8, plan.meta["WT"]), dtype=torch.bfloat16),
+                                 torch.empty((m, n), dtype=torch.bfloat16),
+                                 torch.empty((m, plan.n_parts), dtype=torch.float32),
+                                 torch.empty(m + 1, dtype=torch.int32), m, n, stride, 1e-6, plan.n_parts,
+                                 plan.block_items, **plan.meta)
+        ptx = kernel.asm["ptx"]
+        row.update(parts=plan.n_parts, block=plan.block_items, chunk=plan.meta["CHUNK"], warps=plan.meta["num_warps"],
+                   vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                   cs_stores=len(re.findall(r"st\\.global\\.cs[^;]*\\.v4", ptx)), local=ptx.count(".local"))
+    out.append(row)
+print(json.dumps(out))
+"""
+
+
+def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows off the 16-byte grid
+    (width or stride not a multiple of 8) 32769 wide or more take the two-phase path: 8192 window positions a chunk
+    (n + 7 positions a row) on 8 warps, 4 programs an SM (never more than chunks), blocks of 1024 chunks (16 MB of x)
+    or of a whole row where that is more; x read 16 bytes wide in both phases where its padding is whole vectors
+    (element by element where not), the table's weight 16 bytes wide, y stored 16 bytes wide with .cs (so the
+    stores do not push x out of L2 before its second read); nothing in local memory. Narrower rows (the split) and
+    aligned rows (the split: faster there on the H200) do not take it."""
+    cases = [(345, 64803, 64803), (289, 65494, 65494), (7, 40000, 40003), (3, 32769, 32769), (1, 600001, 600001),
+             (512, 65536, 65536), (9, 32767, 32767), (1024, 65536, 65544)]
+    done = subprocess.run([sys.executable, "-c", _RMS_TWO_PHASE_ON_H200, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["plan"] for r in got] == ["_TwoPhase"] * 5 + ["_Split"] * 3, got
+    assert [(r["parts"], r["block"], r["chunk"], r["warps"]) for r in got[:5]] == [
+        (8, 1024, 8192, 8), (8, 1024, 8192, 8), (5, 1024, 8192, 8), (5, 1024, 8192, 8), (74, 1024, 8192, 8)], got
+    assert [(r["vec_loads"], r["cs_stores"]) for r in got[:5]] == [(12, 4), (12, 4), (4, 4), (12, 4), (12, 4)], got
+    assert all(r["local"] == 0 for r in got[:5]), got
 
 
 @pytest.mark.parametrize(("m", "n", "stride", "expected"), [

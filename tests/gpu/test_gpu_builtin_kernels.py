@@ -131,13 +131,18 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
     offset inside a vector, one row, a tensor whose end is not a whole vector), contiguous or padded by 5 (x's
     accesses scalar) or 8 elements; against fp32, replayed bit for bit, nothing written past the output; the
     realigned split's weight read from its shifted-copy table (WT > 0, planned), from w - shift (WT=-1) or element by
-    element (WT=0) gives the same bits."""
+    element (WT=0) gives the same bits. Where such rows are 32769 wide or more the plan is the two-phase path
+    (test_two_phase_rms_norm_matches_the_split_bit_for_bit); the split is checked there as the plan makes it
+    without."""
     m, n = shape
     x = torch.randn(m, n, device="cuda").to(dtype)
     w = torch.randn(n, device="cuda").to(dtype)
     for pad in (0, 5, 8):
         xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n] if pad else x
-        plan = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device)
+        realign = dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)
+        planned = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device)
+        assert isinstance(planned, rms_norm._TwoPhase) == (realign and n >= rms_norm._TWO_PHASE_MIN_N), planned
+        plan = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device, two_phase=False)
         assert isinstance(plan, rms_norm._Split)
         assert plan.meta.get("REALIGN", False) == (dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)), plan.meta
         xf = xs.float()
@@ -152,14 +157,66 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
         assert table == (plan.n_parts * plan.meta["CHUNK"] if plan.meta.get("REALIGN") else 0), plan.meta
         weight = rms_norm._weight_table(w, table) if table else w
         plan.launch(xs, weight, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts, **plan.meta)
-        assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), "wrote past the output"
+        assert bool((guarded[m] == 7.0).all()), "wrote past the output"
+        split_y = guarded[:m].clone()
+        if isinstance(planned, rms_norm._TwoPhase):
+            torch.testing.assert_close(split_y.float(), ref, rtol=2e-2, atol=2e-2)
+        else:
+            assert torch.equal(split_y, y)
         if plan.meta.get("REALIGN"):  # the weight from w - shift, or element by element (the plan before)
             for wt in (-1, 0):
                 guarded.fill_(7.0)
                 done.zero_()
                 plan.launch(xs, w, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts,
                             **{**plan.meta, "WT": wt})
-                assert torch.equal(guarded[:m], y) and bool((guarded[m] == 7.0).all()), wt
+                assert torch.equal(guarded[:m], split_y) and bool((guarded[m] == 7.0).all()), wt
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(345, 64803, 0), (289, 65494, 0), (1, 40001, 0), (3, 40000, 5),
+                                             (133, 65535, 0), (512, 65536, 2), (4096, 40003, 0), (2, 131071, 0),
+                                             (1, 600001, 0)])
+def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
+    """The two-phase path (planned for 16-bit rows off the 16-byte grid, 32769 wide or more) sums the same chunks in
+    the same order as the realigned split: cut the same way, it writes the same bits, and its own plan's chunks are
+    within a rounding of fp32, replay bit for bit, write nothing past the output and take every ticket. 4096 x 40003
+    (320 MB) runs many blocks; a row of 600001 has more of the split's chunks than the H200 has SMs (no split: the
+    looped path before)."""
+    xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
+    w = torch.randn(n, device="cuda").to(dtype)
+    plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device)
+    assert isinstance(plan, rms_norm._TwoPhase), plan
+    xf = xs.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    y = rms_norm.candidate(xs, w, 1e-6)
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+    assert torch.equal(rms_norm.candidate(xs, w, 1e-6), y), "replays must be bit-exact"
+
+    def two_phase(p: rms_norm._TwoPhase) -> tuple[torch.Tensor, int]:
+        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+        counters = torch.full((m + 1,), -7, dtype=torch.int32, device="cuda")
+        table = rms_norm._weight_table(w, p.meta["WT"], counters)
+        parts = torch.empty((m, p.n_parts), dtype=torch.float32, device="cuda")
+        p.launch(xs, table, out, parts, counters, m, n, xs.stride(0), 1e-6, p.n_parts, p.block_items, **p.meta)
+        assert bool((out[m] == 7.0).all()), "wrote past the output"
+        return out[:m], int(counters[m])
+
+    out, taken = two_phase(plan)
+    assert torch.equal(out, y)
+    tickets = 2 * -(-m * plan.n_parts // plan.block_items) * plan.block_items
+    assert taken == tickets + min(rms_norm._TWO_PHASE_PER_SM * rms_norm._num_sms(xs.device), m * plan.n_parts)
+    split = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, two_phase=False)
+    if isinstance(split, rms_norm._Split):  # 600001: more chunks a row than SMs, the looped path
+        same_cut = rms_norm._two_phase_plan(m, n, xs.stride(0), rms_norm._num_sms(xs.device),
+                                            chunk=split.meta["CHUNK"])
+        assert same_cut.n_parts == split.n_parts
+        counters = torch.empty((m,), dtype=torch.int32, device="cuda")
+        table = rms_norm._weight_table(w, split.meta["WT"], counters)
+        parts = torch.empty((m, split.n_parts), dtype=torch.float32, device="cuda")
+        split_y = torch.empty((m, n), dtype=dtype, device="cuda")
+        split.launch(xs, table, split_y, parts, counters, n, xs.stride(0), 1e-6, split.n_parts, **split.meta)
+        assert torch.equal(two_phase(same_cut)[0], split_y)
 
 
 @requires_cuda
