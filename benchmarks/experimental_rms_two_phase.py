@@ -203,9 +203,9 @@ def rms_norm_two_phase_persistent(x: torch.Tensor, weight: torch.Tensor, eps: fl
 
 # The campaign's hidden_wide draws (289 x 65494 and 345 x 64803 unaligned; 270 x 63553, 425 x 52717), aligned rows
 # at the profile's corner (512 x 65536) and below it, an x over the L2 (1024 x 65536, 128 MB; 4096 x 40003, 320 MB)
-# and unaligned rows of 16385-32768 (still the split's: 512 x 24577, 1024 x 30001).
-SHAPES = ((289, 65494), (345, 64803), (270, 63553), (425, 52717), (512, 65536), (512, 40000), (1024, 65536),
-          (4096, 40003), (512, 24577), (1024, 30001))
+# and unaligned rows of 16385-32768 (still the split's: 512 x 24577, 1024 x 30001). Aligned rows (512 x 65536, 512 x
+# 40000, 1024 x 65536) were swept at 627f522 (2026-12-04_two_phase_tickets/1_*): the split ahead of every form.
+SHAPES = ((289, 65494), (345, 64803), (425, 52717), (4096, 40003), (512, 24577), (1024, 30001))
 # The two-launch form (chunk, warps, batches, reverse, hints): run at b43a6f9 and 73bc1f1, behind the persistent one
 # at every unaligned shape (evidence/h200/2026-12-04_padded_words/1_*); kept for reruns, not swept by default.
 CONFIGS: list[tuple[int, int, int, bool, bool]] = []
@@ -216,24 +216,14 @@ CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 # 3-4 points over the split; the built-in's two-phase path (tickets instead of a static walk) is planned from it.
 # Kept here as the static walk's reference beside the built-in's.
 PERSISTENT = [(8192, 8, 4, 16), (4096, 4, 8, 16)]
-# The built-in's two-phase kernel (_rms_norm_two_phase, tickets) at other configs than the plan's:
+# The built-in's two-phase kernel (_rms_norm_two_phase, tickets) at other configs than the plan's (627f522, ticket
+# taken before the loads: 8 MB blocks best, 3-7 points under the static walk; now taken once they are in flight):
 # (chunk, warps, programs an SM, block MB of x).
-TICKETS = [(4096, 4, 8, 16), (8192, 8, 4, 32), (8192, 8, 4, 8), (8192, 8, 3, 16), (8192, 4, 4, 16),
-           (16384, 16, 2, 16), (4096, 4, 12, 16)]
+TICKETS = [(8192, 8, 4, 16), (4096, 4, 8, 8), (4096, 4, 6, 8), (8192, 8, 3, 8)]
 
 
 def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     rms_norm._run(plan, x, w, y, 1e-6)
-    return y
-
-
-def _tableless_run(plan: rms_norm._TwoPhase, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The two-phase plan reading the weight at w - shift (WT=-1): the counters zeroed by a memset, no table launch."""
-    m, n = x.shape
-    counters = torch.zeros((m + 1,), dtype=torch.int32, device=x.device)
-    partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=x.device)
-    plan.launch(x, w, y, partials, counters, m, n, x.stride(0), 1e-6, plan.n_parts, plan.block_items,
-                **{**plan.meta, "WT": -1})
     return y
 
 
@@ -265,11 +255,6 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} split"):
                 yield ("rms_norm.two_phase", (m, n), "split " + " ".join(f"{k}={v}" for k, v in split.meta.items()),
                        run, moved, False)
-        planned = rms_norm._plan(m, n, n, x.element_size(), device)
-        if isinstance(planned, rms_norm._TwoPhase):  # the weight from w - shift: no table launch, a memset instead
-            run = partial(_tableless_run, planned, x, w, y)
-            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} tickets WT=-1"):
-                yield ("rms_norm.two_phase", (m, n), "tickets planned WT=-1 (no table)", run, moved, False)
         for chunk, warps, per_sm, block_mb in TICKETS:
             plan = rms_norm._two_phase_plan(m, n, n, n_sm, chunk, warps, per_sm, block_mb << 20)
             label = f"tickets chunk={chunk} warps={warps} per_sm={per_sm} block={block_mb}MB"

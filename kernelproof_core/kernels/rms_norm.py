@@ -53,7 +53,7 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 # against 53.5 / 55.6%; evidence/h200/2026-12-04_thread_stats_windows/1_*, 2_*). Aligned rows keep the split (512 and
 # 1024 x 65536: 63.7-71.5% split, 62.7-64.5% two-phase).
 _TWO_PHASE_MIN_N = 32769
-_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BLOCK_BYTES = 8192, 8, 4, 16 << 20
+_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BLOCK_BYTES = 8192, 8, 4, 8 << 20
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
 # realigned kernel; so do narrower ones whose window is _REALIGNED_NARROW_WINDOW lanes, on _REALIGNED_NARROW_WARPS
 # (H200, bf16, CUPTI: 32768 x 1027 64.7% of copy on 2 warps against 58.5% scalar on the row kernel; on 4-8 warps the
@@ -312,15 +312,21 @@ def _squares(x: tl.tensor, x_e: tl.tensor) -> tl.tensor:
 
 
 @triton.jit
-def _chunk_store(y_ptr: tl.tensor, w_ptr: tl.tensor, x: tl.tensor, x_e: tl.tensor, inv: tl.tensor, offs: tl.tensor,
-                 mask: tl.tensor, e_offs: tl.tensor, e_mask: tl.tensor, base: tl.tensor, shift: tl.tensor,
-                 WT: tl.constexpr, STORE: tl.constexpr) -> None:
-    # y = x * inv * w over a window chunk and its edge elements (_chunk_window), the weight at p - shift.
-    y_at = y_ptr + base
+def _chunk_weights(w_ptr: tl.tensor, offs: tl.tensor, mask: tl.tensor, e_offs: tl.tensor, e_mask: tl.tensor,
+                   shift: tl.tensor, WT: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    # The weight at a window chunk's positions and its edge elements (_chunk_window), at p - shift.
     w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=mask, other=0.0)
+    return w, tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0)
+
+
+@triton.jit
+def _chunk_store(y_ptr: tl.tensor, x: tl.tensor, x_e: tl.tensor, w: tl.tensor, w_e: tl.tensor, inv: tl.tensor,
+                 offs: tl.tensor, mask: tl.tensor, e_offs: tl.tensor, e_mask: tl.tensor, base: tl.tensor,
+                 STORE: tl.constexpr) -> None:
+    # y = x * inv * w over a window chunk and its edge elements (_chunk_window, _chunk_weights).
+    y_at = y_ptr + base
     tl.store(y_at + offs, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE)
-    w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
-    tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+    tl.store(y_at + e_offs, (x_e * inv * w_e.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=e_mask)
 
 
 @triton.jit
@@ -366,7 +372,8 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
     sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
     inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
     if REALIGN:
-        _chunk_store(y_ptr, w_ptr, x, x_e, inv, offs, mask, e_offs, e_mask, base, shift, WT, "")
+        w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
+        _chunk_store(y_ptr, x, x_e, w, w_e, inv, offs, mask, e_offs, e_mask, base, "")
     else:
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
         tl.store(y_ptr + row.to(tl.int64) * N + cols, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty),
@@ -383,12 +390,13 @@ def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, pa
     # squares (phase 1: reads only, nobody waits) and once, while still in L2, to scale and store it (phase 2, after
     # its row's partials are all in). Work is handed out by tickets (count_ptr[M], zeroed by the host with the row
     # counters) in the order: phase 1 of items block 0, phase 1 of block 1, phase 2 of block 0, phase 1 of block 2,
-    # phase 2 of block 1, ..., phase 2 of the last block (blocks of L items, about 16 MB of x: read again about 16 MB
+    # phase 2 of block 1, ..., phase 2 of the last block (blocks of L items, about 8 MB of x: read again 8-16 MB
     # later; phase 2 walks a block backwards, the most recently read first). A phase-2 item waits only on phase-1
     # items of lower tickets, which programs already running hold, so any grid size is deadlock-free on a GPU, and
     # the interpreter (programs one after another) runs every ticket in order in its first program. That needs a row
-    # to end at the latest in the block after its first chunk's: blocks of at least a row's chunks. Each program
-    # fetches its next ticket before working on the current one, so the atomic's latency hides behind the item.
+    # to end at the latest in the block after its first chunk's: blocks of at least a row's chunks. A program takes
+    # its next ticket once the current item's loads are in flight: the atomic's result reaches the program's threads
+    # through shared memory behind a barrier, and taken first (before the loads) each item waited for it.
     L = tl.maximum(L, n_parts)
     ticket_ptr = count_ptr + M
     T = M * n_parts
@@ -396,7 +404,6 @@ def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, pa
     n_tickets = 2 * nb * L
     t = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
     while t < n_tickets:
-        nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
         k = t // L
         r = t % L
         odd = (k % 2) == 1
@@ -404,27 +411,33 @@ def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, pa
         first = (k == 0) | (odd & (blk < nb))  # phase 1; the last odd block is the last block's phase 2
         blk = tl.minimum(blk, nb - 1)
         item = blk * L + tl.where(first, r, L - 1 - r)
-        if item < T:
-            row = item // n_parts
-            part = item % n_parts
+        row = item // n_parts
+        part = item % n_parts
+        at = part_ptr + row.to(tl.int64) * n_parts
+        if (item < T) & first:
             x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
                                                                           ALIGN)
-            at = part_ptr + row.to(tl.int64) * n_parts
-            if first:
-                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_last")
-                tl.store(at + part, _squares(x, x_e))
-                tl.debug_barrier()  # every thread's stores are ordered before the release below
-                tl.atomic_add(count_ptr + row, 1, sem="release")
-            else:
-                while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
-                    pass
-                tl.debug_barrier()
-                slots = tl.arange(0, BLOCK_S)
-                # .cg: written by other SMs; summed in slot order, so replays are bit-exact.
-                sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
-                inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
-                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
-                _chunk_store(y_ptr, w_ptr, x, x_e, inv, offs, mask, e_offs, e_mask, base, shift, WT, ".cs")
+            x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_last")
+            nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+            tl.store(at + part, _squares(x, x_e))
+            tl.debug_barrier()  # every thread's stores are ordered before the release below
+            tl.atomic_add(count_ptr + row, 1, sem="release")
+        elif item < T:
+            while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
+                pass
+            tl.debug_barrier()
+            x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
+                                                                          ALIGN)
+            x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
+            w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
+            slots = tl.arange(0, BLOCK_S)
+            # .cg: written by other SMs; summed in slot order, so replays are bit-exact.
+            sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
+            nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+            inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
+            _chunk_store(y_ptr, x, x_e, w, w_e, inv, offs, mask, e_offs, e_mask, base, ".cs")
+        else:
+            nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
         t = nxt
 
 

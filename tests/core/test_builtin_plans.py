@@ -583,7 +583,7 @@ print(json.dumps(out))
 def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows off the 16-byte grid
     (width or stride not a multiple of 8) 32769 wide or more take the two-phase path: 8192 window positions a chunk
-    (n + 7 positions a row) on 8 warps, 4 programs an SM (never more than chunks), blocks of 1024 chunks (16 MB of x)
+    (n + 7 positions a row) on 8 warps, 4 programs an SM (never more than chunks), blocks of 512 chunks (8 MB of x)
     or of a whole row where that is more; x read 16 bytes wide in both phases where its padding is whole vectors
     (element by element where not), the table's weight 16 bytes wide, y stored 16 bytes wide with .cs (so the
     stores do not push x out of L2 before its second read); nothing in local memory. Narrower rows (the split) and
@@ -596,7 +596,7 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> Non
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["plan"] for r in got] == ["_TwoPhase"] * 5 + ["_Split"] * 3, got
     assert [(r["parts"], r["block"], r["chunk"], r["warps"]) for r in got[:5]] == [
-        (8, 1024, 8192, 8), (8, 1024, 8192, 8), (5, 1024, 8192, 8), (5, 1024, 8192, 8), (74, 1024, 8192, 8)], got
+        (8, 512, 8192, 8), (8, 512, 8192, 8), (5, 512, 8192, 8), (5, 512, 8192, 8), (74, 512, 8192, 8)], got
     assert [(r["vec_loads"], r["cs_stores"]) for r in got[:5]] == [(12, 4), (12, 4), (4, 4), (12, 4), (12, 4)], got
     assert all(r["local"] == 0 for r in got[:5]), got
 

@@ -179,7 +179,8 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
                                              (1, 600001, 0)])
 def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
     """The two-phase path (planned for 16-bit rows off the 16-byte grid, 32769 wide or more) sums the same chunks in
-    the same order as the realigned split: cut the same way, it writes the same bits, and its own plan's chunks are
+    the same order as the realigned split: cut the same way on as many warps (the warps set the reduction's tree), it
+    writes the same bits, and its own plan's chunks are
     within a rounding of fp32, replay bit for bit, write nothing past the output and take every ticket. 4096 x 40003
     (320 MB) runs many blocks; a row of 600001 has more of the split's chunks than the H200 has SMs (no split: the
     looped path before)."""
@@ -209,7 +210,7 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
     split = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, two_phase=False)
     if isinstance(split, rms_norm._Split):  # 600001: more chunks a row than SMs, the looped path
         same_cut = rms_norm._two_phase_plan(m, n, xs.stride(0), rms_norm._num_sms(xs.device),
-                                            chunk=split.meta["CHUNK"])
+                                            chunk=split.meta["CHUNK"], warps=split.meta["num_warps"])
         assert same_cut.n_parts == split.n_parts
         counters = torch.empty((m,), dtype=torch.int32, device="cuda")
         table = rms_norm._weight_table(w, split.meta["WT"], counters)
