@@ -201,25 +201,24 @@ def rms_norm_two_phase_persistent(x: torch.Tensor, weight: torch.Tensor, eps: fl
     return y
 
 
-# The campaign's hidden_wide draws (289 x 65494 and 345 x 64803 unaligned; 270 x 63553, 425 x 52717), aligned rows
-# at the profile's corner (512 x 65536) and below it, an x over the L2 (1024 x 65536, 128 MB; 4096 x 40003, 320 MB)
-# and unaligned rows of 16385-32768 (still the split's: 512 x 24577, 1024 x 30001). Aligned rows (512 x 65536, 512 x
-# 40000, 1024 x 65536) were swept at 627f522 (2026-12-04_two_phase_tickets/1_*): the split ahead of every form.
-SHAPES = ((289, 65494), (345, 64803), (425, 52717), (4096, 40003), (512, 24577), (1024, 30001))
+# The campaign's hidden_wide draws (289 x 65494, 345 x 64803, 270 x 63553, 425 x 52717: unaligned, 34-55 MB of x),
+# rows just over the threshold in several batches (500 x 33001) and an x far over the L2 (4096 x 40003, 328 MB: the
+# split's by the plan). Swept at 627f522 and 3586df5 (2026-12-04_two_phase/1_*, 2_*): the split ahead on aligned rows
+# (512 x 65536, 512 x 40000, 1024 x 65536) and on unaligned rows of 16385-32768 (512 x 24577, 1024 x 30001).
+SHAPES = ((289, 65494), (345, 64803), (270, 63553), (425, 52717), (500, 33001), (4096, 40003))
 # The two-launch form (chunk, warps, batches, reverse, hints): run at b43a6f9 and 73bc1f1, behind the persistent one
 # at every unaligned shape (evidence/h200/2026-12-04_padded_words/1_*); kept for reruns, not swept by default.
 CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 
 
-# (chunk, warps, programs an SM, batch MB of x). Run at b43a6f9 (evidence/h200/2026-12-04_padded_words/1_*) and at
-# 73bc1f1 (2026-12-04_thread_stats_windows/1_*, 2_*): 8192 on 8 warps at 4 an SM best at 3 of 5 unaligned shapes,
-# 3-4 points over the split; the built-in's two-phase path (tickets instead of a static walk) is planned from it.
-# Kept here as the static walk's reference beside the built-in's.
-PERSISTENT = [(8192, 8, 4, 16), (4096, 4, 8, 16)]
-# The built-in's two-phase kernel (_rms_norm_two_phase, tickets) at other configs than the plan's (627f522, ticket
-# taken before the loads: 8 MB blocks best, 3-7 points under the static walk; now taken once they are in flight):
-# (chunk, warps, programs an SM, block MB of x).
-TICKETS = [(8192, 8, 4, 16), (4096, 4, 8, 8), (4096, 4, 6, 8), (8192, 8, 3, 8)]
+# This file's persistent form (chunk, warps, programs an SM, batch MB of x), the one the built-in's two-phase path
+# was planned from: 4096 on 4 warps at 8 an SM within 0-2 points of the best at every unaligned shape in three runs
+# (b43a6f9, 73bc1f1, 3586df5), 8192 on 8 warps (3 resident an SM at its 73 registers) 6 points under it at 425 x
+# 52717. Kept beside the built-in's as the reference it must match.
+PERSISTENT = [(4096, 4, 8, 16)]
+# The built-in's two-phase kernel at other configs than the plan's: (chunk, warps, programs an SM, batch MB of x).
+# A form handing chunks out by tickets (3586df5) was 3-7 points under this walk and under the split.
+BUILTIN = [(8192, 8, 4, 16), (4096, 4, 8, 8), (4096, 4, 8, 32)]
 
 
 def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -240,11 +239,11 @@ def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor
 
 
 def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The planned launch (the split path's rendezvous) against the two-launch form over CONFIGS; each config checked
-    against fp32 and for a bit-exact replay before it is timed."""
+    """The planned launch against the realigned split, the built-in two-phase kernel's other configs (BUILTIN; the
+    plan's where the plan is the split) and this file's forms (CONFIGS, PERSISTENT); each config checked against fp32
+    and for a bit-exact replay before it is timed."""
     if dtype not in (torch.float16, torch.bfloat16):
         return
-    n_sm = rms_norm._num_sms(device)
     for m, n in SHAPES:
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
@@ -255,9 +254,9 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} split"):
                 yield ("rms_norm.two_phase", (m, n), "split " + " ".join(f"{k}={v}" for k, v in split.meta.items()),
                        run, moved, False)
-        for chunk, warps, per_sm, block_mb in TICKETS:
-            plan = rms_norm._two_phase_plan(m, n, n, n_sm, chunk, warps, per_sm, block_mb << 20)
-            label = f"tickets chunk={chunk} warps={warps} per_sm={per_sm} block={block_mb}MB"
+        for chunk, warps, per_sm, batch_mb in BUILTIN if (m, n) != (4096, 40003) else [(4096, 4, 8, 16)]:
+            plan = rms_norm._two_phase_plan(m, n, n, chunk, warps, per_sm, batch_mb << 20)
+            label = f"built-in chunk={chunk} warps={warps} per_sm={per_sm} batch={batch_mb}MB"
             run = partial(_planned_run, plan, x, w, y)
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
                 yield ("rms_norm.two_phase", (m, n), label, run, moved, False)

@@ -47,13 +47,18 @@ _MAX_IMBALANCE = 1.25
 # rows) and warps (kernel_sweep.py; realigned: H200, bf16, CUPTI, 425 x 52717 53.4% of copy on 4096 positions
 # against 47.4-48.6% on 8192 and 43.5% scalar, evidence/h200/2026-12-02_carry_rms_resident/2_*).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 4096, 4096, 4
-# Two-phase path (_rms_norm_two_phase, on a GPU): 16-bit rows off the 16-byte grid at least this wide, in chunks of
-# window positions, warps, programs an SM and blocks of x re-read from L2 (H200, CUPTI, persistent form against the
-# realigned split, both dtypes: 345 x 64803 58.4 / 59.9% of copy against 54.6 / 55.5%, 289 x 65494 57.6 / 58.6%
-# against 53.5 / 55.6%; evidence/h200/2026-12-04_thread_stats_windows/1_*, 2_*). Aligned rows keep the split (512 and
-# 1024 x 65536: 63.7-71.5% split, 62.7-64.5% two-phase).
-_TWO_PHASE_MIN_N = 32769
-_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BLOCK_BYTES = 8192, 8, 4, 8 << 20
+# Two-phase path (_rms_norm_two_phase, on a GPU): 16-bit rows off the 16-byte grid at least _TWO_PHASE_MIN_N wide
+# and x at most _TWO_PHASE_MAX_X_BYTES, in chunks of window positions on warps, programs an SM (at most what can be
+# resident) and batches of x re-read from L2; a wait polls at most _TWO_PHASE_PATIENCE times. H200, CUPTI, against
+# the realigned split (bf16 / fp16): 345 x 64803 58.1 / 58.8% of copy against 56.4 / 56.6%, 425 x 52717 58.8 / 58.6%
+# against 57.0 / 56.7%, 289 x 65494 57.7 / 58.5% against 55.2 / 55.2% (evidence/h200/2026-12-04_two_phase/2_*; 3-4
+# points in two earlier runs). Behind it at 4096 x 40003 (328 MB: 62.8 / 62.7% against 63.7 / 63.5%), at rows of
+# 16385-32768 (512 x 24577, 1024 x 30001) and on aligned rows (512 and 1024 x 65536, 2026-12-04_two_phase/1_*).
+_TWO_PHASE_MIN_N, _TWO_PHASE_MAX_X_BYTES = 32769, 64 << 20
+_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 16 << 20
+_TWO_PHASE_PATIENCE = 1 << 20
+# Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
+_SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
 # realigned kernel; so do narrower ones whose window is _REALIGNED_NARROW_WINDOW lanes, on _REALIGNED_NARROW_WARPS
 # (H200, bf16, CUPTI: 32768 x 1027 64.7% of copy on 2 warps against 58.5% scalar on the row kernel; on 4-8 warps the
@@ -381,64 +386,86 @@ def _rms_norm_split(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
 
 
 @triton.jit
+def _row_sum_of_squares(x_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, N: tl.tensor,
+                        stride_x: tl.tensor, row: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr,
+                        BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, PATIENCE: tl.constexpr) -> tl.tensor:
+    # A row's sum of squares from its chunks' partials, once its counter says all are in (acquire). Polled at most
+    # PATIENCE times: past that (programs not all resident, so some partials would come only after this program
+    # ends) the row's partials are recomputed here, each as phase 1 computes it, and summed in the same tree, so the
+    # bits are the same whichever way they came.
+    done = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+    polls = 0
+    while (done < n_parts) & (polls < PATIENCE):
+        done = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+        polls += 1
+    tl.debug_barrier()
+    slots = tl.arange(0, BLOCK_S)
+    if done >= n_parts:
+        # .cg: written by other SMs; never served from this SM's L1.
+        sq = tl.load(part_ptr + row.to(tl.int64) * n_parts + slots, mask=slots < n_parts, other=0.0,
+                     cache_modifier=".cg")
+    else:
+        sq = tl.zeros((BLOCK_S,), dtype=tl.float32)
+        part = 0
+        while part < n_parts:
+            x_at, offs, mask, e_offs, e_mask, _base, _shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
+                                                                            ALIGN)
+            x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "")
+            sq = tl.where(slots == part, _squares(x, x_e), sq)
+            part += 1
+    return tl.sum(sq, axis=0)
+
+
+@triton.jit
 def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
                         count_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor,
-                        n_parts: tl.tensor, L: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
-                        ALIGN: tl.constexpr, WT: tl.constexpr) -> None:
-    # 16-bit rows off the 16-byte grid, too wide for one program, without the split path's wait with a chunk held
-    # in registers: each chunk (an item, _chunk_window's cut; M x n_parts of them) is read twice, once for its sum of
-    # squares (phase 1: reads only, nobody waits) and once, while still in L2, to scale and store it (phase 2, after
-    # its row's partials are all in). Work is handed out by tickets (count_ptr[M], zeroed by the host with the row
-    # counters) in the order: phase 1 of items block 0, phase 1 of block 1, phase 2 of block 0, phase 1 of block 2,
-    # phase 2 of block 1, ..., phase 2 of the last block (blocks of L items, about 8 MB of x: read again 8-16 MB
-    # later; phase 2 walks a block backwards, the most recently read first). A phase-2 item waits only on phase-1
-    # items of lower tickets, which programs already running hold, so any grid size is deadlock-free on a GPU, and
-    # the interpreter (programs one after another) runs every ticket in order in its first program. That needs a row
-    # to end at the latest in the block after its first chunk's: blocks of at least a row's chunks. A program takes
-    # its next ticket once the current item's loads are in flight: the atomic's result reaches the program's threads
-    # through shared memory behind a barrier, and taken first (before the loads) each item waited for it.
-    L = tl.maximum(L, n_parts)
-    ticket_ptr = count_ptr + M
-    T = M * n_parts
-    nb = (T + L - 1) // L
-    n_tickets = 2 * nb * L
-    t = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
-    while t < n_tickets:
-        k = t // L
-        r = t % L
-        odd = (k % 2) == 1
-        blk = tl.where(k == 0, 0, tl.where(odd, (k + 1) // 2, k // 2 - 1))
-        first = (k == 0) | (odd & (blk < nb))  # phase 1; the last odd block is the last block's phase 2
-        blk = tl.minimum(blk, nb - 1)
-        item = blk * L + tl.where(first, r, L - 1 - r)
-        row = item // n_parts
-        part = item % n_parts
-        at = part_ptr + row.to(tl.int64) * n_parts
-        if (item < T) & first:
-            x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
-                                                                          ALIGN)
-            x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_last")
-            nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
-            tl.store(at + part, _squares(x, x_e))
-            tl.debug_barrier()  # every thread's stores are ordered before the release below
-            tl.atomic_add(count_ptr + row, 1, sem="release")
-        elif item < T:
-            while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
-                pass
-            tl.debug_barrier()
-            x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
-                                                                          ALIGN)
-            x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
-            w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
-            slots = tl.arange(0, BLOCK_S)
-            # .cg: written by other SMs; summed in slot order, so replays are bit-exact.
-            sq = tl.load(at + slots, mask=slots < n_parts, other=0.0, cache_modifier=".cg")
-            nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
-            inv = tl.rsqrt(tl.sum(sq, axis=0) / N + eps)
-            _chunk_store(y_ptr, x, x_e, w, w_e, inv, offs, mask, e_offs, e_mask, base, ".cs")
-        else:
-            nxt = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
-        t = nxt
+                        n_parts: tl.tensor, rows_b: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
+                        ALIGN: tl.constexpr, WT: tl.constexpr, PATIENCE: tl.constexpr) -> None:
+    # 16-bit rows off the 16-byte grid, too wide for one program, without the split path's wait with a chunk held in
+    # registers: each chunk (_chunk_window's cut; M x n_parts of them) is read twice, once for its sum of squares
+    # (phase 1: reads only, nobody waits) and once, while still in L2, to scale and store it (phase 2, once its row's
+    # partials are all in). A persistent grid walks rows in batches of rows_b (about 16 MB of x): phase 1 of batch b,
+    # then phase 2 of batch b - 1, its chunks in reverse (the most recently read first), so x is re-read one batch
+    # later. Each program takes chunks pid, pid + G, ... of a batch. The host sizes the grid to what can be resident
+    # at once; where programs are not (another context holds SMs), a wait gives up after PATIENCE polls and the
+    # waiting program recomputes the row's partials itself (_row_sum_of_squares): slower, never a hang, same bits.
+    # The interpreter (programs one after another) takes that branch for every row a later program shares.
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    n_batches = (M + rows_b - 1) // rows_b
+    b = 0
+    while b <= n_batches:  # while, not range(): Triton 3.6's interpreter cannot range() over a runtime bound
+        if b < n_batches:
+            item = b * rows_b * n_parts + pid
+            hi = tl.minimum((b + 1) * rows_b, M) * n_parts
+            while item < hi:
+                row = item // n_parts
+                part = item % n_parts
+                x_at, offs, mask, e_offs, e_mask, _base, _shift = _chunk_window(x_ptr, N, stride_x, row, part,
+                                                                                CHUNK, ALIGN)
+                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_last")
+                tl.store(part_ptr + row.to(tl.int64) * n_parts + part, _squares(x, x_e))
+                tl.debug_barrier()  # every thread's stores are ordered before the release below
+                tl.atomic_add(count_ptr + row, 1, sem="release")
+                item += G
+        if b > 0:
+            lo = (b - 1) * rows_b * n_parts
+            mine = tl.maximum(tl.minimum(b * rows_b, M) * n_parts - lo - pid + G - 1, 0) // G
+            k = 0
+            while k < mine:
+                item = lo + pid + (mine - 1 - k) * G
+                row = item // n_parts
+                part = item % n_parts
+                total = _row_sum_of_squares(x_ptr, part_ptr, count_ptr, N, stride_x, row, n_parts, CHUNK, BLOCK_S,
+                                            ALIGN, PATIENCE)
+                inv = tl.rsqrt(total / N + eps)
+                x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
+                                                                              ALIGN)
+                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
+                w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
+                _chunk_store(y_ptr, x, x_e, w, w_e, inv, offs, mask, e_offs, e_mask, base, ".cs")
+                k += 1
+        b += 1
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -483,13 +510,13 @@ class _Split(NamedTuple):
 
 
 class _TwoPhase(NamedTuple):
-    """16-bit rows off the 16-byte grid too wide for one program, on a GPU: _rms_norm_two_phase, a grid of
-    programs taking chunks by ticket."""
+    """16-bit rows off the 16-byte grid too wide for one program, on a GPU: _rms_norm_two_phase on a persistent
+    grid."""
 
-    launch: Callable[..., object]
     meta: dict[str, int]
     n_parts: int  # chunks per row
-    block_items: int  # chunks re-read per block (about _TWO_PHASE_BLOCK_BYTES of x)
+    rows_b: int  # rows per batch
+    per_sm: int  # programs an SM asked for (the launch caps it at what can be resident)
 
 
 Plan = Launch | _Split | _TwoPhase
@@ -522,16 +549,33 @@ def _split_plan(m: int, n: int, stride: int, elsize: int, align: int, realign: b
                                                     "num_warps": _SPLIT_WARPS}, n_parts)
 
 
-def _two_phase_plan(m: int, n: int, stride: int, n_sm: int, chunk: int = _TWO_PHASE_CHUNK,
-                    warps: int = _TWO_PHASE_WARPS, per_sm: int = _TWO_PHASE_PER_SM,
-                    block_bytes: int = _TWO_PHASE_BLOCK_BYTES) -> _TwoPhase:
+def _two_phase_plan(m: int, n: int, stride: int, chunk: int = _TWO_PHASE_CHUNK, warps: int = _TWO_PHASE_WARPS,
+                    per_sm: int = _TWO_PHASE_PER_SM, batch_bytes: int = _TWO_PHASE_BATCH_BYTES,
+                    patience: int = _TWO_PHASE_PATIENCE) -> _TwoPhase:
     """16-bit rows off the 16-byte grid (_rms_norm_two_phase): chunks of `chunk` window positions, per_sm programs
-    an SM (never more than there are chunks), blocks of about block_bytes of x."""
+    an SM, batches of about batch_bytes of x."""
     n_parts = _cdiv(n + 7, chunk)
-    programs = min(per_sm * n_sm, m * n_parts)
     meta = {"CHUNK": chunk, "BLOCK_S": max(2, triton.next_power_of_2(n_parts)), "ALIGN": _align(2, stride - n),
-            "WT": n_parts * chunk, "num_warps": warps}
-    return _TwoPhase(_rms_norm_two_phase[(programs,)], meta, n_parts, max(n_parts, block_bytes // (2 * chunk)))
+            "WT": n_parts * chunk, "PATIENCE": patience, "num_warps": warps}
+    return _TwoPhase(meta, n_parts, max(1, min(m, batch_bytes // (2 * n))), per_sm)
+
+
+def _resident_per_sm(compiled: object, warps: int) -> int:
+    """Programs of a compiled kernel one SM holds at once, from its registers (allocated 8 a thread at a time),
+    threads and shared memory."""
+    load = getattr(compiled, "_init_handles", None)
+    if callable(load):  # registers are known once the module is loaded (Triton loads it lazily)
+        load()
+    regs = -(-max(1, int(getattr(compiled, "n_regs", 0) or 255)) // 8) * 8  # unknown: the most a thread can use
+    smem = int(getattr(getattr(compiled, "metadata", None), "shared", 0) or 0)
+    threads = 32 * warps
+    return max(1, min(_SM_REGISTERS // (regs * threads), _SM_THREADS // threads, _SM_PROGRAMS,
+                      _SM_SHARED // smem if smem else _SM_PROGRAMS))
+
+
+# Programs an SM the two-phase kernel can hold, per (meta, device index): known once compiled, so the first call of a
+# config compiles it ahead of its launch.
+_RESIDENT: dict[tuple[object, ...], int] = {}
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realign_split: bool = True,
@@ -545,8 +589,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
         # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device
         # (and the plan is decided before any device query).
         if device.type == "cuda" and isinstance(_rms_norm_split, triton.JITFunction):
-            if two_phase and realign_split and elsize == 2 and not vectorised and n >= _TWO_PHASE_MIN_N:
-                return _two_phase_plan(m, n, stride, _num_sms(device))
+            if (two_phase and realign_split and elsize == 2 and not vectorised and n >= _TWO_PHASE_MIN_N
+                    and m * n * elsize <= _TWO_PHASE_MAX_X_BYTES):
+                return _two_phase_plan(m, n, stride)
             split = _split_plan(m, n, stride, elsize, align, realign=realign_split)
             if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
                 return split
@@ -672,15 +717,19 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
     if isinstance(plan, _Split | _TwoPhase):
         partials = torch.empty((m, plan.n_parts), dtype=torch.float32, device=x.device)
         wt = plan.meta.get("WT", 0)
-        counters = m + 1 if isinstance(plan, _TwoPhase) else m  # the rows' counters (and the two-phase ticket)
-        if wt:  # the table's launch zeroes the counters too
-            done = torch.empty((counters,), dtype=torch.int32, device=x.device)
+        if wt:  # the table's launch zeroes the row counters too
+            done = torch.empty((m,), dtype=torch.int32, device=x.device)
             w_arg = _weight_table(weight, wt, done)
         else:
-            done = torch.zeros((counters,), dtype=torch.int32, device=x.device)
+            done = torch.zeros((m,), dtype=torch.int32, device=x.device)
             w_arg = weight
         if isinstance(plan, _TwoPhase):
-            plan.launch(x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts, plan.block_items, **plan.meta)
+            args = (x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts, plan.rows_b)
+            key = (tuple(sorted(plan.meta.items())), x.dtype, x.device)
+            if key not in _RESIDENT:
+                compiled = _rms_norm_two_phase.warmup(*args, grid=(1,), **plan.meta)
+                _RESIDENT[key] = min(plan.per_sm, _resident_per_sm(compiled, plan.meta["num_warps"]))
+            _rms_norm_two_phase[(min(_RESIDENT[key] * _num_sms(x.device), m * plan.n_parts),)](*args, **plan.meta)
         else:
             plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:

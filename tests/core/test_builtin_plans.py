@@ -566,14 +566,13 @@ for m, n, stride in json.loads(sys.argv[1]):
     if isinstance(plan, rms_norm._TwoPhase):
         x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
         with compile_only("cuda", 90, 32):
-            kernel = plan.launch(x, torch.empty((8, plan.meta["WT"]), dtype=torch.bfloat16),
-                                 torch.empty((m, n), dtype=torch.bfloat16),
-                                 torch.empty((m, plan.n_parts), dtype=torch.float32),
-                                 torch.empty(m + 1, dtype=torch.int32), m, n, stride, 1e-6, plan.n_parts,
-                                 plan.block_items, **plan.meta)
+            kernel = rms_norm._rms_norm_two_phase[(1,)](
+                x, torch.empty((8, plan.meta["WT"]), dtype=torch.bfloat16), torch.empty((m, n), dtype=torch.bfloat16),
+                torch.empty((m, plan.n_parts), dtype=torch.float32), torch.empty(m, dtype=torch.int32), m, n,
+                stride, 1e-6, plan.n_parts, plan.rows_b, **plan.meta)
         ptx = kernel.asm["ptx"]
-        row.update(parts=plan.n_parts, block=plan.block_items, chunk=plan.meta["CHUNK"], warps=plan.meta["num_warps"],
-                   vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+        row.update(parts=plan.n_parts, rows_b=plan.rows_b, chunk=plan.meta["CHUNK"], warps=plan.meta["num_warps"],
+                   per_sm=plan.per_sm, vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    cs_stores=len(re.findall(r"st\\.global\\.cs[^;]*\\.v4", ptx)), local=ptx.count(".local"))
     out.append(row)
 print(json.dumps(out))
@@ -582,22 +581,22 @@ print(json.dumps(out))
 
 def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows off the 16-byte grid
-    (width or stride not a multiple of 8) 32769 wide or more take the two-phase path: 8192 window positions a chunk
-    (n + 7 positions a row) on 8 warps, 4 programs an SM (never more than chunks), blocks of 512 chunks (8 MB of x)
-    or of a whole row where that is more; x read 16 bytes wide in both phases where its padding is whole vectors
-    (element by element where not), the table's weight 16 bytes wide, y stored 16 bytes wide with .cs (so the
-    stores do not push x out of L2 before its second read); nothing in local memory. Narrower rows (the split) and
-    aligned rows (the split: faster there on the H200) do not take it."""
+    (width or stride not a multiple of 8) 32769 wide or more, x up to 64 MB, take the two-phase path: 4096 window
+    positions a chunk (n + 7 positions a row) on 4 warps, 8 programs an SM asked for, batches of 16 MB of x (whole
+    rows, at most all of them); x read 16 bytes wide where its padding is whole vectors (element by element where
+    not), the table's weight 16 bytes wide, y stored 16 bytes wide with .cs (so the stores do not push x out of L2
+    before its second read); nothing in local memory. Narrower rows, x over 64 MB (4096 x 40003, 1024 x 65536 padded)
+    and aligned rows take the split (faster there on the H200)."""
     cases = [(345, 64803, 64803), (289, 65494, 65494), (7, 40000, 40003), (3, 32769, 32769), (1, 600001, 600001),
-             (512, 65536, 65536), (9, 32767, 32767), (1024, 65536, 65544)]
+             (512, 65536, 65536), (9, 32767, 32767), (1024, 65536, 65544), (4096, 40003, 40003)]
     done = subprocess.run([sys.executable, "-c", _RMS_TWO_PHASE_ON_H200, json.dumps(cases)], capture_output=True,
                           text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [r["plan"] for r in got] == ["_TwoPhase"] * 5 + ["_Split"] * 3, got
-    assert [(r["parts"], r["block"], r["chunk"], r["warps"]) for r in got[:5]] == [
-        (8, 512, 8192, 8), (8, 512, 8192, 8), (5, 512, 8192, 8), (5, 512, 8192, 8), (74, 512, 8192, 8)], got
-    assert [(r["vec_loads"], r["cs_stores"]) for r in got[:5]] == [(12, 4), (12, 4), (4, 4), (12, 4), (12, 4)], got
+    assert [r["plan"] for r in got] == ["_TwoPhase"] * 5 + ["_Split"] * 4, got
+    assert [(r["parts"], r["rows_b"], r["chunk"], r["warps"], r["per_sm"]) for r in got[:5]] == [
+        (16, 129, 4096, 4, 8), (16, 128, 4096, 4, 8), (10, 7, 4096, 4, 8), (9, 3, 4096, 4, 8), (147, 1, 4096, 4, 8)]
+    assert [(r["vec_loads"], r["cs_stores"]) for r in got[:5]] == [(16, 4), (16, 4), (4, 4), (16, 4), (16, 4)], got
     assert all(r["local"] == 0 for r in got[:5]), got
 
 

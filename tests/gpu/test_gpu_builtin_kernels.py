@@ -141,7 +141,8 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
         xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n] if pad else x
         realign = dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)
         planned = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device)
-        assert isinstance(planned, rms_norm._TwoPhase) == (realign and n >= rms_norm._TWO_PHASE_MIN_N), planned
+        assert isinstance(planned, rms_norm._TwoPhase) == (
+            realign and n >= rms_norm._TWO_PHASE_MIN_N and m * n * 2 <= rms_norm._TWO_PHASE_MAX_X_BYTES), planned
         plan = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device, two_phase=False)
         assert isinstance(plan, rms_norm._Split)
         assert plan.meta.get("REALIGN", False) == (dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)), plan.meta
@@ -175,15 +176,15 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(345, 64803, 0), (289, 65494, 0), (1, 40001, 0), (3, 40000, 5),
-                                             (133, 65535, 0), (512, 65536, 2), (4096, 40003, 0), (2, 131071, 0),
+                                             (133, 65535, 0), (255, 65536, 2), (2, 131071, 0), (500, 33001, 0),
                                              (1, 600001, 0)])
 def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
-    """The two-phase path (planned for 16-bit rows off the 16-byte grid, 32769 wide or more) sums the same chunks in
-    the same order as the realigned split: cut the same way on as many warps (the warps set the reduction's tree), it
-    writes the same bits, and its own plan's chunks are
-    within a rounding of fp32, replay bit for bit, write nothing past the output and take every ticket. 4096 x 40003
-    (320 MB) runs many blocks; a row of 600001 has more of the split's chunks than the H200 has SMs (no split: the
-    looped path before)."""
+    """The two-phase path (planned for 16-bit rows off the 16-byte grid, 32769 wide or more, x up to 64 MB): within a
+    rounding of fp32, replayed bit for bit, nothing written past the output, every row counted; the same bits on one
+    program, and with no patience (every row's sum recomputed by the program scaling a chunk: what a program does
+    when others it waits on are not resident); cut as the realigned split cuts it, on as many warps (the warps set
+    the reduction's tree), it writes the split's bits. 500 x 33001 runs several batches; a row of 600001 has more of
+    the split's chunks than the H200 has SMs (no split there: the looped path)."""
     xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
     w = torch.randn(n, device="cuda").to(dtype)
     plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device)
@@ -194,30 +195,32 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
     torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
     assert torch.equal(rms_norm.candidate(xs, w, 1e-6), y), "replays must be bit-exact"
 
-    def two_phase(p: rms_norm._TwoPhase) -> tuple[torch.Tensor, int]:
+    def two_phase(p: rms_norm._TwoPhase, grid: int, patience: int) -> torch.Tensor:
         out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
-        counters = torch.full((m + 1,), -7, dtype=torch.int32, device="cuda")
+        counters = torch.full((m,), -7, dtype=torch.int32, device="cuda")
         table = rms_norm._weight_table(w, p.meta["WT"], counters)
         parts = torch.empty((m, p.n_parts), dtype=torch.float32, device="cuda")
-        p.launch(xs, table, out, parts, counters, m, n, xs.stride(0), 1e-6, p.n_parts, p.block_items, **p.meta)
+        rms_norm._rms_norm_two_phase[(grid,)](xs, table, out, parts, counters, m, n, xs.stride(0), 1e-6, p.n_parts,
+                                              p.rows_b, **{**p.meta, "PATIENCE": patience})
         assert bool((out[m] == 7.0).all()), "wrote past the output"
-        return out[:m], int(counters[m])
+        assert bool((counters == p.n_parts).all())
+        return out[:m]
 
-    out, taken = two_phase(plan)
-    assert torch.equal(out, y)
-    tickets = 2 * -(-m * plan.n_parts // plan.block_items) * plan.block_items
-    assert taken == tickets + min(rms_norm._TWO_PHASE_PER_SM * rms_norm._num_sms(xs.device), m * plan.n_parts)
+    resident = 8 * rms_norm._num_sms(xs.device)
+    assert torch.equal(two_phase(plan, resident, plan.meta["PATIENCE"]), y)
+    assert torch.equal(two_phase(plan, 1, plan.meta["PATIENCE"]), y)
+    assert torch.equal(two_phase(plan, resident, 0), y)
     split = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, two_phase=False)
-    if isinstance(split, rms_norm._Split):  # 600001: more chunks a row than SMs, the looped path
-        same_cut = rms_norm._two_phase_plan(m, n, xs.stride(0), rms_norm._num_sms(xs.device),
-                                            chunk=split.meta["CHUNK"], warps=split.meta["num_warps"])
+    if isinstance(split, rms_norm._Split):
+        same_cut = rms_norm._two_phase_plan(m, n, xs.stride(0), chunk=split.meta["CHUNK"],
+                                            warps=split.meta["num_warps"])
         assert same_cut.n_parts == split.n_parts
         counters = torch.empty((m,), dtype=torch.int32, device="cuda")
         table = rms_norm._weight_table(w, split.meta["WT"], counters)
         parts = torch.empty((m, split.n_parts), dtype=torch.float32, device="cuda")
         split_y = torch.empty((m, n), dtype=dtype, device="cuda")
         split.launch(xs, table, split_y, parts, counters, n, xs.stride(0), 1e-6, split.n_parts, **split.meta)
-        assert torch.equal(two_phase(same_cut)[0], split_y)
+        assert torch.equal(two_phase(same_cut, resident, same_cut.meta["PATIENCE"]), split_y)
 
 
 @requires_cuda
