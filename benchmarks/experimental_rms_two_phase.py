@@ -202,10 +202,11 @@ def rms_norm_two_phase_persistent(x: torch.Tensor, weight: torch.Tensor, eps: fl
 
 
 # The campaign's hidden_wide draws (289 x 65494, 345 x 64803, 270 x 63553, 425 x 52717: unaligned, 34-55 MB of x),
-# rows just over the threshold in several batches (500 x 33001) and an x far over the L2 (4096 x 40003, 328 MB: the
-# split's by the plan). Swept at 627f522 and 3586df5 (2026-12-04_two_phase/1_*, 2_*): the split ahead on aligned rows
-# (512 x 65536, 512 x 40000, 1024 x 65536) and on unaligned rows of 16385-32768 (512 x 24577, 1024 x 30001).
-SHAPES = ((289, 65494), (345, 64803), (270, 63553), (425, 52717), (500, 33001), (4096, 40003))
+# rows just over the threshold in several batches (600 x 50001), rows under it (500 x 33001) and an x far over the
+# L2 (4096 x 40003, 328 MB). Swept at 627f522, 3586df5 and 643031c (2026-12-04_two_phase/1_*, 2_*, 3_*): the split
+# ahead on aligned rows (512 x 65536, 512 x 40000, 1024 x 65536), on unaligned rows of 16385-33001 (512 x 24577,
+# 1024 x 30001, 500 x 33001) and at 4096 x 40003.
+SHAPES = ((289, 65494), (345, 64803), (600, 50001), (425, 52717), (270, 63553), (500, 33001), (4096, 40003))
 # The two-launch form (chunk, warps, batches, reverse, hints): run at b43a6f9 and 73bc1f1, behind the persistent one
 # at every unaligned shape (evidence/h200/2026-12-04_padded_words/1_*); kept for reruns, not swept by default.
 CONFIGS: list[tuple[int, int, int, bool, bool]] = []
@@ -214,11 +215,12 @@ CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 # This file's persistent form (chunk, warps, programs an SM, batch MB of x), the one the built-in's two-phase path
 # was planned from: 4096 on 4 warps at 8 an SM within 0-2 points of the best at every unaligned shape in three runs
 # (b43a6f9, 73bc1f1, 3586df5), 8192 on 8 warps (3 resident an SM at its 73 registers) 6 points under it at 425 x
-# 52717. Kept beside the built-in's as the reference it must match.
+# 52717. The built-in matched or beat it at 643031c (3_*). Kept as the reference.
 PERSISTENT = [(4096, 4, 8, 16)]
-# The built-in's two-phase kernel at other configs than the plan's: (chunk, warps, programs an SM, batch MB of x).
-# A form handing chunks out by tickets (3586df5) was 3-7 points under this walk and under the split.
-BUILTIN = [(8192, 8, 4, 16), (4096, 4, 8, 8), (4096, 4, 8, 32)]
+# The built-in's two-phase kernel at other configs than the plan's (chunk, warps, programs an SM, batch MB of x);
+# the plan's own config where the plan is the split. A form handing chunks out by tickets (3586df5) was 3-7 points
+# under this walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4.
+BUILTIN = [(4096, 4, 8, 16), (4096, 4, 8, 32)]
 
 
 def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -254,7 +256,10 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} split"):
                 yield ("rms_norm.two_phase", (m, n), "split " + " ".join(f"{k}={v}" for k, v in split.meta.items()),
                        run, moved, False)
-        for chunk, warps, per_sm, batch_mb in BUILTIN if (m, n) != (4096, 40003) else [(4096, 4, 8, 16)]:
+        planned = rms_norm._plan(m, n, n, x.element_size(), device)
+        default = (rms_norm._TWO_PHASE_CHUNK, rms_norm._TWO_PHASE_WARPS, rms_norm._TWO_PHASE_PER_SM,
+                   rms_norm._TWO_PHASE_BATCH_BYTES >> 20)
+        for chunk, warps, per_sm, batch_mb in BUILTIN if isinstance(planned, rms_norm._TwoPhase) else [default]:
             plan = rms_norm._two_phase_plan(m, n, n, chunk, warps, per_sm, batch_mb << 20)
             label = f"built-in chunk={chunk} warps={warps} per_sm={per_sm} batch={batch_mb}MB"
             run = partial(_planned_run, plan, x, w, y)

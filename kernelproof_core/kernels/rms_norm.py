@@ -50,12 +50,14 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 # Two-phase path (_rms_norm_two_phase, on a GPU): 16-bit rows off the 16-byte grid at least _TWO_PHASE_MIN_N wide
 # and x at most _TWO_PHASE_MAX_X_BYTES, in chunks of window positions on warps, programs an SM (at most what can be
 # resident) and batches of x re-read from L2; a wait polls at most _TWO_PHASE_PATIENCE times. H200, CUPTI, against
-# the realigned split (bf16 / fp16): 345 x 64803 58.1 / 58.8% of copy against 56.4 / 56.6%, 425 x 52717 58.8 / 58.6%
-# against 57.0 / 56.7%, 289 x 65494 57.7 / 58.5% against 55.2 / 55.2% (evidence/h200/2026-12-04_two_phase/2_*; 3-4
-# points in two earlier runs). Behind it at 4096 x 40003 (328 MB: 62.8 / 62.7% against 63.7 / 63.5%), at rows of
-# 16385-32768 (512 x 24577, 1024 x 30001) and on aligned rows (512 and 1024 x 65536, 2026-12-04_two_phase/1_*).
-_TWO_PHASE_MIN_N, _TWO_PHASE_MAX_X_BYTES = 32769, 64 << 20
-_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 16 << 20
+# the realigned split (bf16 / fp16; evidence/h200/2026-12-04_two_phase/3_*): 289 x 65494 60.5 / 60.3% of copy
+# against 54.7 / 54.4%, 345 x 64803 61.5 / 61.6% against 56.9 / 56.1%, 270 x 63553 60.2 / 59.5% against 54.3 / 53.7%,
+# 425 x 52717 62.4 / 62.2% against 56.1 / 56.2% (8 MB batches; 16 MB 1.5-2.4 points under them, 32 MB and 8192-chunk
+# programs on 8 warps lower still). Behind it at 500 x 33001 (53.9 / 53.4% against 56.3 / 55.9%, whatever the batch),
+# at 4096 x 40003 (328 MB of x: 63.9 / 63.4% against 64.8 / 64.0%), at rows of 16385-32768 and on aligned rows
+# (2026-12-04_two_phase/1_*): between 33001 and 52717 wide the threshold is not measured finer.
+_TWO_PHASE_MIN_N, _TWO_PHASE_MAX_X_BYTES = 49153, 64 << 20
+_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 8 << 20
 _TWO_PHASE_PATIENCE = 1 << 20
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
