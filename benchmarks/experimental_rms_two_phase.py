@@ -219,8 +219,10 @@ CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 PERSISTENT = [(4096, 4, 8, 16)]
 # The built-in's two-phase kernel at other configs than the plan's (chunk, warps, programs an SM, batch MB of x);
 # the plan's own config where the plan is the split. A form handing chunks out by tickets (3586df5) was 3-7 points
-# under this walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4.
-BUILTIN = [(4096, 4, 8, 16), (4096, 4, 8, 32)]
+# under this walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4. Batches of 8-32 MB
+# (ed5622a planned 8 MB) lost where a batch took a few chunks more than one round of programs (600 x 50001); the
+# plan now sizes batches to one round.
+BUILTIN = [(4096, 4, 8, 8), (4096, 4, 8, 16), (4096, 4, 8, 32)]
 
 
 def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -261,7 +263,8 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
                    rms_norm._TWO_PHASE_BATCH_BYTES >> 20)
         for chunk, warps, per_sm, batch_mb in BUILTIN if isinstance(planned, rms_norm._TwoPhase) else [default]:
             plan = rms_norm._two_phase_plan(m, n, n, chunk, warps, per_sm, batch_mb << 20)
-            label = f"built-in chunk={chunk} warps={warps} per_sm={per_sm} batch={batch_mb}MB"
+            label = f"built-in chunk={chunk} warps={warps} per_sm={per_sm} " + (
+                f"batch={batch_mb}MB" if batch_mb else "batch=one round")
             run = partial(_planned_run, plan, x, w, y)
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
                 yield ("rms_norm.two_phase", (m, n), label, run, moved, False)

@@ -56,8 +56,11 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 # programs on 8 warps lower still). Behind it at 500 x 33001 (53.9 / 53.4% against 56.3 / 55.9%, whatever the batch),
 # at 4096 x 40003 (328 MB of x: 63.9 / 63.4% against 64.8 / 64.0%), at rows of 16385-32768 and on aligned rows
 # (2026-12-04_two_phase/1_*): between 33001 and 52717 wide the threshold is not measured finer.
+# A batch is as many whole rows as one chunk a program covers (_TWO_PHASE_BATCH_BYTES = 0; ed5622a's 8 MB batches
+# were that within 2 rows at the five shapes they won, and 600 x 50001's 83 rows, 1079 chunks on 1056 programs, took
+# two rounds a batch, the second nearly empty: 46.3% against the split's 56.6%; 2026-12-04_two_phase/4_*).
 _TWO_PHASE_MIN_N, _TWO_PHASE_MAX_X_BYTES = 49153, 64 << 20
-_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 8 << 20
+_TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 0
 _TWO_PHASE_PATIENCE = 1 << 20
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
@@ -426,7 +429,8 @@ def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, pa
     # 16-bit rows off the 16-byte grid, too wide for one program, without the split path's wait with a chunk held in
     # registers: each chunk (_chunk_window's cut; M x n_parts of them) is read twice, once for its sum of squares
     # (phase 1: reads only, nobody waits) and once, while still in L2, to scale and store it (phase 2, once its row's
-    # partials are all in). A persistent grid walks rows in batches of rows_b (about 16 MB of x): phase 1 of batch b,
+    # partials are all in). A persistent grid walks rows in batches of rows_b (planned: as many whole rows as one
+    # chunk a program covers, about 8 MB of x on the H200): phase 1 of batch b,
     # then phase 2 of batch b - 1, its chunks in reverse (the most recently read first), so x is re-read one batch
     # later. Each program takes chunks pid, pid + G, ... of a batch. The host sizes the grid to what can be resident
     # at once; where programs are not (another context holds SMs), a wait gives up after PATIENCE polls and the
@@ -517,7 +521,7 @@ class _TwoPhase(NamedTuple):
 
     meta: dict[str, int]
     n_parts: int  # chunks per row
-    rows_b: int  # rows per batch
+    rows_b: int  # rows per batch (0: whole rows for one chunk a program, _two_phase_rows)
     per_sm: int  # programs an SM asked for (the launch caps it at what can be resident)
 
 
@@ -555,11 +559,17 @@ def _two_phase_plan(m: int, n: int, stride: int, chunk: int = _TWO_PHASE_CHUNK, 
                     per_sm: int = _TWO_PHASE_PER_SM, batch_bytes: int = _TWO_PHASE_BATCH_BYTES,
                     patience: int = _TWO_PHASE_PATIENCE) -> _TwoPhase:
     """16-bit rows off the 16-byte grid (_rms_norm_two_phase): chunks of `chunk` window positions, per_sm programs
-    an SM, batches of about batch_bytes of x."""
+    an SM, batches of about batch_bytes of x (0: as many whole rows as one chunk a program covers, set at launch)."""
     n_parts = _cdiv(n + 7, chunk)
     meta = {"CHUNK": chunk, "BLOCK_S": max(2, triton.next_power_of_2(n_parts)), "ALIGN": _align(2, stride - n),
             "WT": n_parts * chunk, "PATIENCE": patience, "num_warps": warps}
-    return _TwoPhase(meta, n_parts, max(1, min(m, batch_bytes // (2 * n))), per_sm)
+    return _TwoPhase(meta, n_parts, max(1, min(m, batch_bytes // (2 * n))) if batch_bytes else 0, per_sm)
+
+
+def _two_phase_rows(m: int, n_parts: int, programs: int) -> int:
+    """Rows per two-phase batch: as many whole rows as `programs` cover at one chunk each (at least one, at most all).
+    A batch of a few chunks more than programs takes a second round in which most programs have nothing to do."""
+    return max(1, min(m, programs // n_parts))
 
 
 def _resident_per_sm(compiled: object, warps: int) -> int:
@@ -726,12 +736,18 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
             done = torch.zeros((m,), dtype=torch.int32, device=x.device)
             w_arg = weight
         if isinstance(plan, _TwoPhase):
-            args = (x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts, plan.rows_b)
             key = (tuple(sorted(plan.meta.items())), x.dtype, x.device)
-            if key not in _RESIDENT:
+            per_sm = _RESIDENT.get(key, plan.per_sm)
+            grid = min(per_sm * _num_sms(x.device), m * plan.n_parts)
+            args = (x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts,
+                    plan.rows_b or _two_phase_rows(m, plan.n_parts, grid))
+            if key not in _RESIDENT:  # known once compiled; where fewer fit than asked, the grid shrinks to them
                 compiled = _rms_norm_two_phase.warmup(*args, grid=(1,), **plan.meta)
                 _RESIDENT[key] = min(plan.per_sm, _resident_per_sm(compiled, plan.meta["num_warps"]))
-            _rms_norm_two_phase[(min(_RESIDENT[key] * _num_sms(x.device), m * plan.n_parts),)](*args, **plan.meta)
+                if _RESIDENT[key] < per_sm:
+                    grid = min(_RESIDENT[key] * _num_sms(x.device), m * plan.n_parts)
+                    args = (*args[:-1], plan.rows_b or _two_phase_rows(m, plan.n_parts, grid))
+            _rms_norm_two_phase[(grid,)](*args, **plan.meta)
         else:
             plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:

@@ -564,14 +564,16 @@ for m, n, stride in json.loads(sys.argv[1]):
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"plan": type(plan).__name__}
     if isinstance(plan, rms_norm._TwoPhase):
+        assert plan.rows_b == 0  # set at launch: one round of programs
+        rows = rms_norm._two_phase_rows(m, plan.n_parts, min(plan.per_sm * 132, m * plan.n_parts))
         x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
         with compile_only("cuda", 90, 32):
             kernel = rms_norm._rms_norm_two_phase[(1,)](
                 x, torch.empty((8, plan.meta["WT"]), dtype=torch.bfloat16), torch.empty((m, n), dtype=torch.bfloat16),
                 torch.empty((m, plan.n_parts), dtype=torch.float32), torch.empty(m, dtype=torch.int32), m, n,
-                stride, 1e-6, plan.n_parts, plan.rows_b, **plan.meta)
+                stride, 1e-6, plan.n_parts, rows, **plan.meta)
         ptx = kernel.asm["ptx"]
-        row.update(parts=plan.n_parts, rows_b=plan.rows_b, chunk=plan.meta["CHUNK"], warps=plan.meta["num_warps"],
+        row.update(parts=plan.n_parts, rows_b=rows, chunk=plan.meta["CHUNK"], warps=plan.meta["num_warps"],
                    per_sm=plan.per_sm, vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    cs_stores=len(re.findall(r"st\\.global\\.cs[^;]*\\.v4", ptx)), local=ptx.count(".local"))
     out.append(row)
@@ -582,11 +584,12 @@ print(json.dumps(out))
 def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows off the 16-byte grid
     (width or stride not a multiple of 8) 49153 wide or more, x up to 64 MB, take the two-phase path: 4096 window
-    positions a chunk (n + 7 positions a row) on 4 warps, 8 programs an SM asked for, batches of 8 MB of x (whole
-    rows, at least one, at most all); x read 16 bytes wide where its padding is whole vectors (element by element
-    where not), the table's weight 16 bytes wide, y stored 16 bytes wide with .cs (so the stores do not push x out of
-    L2 before its second read); nothing in local memory. Narrower rows (40001, 33001: the split was ahead at 33001),
-    x over 64 MB (4096 x 52717, 1024 x 65536 padded) and aligned rows take the split."""
+    positions a chunk (n + 7 positions a row) on 4 warps, 8 programs an SM asked for, batches of as many whole rows
+    as one chunk a program covers (66 rows of 16 chunks on 1056 programs; at least one, at most all); x read 16
+    bytes wide where its padding is whole vectors (element by element where not), the table's weight 16 bytes wide,
+    y stored 16 bytes wide with .cs (so the stores do not push x out of L2 before its second read); nothing in local
+    memory. Narrower rows (40001, 33001: the split was ahead at 33001), x over 64 MB (4096 x 52717, 1024 x 65536
+    padded) and aligned rows take the split."""
     cases = [(345, 64803, 64803), (289, 65494, 65494), (7, 50000, 50003), (3, 49153, 49153), (1, 600001, 600001),
              (512, 65536, 65536), (3, 40001, 40001), (500, 33001, 33001), (1024, 65536, 65544), (4096, 52717, 52717)]
     done = subprocess.run([sys.executable, "-c", _RMS_TWO_PHASE_ON_H200, json.dumps(cases)], capture_output=True,
@@ -595,9 +598,21 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> Non
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["plan"] for r in got] == ["_TwoPhase"] * 5 + ["_Split"] * 5, got
     assert [(r["parts"], r["rows_b"], r["chunk"], r["warps"], r["per_sm"]) for r in got[:5]] == [
-        (16, 64, 4096, 4, 8), (16, 64, 4096, 4, 8), (13, 7, 4096, 4, 8), (13, 3, 4096, 4, 8), (147, 1, 4096, 4, 8)]
+        (16, 66, 4096, 4, 8), (16, 66, 4096, 4, 8), (13, 7, 4096, 4, 8), (13, 3, 4096, 4, 8), (147, 1, 4096, 4, 8)]
     assert [(r["vec_loads"], r["cs_stores"]) for r in got[:5]] == [(16, 4), (16, 4), (4, 4), (16, 4), (16, 4)], got
     assert all(r["local"] == 0 for r in got[:5]), got
+
+
+@pytest.mark.parametrize(("m", "n_parts", "programs", "rows"), [
+    (600, 13, 1056, 81), (289, 16, 1056, 66), (7, 13, 91, 7), (1, 147, 147, 1), (4096, 10, 1056, 105),
+    (3, 2000, 1056, 1), (3, 200, 1056, 3), (2000, 1, 1056, 1056)])
+def test_two_phase_batches_take_one_round_of_programs(m: int, n_parts: int, programs: int, rows: int) -> None:
+    """A two-phase batch is as many whole rows as one chunk a program covers: 600 x 50001 (13 chunks a row) in 8 MB
+    batches had 83 rows, 1079 chunks for 1056 programs, and a second round per batch in which 23 programs worked
+    (46.3% of copy against the split's 56.6% on the H200); 81 rows are 1053 chunks. Rows wider than the programs
+    still make a batch of one."""
+    assert rms_norm._two_phase_rows(m, n_parts, programs) == rows
+    assert rows * n_parts <= programs or rows == 1
 
 
 @pytest.mark.parametrize(("m", "n", "stride", "expected"), [

@@ -201,7 +201,8 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
         table = rms_norm._weight_table(w, p.meta["WT"], counters)
         parts = torch.empty((m, p.n_parts), dtype=torch.float32, device="cuda")
         rms_norm._rms_norm_two_phase[(grid,)](xs, table, out, parts, counters, m, n, xs.stride(0), 1e-6, p.n_parts,
-                                              p.rows_b, **{**p.meta, "PATIENCE": patience})
+                                              p.rows_b or rms_norm._two_phase_rows(m, p.n_parts, grid),
+                                              **{**p.meta, "PATIENCE": patience})
         assert bool((out[m] == 7.0).all()), "wrote past the output"
         assert bool((counters == p.n_parts).all())
         return out[:m]
