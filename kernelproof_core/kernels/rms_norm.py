@@ -14,6 +14,9 @@ is about moving enough bytes per program with full-width vector accesses:
     programs per SM. On the H200 it beat the looped path below on every wide case swept (345 x 64803: 28% -> 40%
     of copy bandwidth, 1024 x 40000: 51% -> 63%; benchmarks/kernel_sweep.py --only rms_norm_wide). 16-bit rows off
     the 16-byte grid are split through their vector windows (REALIGN: 49-57% of copy against 38-45% scalar);
+  * 16-bit rows off the 16-byte grid 49153 wide or more (x up to 64 MB), on a GPU (two-phase path): each chunk is
+    read twice, for its sum of squares and, while still in L2, to scale it, on a persistent grid walking rows in
+    batches; nobody waits with a chunk held (H200: 59-62% of copy where the split reached 54-57%);
   * otherwise (the interpreter, or rows with more chunks than SMs) wider rows loop over chunks twice (sum of
     squares, then scale) on a persistent grid sized so that the rows in flight fit in L2, so the second read of a
     row comes from L2, not HBM.
@@ -53,9 +56,10 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 # the realigned split (bf16 / fp16; evidence/h200/2026-12-04_two_phase/3_*): 289 x 65494 60.5 / 60.3% of copy
 # against 54.7 / 54.4%, 345 x 64803 61.5 / 61.6% against 56.9 / 56.1%, 270 x 63553 60.2 / 59.5% against 54.3 / 53.7%,
 # 425 x 52717 62.4 / 62.2% against 56.1 / 56.2% (8 MB batches; 16 MB 1.5-2.4 points under them, 32 MB and 8192-chunk
-# programs on 8 warps lower still). Behind it at 500 x 33001 (53.9 / 53.4% against 56.3 / 55.9%, whatever the batch),
-# at 4096 x 40003 (328 MB of x: 63.9 / 63.4% against 64.8 / 64.0%), at rows of 16385-32768 and on aligned rows
-# (2026-12-04_two_phase/1_*): between 33001 and 52717 wide the threshold is not measured finer.
+# programs on 8 warps lower still). Behind it at 500 x 33001 (53.9 / 53.4% against 56.3 / 55.9%, 8-32 MB batches),
+# at 4096 x 40003 in 16 MB batches (328 MB of x: 63.9 / 63.4% against 64.8 / 64.0%; in 8 MB, one round of programs,
+# 70.6% against 64.7% bf16, 4_*: one run, the cap stays), at rows of 16385-32768 and on aligned rows (1_*): between
+# 33001 and 52717 wide the threshold is not measured finer.
 # A batch is as many whole rows as one chunk a program covers (_TWO_PHASE_BATCH_BYTES = 0; ed5622a's 8 MB batches
 # were that within 2 rows at the five shapes they won, and 600 x 50001's 83 rows, 1079 chunks on 1056 programs, took
 # two rounds a batch, the second nearly empty: 46.3% against the split's 56.6%; 2026-12-04_two_phase/4_*).
