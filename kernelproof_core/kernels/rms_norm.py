@@ -577,11 +577,8 @@ def _two_phase_rows(m: int, n_parts: int, programs: int) -> int:
 
 
 def _resident_per_sm(compiled: object, warps: int) -> int:
-    """Programs of a compiled kernel one SM holds at once, from its registers (allocated 8 a thread at a time),
-    threads and shared memory."""
-    load = getattr(compiled, "_init_handles", None)
-    if callable(load):  # registers are known once the module is loaded (Triton loads it lazily)
-        load()
+    """Programs of a compiled kernel one SM holds at once, from its registers (allocated 8 a thread at a time; known
+    once it has been launched: Triton loads a module lazily), threads and shared memory."""
     regs = -(-max(1, int(getattr(compiled, "n_regs", 0) or 255)) // 8) * 8  # unknown: the most a thread can use
     smem = int(getattr(getattr(compiled, "metadata", None), "shared", 0) or 0)
     threads = 32 * warps
@@ -589,8 +586,7 @@ def _resident_per_sm(compiled: object, warps: int) -> int:
                       _SM_SHARED // smem if smem else _SM_PROGRAMS))
 
 
-# Programs an SM the two-phase kernel can hold, per (meta, device index): known once compiled, so the first call of a
-# config compiles it ahead of its launch.
+# Programs an SM the two-phase kernel can hold, per (meta, dtype, device): known once a config has been launched.
 _RESIDENT: dict[tuple[object, ...], int] = {}
 
 
@@ -741,17 +737,12 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
             w_arg = weight
         if isinstance(plan, _TwoPhase):
             key = (tuple(sorted(plan.meta.items())), x.dtype, x.device)
-            per_sm = _RESIDENT.get(key, plan.per_sm)
-            grid = min(per_sm * _num_sms(x.device), m * plan.n_parts)
-            args = (x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts,
-                    plan.rows_b or _two_phase_rows(m, plan.n_parts, grid))
-            if key not in _RESIDENT:  # known once compiled; where fewer fit than asked, the grid shrinks to them
-                compiled = _rms_norm_two_phase.warmup(*args, grid=(1,), **plan.meta)
+            grid = min(_RESIDENT.get(key, plan.per_sm) * _num_sms(x.device), m * plan.n_parts)
+            compiled = _rms_norm_two_phase[(grid,)](x, w_arg, y, partials, done, m, n, stride, eps, plan.n_parts,
+                                                    plan.rows_b or _two_phase_rows(m, plan.n_parts, grid),
+                                                    **plan.meta)
+            if key not in _RESIDENT:  # the first launch asks for per_sm: where fewer fit, slower (PATIENCE), not wrong
                 _RESIDENT[key] = min(plan.per_sm, _resident_per_sm(compiled, plan.meta["num_warps"]))
-                if _RESIDENT[key] < per_sm:
-                    grid = min(_RESIDENT[key] * _num_sms(x.device), m * plan.n_parts)
-                    args = (*args[:-1], plan.rows_b or _two_phase_rows(m, plan.n_parts, grid))
-            _rms_norm_two_phase[(grid,)](*args, **plan.meta)
         else:
             plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:
