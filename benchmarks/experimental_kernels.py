@@ -36,6 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernelproof_core.kernels import rms_norm
 from kernelproof_core.kernels.rms_norm import _align, _num_sms, _rms_norm_split
 
 _MAX_PIPELINED_N = 32768  # widest row the pipelined kernels hold in registers
@@ -249,16 +250,12 @@ def _rms_norm_split_persistent(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.ten
 
 
 def _resident_per_sm(compiled: object, warps: int) -> int:
-    """Programs of a compiled kernel that fit on one SM at once, from its registers (Hopper: 64K per SM, 2048
-    threads, 32 blocks) and shared memory (228 KB)."""
+    """Programs of a compiled kernel that fit on one SM at once (rms_norm._resident_per_sm's count), after loading
+    its module: compiled by warmup(), not launched, its registers are not known before."""
     load = getattr(compiled, "_init_handles", None)
-    if callable(load):  # registers are known once the module is loaded (Triton loads it lazily)
+    if callable(load):  # Triton loads a module lazily; benchmarks are not candidates, so the private call is allowed
         load()
-    threads = 32 * warps
-    regs = max(1, int(getattr(compiled, "n_regs", 0) or 255))  # unknown: assume the most a thread can use
-    smem = int(getattr(getattr(compiled, "metadata", None), "shared", 0) or 0)
-    by_smem = (228 * 1024) // smem if smem else 32
-    return max(0, min(65536 // (regs * threads), 2048 // threads, 32, by_smem))
+    return rms_norm._resident_per_sm(compiled, warps)
 
 
 def rms_norm_split_persistent(x: torch.Tensor, weight: torch.Tensor, eps: float, chunk: int, warps: int,

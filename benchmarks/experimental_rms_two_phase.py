@@ -22,11 +22,10 @@ from functools import partial
 import torch
 import triton
 import triton.language as tl
-from experimental_kernels import _resident_per_sm
 from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 
 from kernelproof_core.kernels import rms_norm
-from kernelproof_core.kernels.rms_norm import _chunk_window, _w_ptrs
+from kernelproof_core.kernels.rms_norm import _chunk_load, _chunk_store, _chunk_weights, _chunk_window, _squares
 
 
 @triton.jit
@@ -34,9 +33,8 @@ def _chunk_sumsq(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, row: tl.te
                  CHUNK: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr, HINT: tl.constexpr) -> tl.tensor:
     if REALIGN:
         x_at, offs, mask, e_offs, e_mask, _, _ = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
-        x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
-        x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
-        return tl.sum(tl.sum(x * x, axis=1), axis=0) + tl.sum(tl.sum(x_e * x_e, axis=1), axis=0)
+        x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, HINT)
+        return _squares(x, x_e)
     else:
         n = (N // ALIGN) * ALIGN
         cols = part * CHUNK + tl.arange(0, CHUNK)
@@ -51,14 +49,9 @@ def _chunk_scale(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, N: tl.ten
                  REALIGN: tl.constexpr, WT: tl.constexpr, HINT: tl.constexpr, STORE: tl.constexpr) -> None:
     if REALIGN:
         x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
-        x = tl.load(x_at + offs, mask=mask, other=0.0, eviction_policy=HINT).to(tl.float32)
-        x_e = tl.load(x_at + e_offs, mask=e_mask, other=0.0).to(tl.float32)
-        y_at = y_ptr + base
-        w = tl.load(_w_ptrs(w_ptr, offs, shift, WT), mask=mask, other=0.0)
-        tl.store(y_at + offs, (x * inv * w.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask,
-                 cache_modifier=STORE)
-        w_e = tl.load(_w_ptrs(w_ptr, e_offs, shift, WT), mask=e_mask, other=0.0).to(tl.float32)
-        tl.store(y_at + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+        x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, HINT)
+        w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
+        _chunk_store(y_ptr, x, x_e, w, w_e, inv, offs, mask, e_offs, e_mask, base, STORE)
     else:
         n = (N // ALIGN) * ALIGN
         cols = part * CHUNK + tl.arange(0, CHUNK)
@@ -100,63 +93,20 @@ def _rms_norm_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_p
                      "evict_first" if HINTS else "", ".cs" if HINTS else "")
 
 
-@triton.jit
-def _rms_norm_two_phase_persistent(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
-                                   count_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
-                                   eps: tl.tensor, n_parts: tl.tensor, rows_b: tl.tensor, CHUNK: tl.constexpr,
-                                   BLOCK_S: tl.constexpr, ALIGN: tl.constexpr, REALIGN: tl.constexpr,
-                                   WT: tl.constexpr, HINTS: tl.constexpr) -> None:
-    # Both phases in one persistent launch, rows in batches of rows_b: partials of batch b (each counted on its
-    # row's counter, release), then batch b - 1 scaled, its chunks in reverse (the most recently read first), each
-    # after its row's count is complete (acquire). Every program must be resident at once (the host sizes the grid):
-    # a program waits only on partials that other programs compute before they wait on anything of a later batch.
-    pid = tl.program_id(0)
-    G = tl.num_programs(0)
-    n_batches = (M + rows_b - 1) // rows_b
-    for b in range(0, n_batches + 1):
-        if b < n_batches:
-            lo = b * rows_b * n_parts
-            hi = tl.minimum((b + 1) * rows_b, M) * n_parts
-            for item in range(lo + pid, hi, G):
-                row = item // n_parts
-                part = item % n_parts
-                sq = _chunk_sumsq(x_ptr, N, stride_x, row, part, CHUNK, ALIGN, REALIGN,
-                                  "evict_last" if HINTS else "")
-                tl.store(part_ptr + row.to(tl.int64) * n_parts + part, sq)
-                tl.debug_barrier()
-                tl.atomic_add(count_ptr + row, 1, sem="release")
-        if b > 0:
-            lo = (b - 1) * rows_b * n_parts
-            hi = tl.minimum(b * rows_b, M) * n_parts
-            mine = tl.maximum(hi - lo - pid + G - 1, 0) // G
-            for k in range(0, mine):
-                item = lo + pid + (mine - 1 - k) * G
-                row = item // n_parts
-                part = item % n_parts
-                while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
-                    pass
-                tl.debug_barrier()
-                inv = _row_inv(part_ptr, row, n_parts, N, eps, BLOCK_S)
-                _chunk_scale(x_ptr, w_ptr, y_ptr, N, stride_x, row, part, inv, CHUNK, ALIGN, REALIGN, WT,
-                             "evict_first" if HINTS else "", ".cs" if HINTS else "")
-
-
-def _setup(x: torch.Tensor, weight: torch.Tensor, chunk: int, warps: int, hints: bool,
-           count: torch.Tensor | None = None) -> tuple[int, torch.Tensor, torch.Tensor, dict[str, int | bool]]:
+def _setup(x: torch.Tensor, weight: torch.Tensor, chunk: int, warps: int,
+           hints: bool) -> tuple[int, torch.Tensor, torch.Tensor, dict[str, int | bool]]:
     """(programs a row, the weight or its shifted table, the partials, meta) for rows cut as the split path cuts
-    them; `count` (row counters) zeroed by the table's launch where there is one, as the built-in does."""
+    them."""
     m, n = x.shape
     stride = x.stride(0)
     align = rms_norm._align(x.element_size(), n, stride)
     realign = align * x.element_size() < 16
     if realign:
         n_parts = -(-(n + 7) // chunk)
-        w_arg = rms_norm._weight_table(weight, n_parts * chunk, count)
+        w_arg = rms_norm._weight_table(weight, n_parts * chunk)
         align, wt = rms_norm._align(2, stride - n), n_parts * chunk
     else:
         n_parts, w_arg, wt = -(-n // chunk), weight, 0
-        if count is not None:
-            count.zero_()
     partials = torch.empty((m, n_parts), dtype=torch.float32, device=x.device)
     meta: dict[str, int | bool] = {"CHUNK": chunk, "BLOCK_S": max(2, triton.next_power_of_2(n_parts)),
                                    "ALIGN": align, "REALIGN": realign, "WT": wt, "HINTS": hints,
@@ -180,27 +130,6 @@ def rms_norm_two_phase(x: torch.Tensor, weight: torch.Tensor, eps: float, y: tor
     return y
 
 
-_RESIDENT: dict[object, int] = {}
-
-
-def rms_norm_two_phase_persistent(x: torch.Tensor, weight: torch.Tensor, eps: float, y: torch.Tensor, chunk: int,
-                                  warps: int, per_sm: int, batch_bytes: int, hints: bool = True) -> torch.Tensor:
-    """y = rms_norm(x) as rms_norm_two_phase, both phases in one persistent launch of per_sm programs an SM (capped
-    at what the compiled kernel lets be resident: every program must be), rows in batches of about batch_bytes of
-    x. A GPU only: under the interpreter programs run one after another and the first would wait forever."""
-    m, n = x.shape
-    count = torch.empty((m,), dtype=torch.int32, device=x.device)
-    n_parts, w_arg, partials, meta = _setup(x, weight, chunk, warps, hints, count)
-    rows_b = max(1, min(m, batch_bytes // (n * x.element_size())))
-    args = (x, w_arg, y, partials, count, m, n, x.stride(0), eps, n_parts, rows_b)
-    key = (tuple(sorted(meta.items())), per_sm, x.dtype)
-    if key not in _RESIDENT:  # registers are known once compiled; cached so timed calls skip the warmup
-        compiled = _rms_norm_two_phase_persistent.warmup(*args, grid=(1,), **meta)
-        _RESIDENT[key] = min(per_sm, _resident_per_sm(compiled, warps)) * rms_norm._num_sms(x.device)
-    _rms_norm_two_phase_persistent[(min(_RESIDENT[key], m * n_parts),)](*args, **meta)
-    return y
-
-
 # The campaign's hidden_wide draws (289 x 65494, 345 x 64803, 270 x 63553, 425 x 52717: unaligned, 34-55 MB of x),
 # rows just over the threshold in several batches (600 x 50001), rows under it (500 x 33001) and an x far over the
 # L2 (4096 x 40003, 328 MB). Swept at 627f522, 3586df5 and 643031c (2026-12-04_two_phase/1_*, 2_*, 3_*): the split
@@ -212,14 +141,11 @@ SHAPES = ((289, 65494), (345, 64803), (600, 50001), (425, 52717), (270, 63553), 
 CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 
 
-# This file's persistent form (chunk, warps, programs an SM, batch MB of x), the one the built-in's two-phase path
-# was planned from: 4096 on 4 warps at 8 an SM within 0-2 points of the best at every unaligned shape in three runs
-# (b43a6f9, 73bc1f1, 3586df5), 8192 on 8 warps (3 resident an SM at its 73 registers) 6 points under it at 425 x
-# 52717. The built-in matched or beat it at 643031c (3_*). Kept as the reference.
-PERSISTENT = [(4096, 4, 8, 16)]
 # The built-in's two-phase kernel at other configs than the plan's (chunk, warps, programs an SM, batch MB of x);
-# the plan's own config where the plan is the split. A form handing chunks out by tickets (3586df5) was 3-7 points
-# under this walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4. Batches of 8-32 MB
+# the plan's own config where the plan is the split. It was planned from this file's persistent walk (4096 on 4 warps
+# at 8 an SM, within 0-2 points of the best at every unaligned shape at b43a6f9, 73bc1f1, 3586df5), which it matched
+# or beat at 643031c (3_*) and replaced (2e96226 has it). A form handing chunks out by tickets (3586df5) was 3-7
+# points under that walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4. Batches of 8-32 MB
 # (ed5622a planned 8 MB) lost where a batch took a few chunks more than one round of programs (600 x 50001); the
 # plan now sizes batches to one round.
 BUILTIN = [(4096, 4, 8, 8), (4096, 4, 8, 16), (4096, 4, 8, 32)]
@@ -244,7 +170,7 @@ def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor
 
 def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The planned launch against the realigned split, the built-in two-phase kernel's other configs (BUILTIN; the
-    plan's where the plan is the split) and this file's forms (CONFIGS, PERSISTENT); each config checked against fp32
+    plan's where the plan is the split) and this file's two-launch form (CONFIGS); each config checked against fp32
     and for a bit-exact replay before it is timed."""
     if dtype not in (torch.float16, torch.bfloat16):
         return
@@ -272,10 +198,5 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
             label = (f"chunk={chunk} warps={warps} batches={batches}" + (" reverse" if reverse else "")
                      + (" hints" if hints else ""))
             run = partial(rms_norm_two_phase, x, w, 1e-6, y, chunk, warps, batches, reverse, hints)
-            if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
-                yield ("rms_norm.two_phase", (m, n), label, run, moved, False)
-        for chunk, warps, per_sm, batch_mb in PERSISTENT:
-            label = f"persistent chunk={chunk} warps={warps} per_sm={per_sm} batch={batch_mb}MB"
-            run = partial(rms_norm_two_phase_persistent, x, w, 1e-6, y, chunk, warps, per_sm, batch_mb << 20)
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
                 yield ("rms_norm.two_phase", (m, n), label, run, moved, False)

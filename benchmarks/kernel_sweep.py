@@ -191,15 +191,23 @@ def rms_norm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]
 
 
 def rms_norm_split_counters_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Rows past 32768 off the vector grid (realigned split with the weight table): the built-in, whose table launch
-    also zeroes the row counters, against the same launches with the counters zeroed by a separate fill before."""
+    """Rows past 32768 off the vector grid (realigned split with the weight table; the built-in takes the two-phase
+    path on some since 39c1cff): the split, whose table launch also zeroes the row counters, against the same
+    launches with the counters zeroed by a separate fill before."""
     for m, n in ((345, 64803), (265, 61298), (270, 63553), (16, 41643), (1024, 40001)):
         x, w, _y, moved = rms_norm_inputs(m, n, dtype, device)
-        plan = rms_norm._plan(m, n, n, x.element_size(), device)
+        plan = rms_norm._plan(m, n, n, x.element_size(), device, two_phase=False)  # some are two-phase since 39c1cff
         if not isinstance(plan, rms_norm._Split) or not plan.meta.get("WT"):
             print(f"rms_norm.split_counters {m}x{n}: not the realigned split here", flush=True)
             continue
-        yield rms_norm_planned(x, w, moved)
+
+        def zeroed_by_table(x: torch.Tensor = x, w: torch.Tensor = w, plan: rms_norm._Split = plan) -> torch.Tensor:
+            out = torch.empty_like(x)
+            rms_norm._run(plan, x, w, out, 1e-6)
+            return out
+
+        yield ("rms_norm.split_counters", (m, n), "split, counters zeroed by the table's launch", zeroed_by_table,
+               moved, True)
 
         def separate(x: torch.Tensor = x, w: torch.Tensor = w, plan: rms_norm._Split = plan) -> torch.Tensor:
             out = torch.empty_like(x)

@@ -105,7 +105,7 @@ def _weight_variants(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: tor
     (WT=-1), and element by element (WT=0, the plan before)."""
     m, n = x.shape
     planned = rms_norm._plan(m, n, x.stride(0), x.element_size(), x.device)
-    if isinstance(planned, rms_norm._Split) or "WINDOW" not in planned[1]:
+    if isinstance(planned, rms_norm._Split | rms_norm._TwoPhase) or "WINDOW" not in planned[1]:
         return
     plan, meta = planned
     for label, wt in (("planned, weight from w - shift (WT=-1)", -1), ("planned, weight element by element (WT=0)", 0)):

@@ -469,22 +469,3 @@ def test_two_phase_rms_norm_matches_the_reference_and_replays(m: int, n: int, pa
     torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
     assert torch.equal(out, experimental_rms_two_phase.rms_norm_two_phase(x, w, 1e-6, y, chunk, warps, batches,
                                                                           reverse, hints))
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("m", "n", "rows_b"), [(5, 9001, 2), (3, 8200, 1), (4, 9003, 4)])
-def test_persistent_two_phase_rms_norm_on_one_program_matches_the_reference(m: int, n: int, rows_b: int,
-                                                                            dtype: torch.dtype) -> None:
-    """Both phases in one persistent launch, on one program (it computes every partial itself before it waits, so
-    it runs under the interpreter too): every row's counter reaches its chunk count and y matches fp32."""
-    x = (torch.randn(m, n, device=DEVICE) * 3).to(dtype)
-    w = torch.randn(n, device=DEVICE).to(dtype)
-    y = torch.empty_like(x)
-    count = torch.empty((m,), dtype=torch.int32, device=DEVICE)
-    n_parts, w_arg, partials, meta = experimental_rms_two_phase._setup(x, w, 2048, 4, True, count)
-    experimental_rms_two_phase._rms_norm_two_phase_persistent[(1,)](x, w_arg, y, partials, count, m, n, n, 1e-6,
-                                                                    n_parts, rows_b, **meta)
-    xf = x.float()
-    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
-    assert count.tolist() == [n_parts] * m
