@@ -134,8 +134,11 @@ def rms_norm_two_phase(x: torch.Tensor, weight: torch.Tensor, eps: float, y: tor
 # rows just over the threshold in several batches (600 x 50001), rows under it (500 x 33001) and an x far over the
 # L2 (4096 x 40003, 328 MB). Swept at 627f522, 3586df5 and 643031c (2026-12-04_two_phase/1_*, 2_*, 3_*): the split
 # ahead on aligned rows (512 x 65536, 512 x 40000, 1024 x 65536), on unaligned rows of 16385-33001 (512 x 24577,
-# 1024 x 30001, 500 x 33001) and at 4096 x 40003.
+# 1024 x 30001, 500 x 33001) and at 4096 x 40003. CAP_SHAPES: x past the 64 MB cap (1024 x 50001, 102 MB;
+# 2000 x 60001, 240 MB) and rows under the 49153 threshold (1000 x 40003, 80 MB; 300 x 45001; 800 x 36001), where
+# the plan is the split and the built-in two-phase kernel runs at the plan's own config beside it.
 SHAPES = ((289, 65494), (345, 64803), (600, 50001), (425, 52717), (270, 63553), (500, 33001), (4096, 40003))
+CAP_SHAPES = ((1024, 50001), (2000, 60001), (1000, 40003), (300, 45001), (800, 36001))
 # The two-launch form (chunk, warps, batches, reverse, hints): run at b43a6f9 and 73bc1f1, behind the persistent one
 # at every unaligned shape (evidence/h200/2026-12-04_padded_words/1_*); kept for reruns, not swept by default.
 CONFIGS: list[tuple[int, int, int, bool, bool]] = []
@@ -148,7 +151,7 @@ CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 # points under that walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4. Batches of 8-32 MB
 # (ed5622a planned 8 MB) lost where a batch took a few chunks more than one round of programs (600 x 50001); the
 # plan now sizes batches to one round.
-BUILTIN = [(4096, 4, 8, 8), (4096, 4, 8, 16), (4096, 4, 8, 32)]
+BUILTIN = [(4096, 4, 8, 8), (4096, 4, 4, 0)]  # 8 MB batches (ed5622a's plan); one round on 4 programs an SM
 
 
 def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -174,7 +177,7 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
     and for a bit-exact replay before it is timed."""
     if dtype not in (torch.float16, torch.bfloat16):
         return
-    for m, n in SHAPES:
+    for m, n in SHAPES + CAP_SHAPES:
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
