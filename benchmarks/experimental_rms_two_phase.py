@@ -139,6 +139,9 @@ def rms_norm_two_phase(x: torch.Tensor, weight: torch.Tensor, eps: float, y: tor
 # the plan is the split and the built-in two-phase kernel runs at the plan's own config beside it.
 SHAPES = ((289, 65494), (345, 64803), (600, 50001), (425, 52717), (270, 63553), (500, 33001), (4096, 40003))
 CAP_SHAPES = ((1024, 50001), (2000, 60001), (1000, 40003), (300, 45001), (800, 36001))
+# Family rms_norm_two_phase_narrow: unaligned rows of 16385-32768 (5-9 chunks a row), where the split was ahead of
+# 8 MB batches (1_*) but one round of programs was not tried.
+NARROW_SHAPES = ((1024, 24577), (2000, 20001), (700, 30001), (4096, 16393), (512, 32761), (300, 28001))
 # The two-launch form (chunk, warps, batches, reverse, hints): run at b43a6f9 and 73bc1f1, behind the persistent one
 # at every unaligned shape (evidence/h200/2026-12-04_padded_words/1_*); kept for reruns, not swept by default.
 CONFIGS: list[tuple[int, int, int, bool, bool]] = []
@@ -171,13 +174,14 @@ def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor
     return True
 
 
-def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype,
+                              shapes: tuple[tuple[int, int], ...] = SHAPES + CAP_SHAPES) -> Iterator[Trial]:
     """The planned launch against the realigned split, the built-in two-phase kernel's other configs (BUILTIN; the
     plan's where the plan is the split) and this file's two-launch form (CONFIGS); each config checked against fp32
     and for a bit-exact replay before it is timed."""
     if dtype not in (torch.float16, torch.bfloat16):
         return
-    for m, n in SHAPES + CAP_SHAPES:
+    for m, n in shapes:
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
@@ -203,3 +207,8 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype) -> Itera
             run = partial(rms_norm_two_phase, x, w, 1e-6, y, chunk, warps, batches, reverse, hints)
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
                 yield ("rms_norm.two_phase", (m, n), label, run, moved, False)
+
+
+def rms_norm_two_phase_narrow_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """rms_norm_two_phase_trials on NARROW_SHAPES."""
+    return rms_norm_two_phase_trials(device, dtype, NARROW_SHAPES)

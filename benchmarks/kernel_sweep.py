@@ -38,7 +38,7 @@ from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
 from experimental_rms_cluster import rms_norm_cluster_trials
 from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
-from experimental_rms_two_phase import rms_norm_two_phase_trials
+from experimental_rms_two_phase import rms_norm_two_phase_narrow_trials, rms_norm_two_phase_trials
 from experimental_swiglu import swiglu_odd_trials, swiglu_shifted_parts_trials, swiglu_shifted_trials
 from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_grid import softmax_grid_trials
@@ -423,6 +423,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials, "softmax_words": softmax_words_trials,
             "softmax_grid": softmax_grid_trials, "softmax_thread_stats_parts": softmax_thread_stats_parts_trials,
             "rms_norm_two_phase": rms_norm_two_phase_trials,
+            "rms_norm_two_phase_narrow": rms_norm_two_phase_narrow_trials,
             "softmax_words_padded": softmax_words_padded_trials,
             "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials}
 

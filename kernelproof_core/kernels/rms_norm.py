@@ -14,9 +14,9 @@ is about moving enough bytes per program with full-width vector accesses:
     programs per SM. On the H200 it beat the looped path below on every wide case swept (345 x 64803: 28% -> 40%
     of copy bandwidth, 1024 x 40000: 51% -> 63%; benchmarks/kernel_sweep.py --only rms_norm_wide). 16-bit rows off
     the 16-byte grid are split through their vector windows (REALIGN: 49-57% of copy against 38-45% scalar);
-  * 16-bit rows off the 16-byte grid 49153 wide or more (x up to 64 MB), on a GPU (two-phase path): each chunk is
-    read twice, for its sum of squares and, while still in L2, to scale it, on a persistent grid walking rows in
-    batches; nobody waits with a chunk held (H200: 59-62% of copy where the split reached 54-57%);
+  * 16-bit rows off the 16-byte grid wider than 32768, on a GPU (two-phase path): each chunk is read twice, for its
+    sum of squares and, while still in L2, to scale it, on a persistent grid walking rows in batches; nobody waits
+    with a chunk held (H200: 57-70% of copy where the split reached 52-64%);
   * otherwise (the interpreter, or rows with more chunks than SMs) wider rows loop over chunks twice (sum of
     squares, then scale) on a persistent grid sized so that the rows in flight fit in L2, so the second read of a
     row comes from L2, not HBM.
@@ -50,20 +50,19 @@ _MAX_IMBALANCE = 1.25
 # rows) and warps (kernel_sweep.py; realigned: H200, bf16, CUPTI, 425 x 52717 53.4% of copy on 4096 positions
 # against 47.4-48.6% on 8192 and 43.5% scalar, evidence/h200/2026-12-02_carry_rms_resident/2_*).
 _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 4096, 4096, 4
-# Two-phase path (_rms_norm_two_phase, on a GPU): 16-bit rows off the 16-byte grid at least _TWO_PHASE_MIN_N wide
-# and x at most _TWO_PHASE_MAX_X_BYTES, in chunks of window positions on warps, programs an SM (at most what can be
-# resident) and batches of x re-read from L2; a wait polls at most _TWO_PHASE_PATIENCE times. H200, CUPTI, against
-# the realigned split (bf16 / fp16; evidence/h200/2026-12-04_two_phase/3_*): 289 x 65494 60.5 / 60.3% of copy
-# against 54.7 / 54.4%, 345 x 64803 61.5 / 61.6% against 56.9 / 56.1%, 270 x 63553 60.2 / 59.5% against 54.3 / 53.7%,
-# 425 x 52717 62.4 / 62.2% against 56.1 / 56.2% (8 MB batches; 16 MB 1.5-2.4 points under them, 32 MB and 8192-chunk
-# programs on 8 warps lower still). Behind it at 500 x 33001 (53.9 / 53.4% against 56.3 / 55.9%, 8-32 MB batches),
-# at 4096 x 40003 in 16 MB batches (328 MB of x: 63.9 / 63.4% against 64.8 / 64.0%; in 8 MB, one round of programs,
-# 70.6% against 64.7% bf16, 4_*: one run, the cap stays), at rows of 16385-32768 and on aligned rows (1_*): between
-# 33001 and 52717 wide the threshold is not measured finer.
-# A batch is as many whole rows as one chunk a program covers (_TWO_PHASE_BATCH_BYTES = 0; ed5622a's 8 MB batches
-# were that within 2 rows at the five shapes they won, and 600 x 50001's 83 rows, 1079 chunks on 1056 programs, took
-# two rounds a batch, the second nearly empty: 46.3% against the split's 56.6%; 2026-12-04_two_phase/4_*).
-_TWO_PHASE_MIN_N, _TWO_PHASE_MAX_X_BYTES = 49153, 64 << 20
+# Two-phase path (_rms_norm_two_phase, on a GPU): 16-bit rows off the 16-byte grid at least _TWO_PHASE_MIN_N wide,
+# in chunks of window positions on warps, programs an SM (at most what can be resident) and batches of x re-read from
+# L2; a wait polls at most _TWO_PHASE_PATIENCE times. A batch is as many whole rows as one chunk a program covers
+# (_TWO_PHASE_BATCH_BYTES = 0): in 8 MB batches 600 x 50001's 83 rows, 1079 chunks on 1056 programs, took two rounds
+# a batch, the second nearly empty (46.3% of copy against the split's 56.6%, 2026-12-04_two_phase/4_*). In one round,
+# H200, CUPTI, bf16 / fp16, against the realigned split (evidence/h200/2026-12-04_one_round/1_*): 289 x 65494 60.0 /
+# 60.7% against 54.5 / 55.2%, 345 x 64803 63.3 / 63.3% against 55.8 / 55.5%, 600 x 50001 63.3 / 63.5% against 56.0 /
+# 56.6%, 425 x 52717 62.7 / 63.0% against 56.6 / 57.4%; past the 64 MB of x the plan was capped at before, 4096 x 40003
+# (328 MB) 69.9% against 64.1%, 2000 x 60001 70.0 against 60.1, 1024 x 50001 66.8 against 57.5 (bf16); under the
+# 49153 threshold it had, 500 x 33001 58.6 against 55.0, 1000 x 40003 67.1 against 60.4, 800 x 36001 64.4 against
+# 59.2, 300 x 45001 57.1 against 52.4. 4 programs an SM instead of 8 within a point either way. Rows of 16385-32768
+# (at most 8 chunks) stay on the split: 8 MB batches lost there (2026-12-04_two_phase/1_*), one round not measured.
+_TWO_PHASE_MIN_N = 32769
 _TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 0
 _TWO_PHASE_PATIENCE = 1 << 20
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
@@ -601,8 +600,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
         # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device
         # (and the plan is decided before any device query).
         if device.type == "cuda" and isinstance(_rms_norm_split, triton.JITFunction):
-            if (two_phase and realign_split and elsize == 2 and not vectorised and n >= _TWO_PHASE_MIN_N
-                    and m * n * elsize <= _TWO_PHASE_MAX_X_BYTES):
+            if two_phase and realign_split and elsize == 2 and not vectorised and n >= _TWO_PHASE_MIN_N:
                 return _two_phase_plan(m, n, stride)
             split = _split_plan(m, n, stride, elsize, align, realign=realign_split)
             if split.n_parts <= _num_sms(device):  # one row's programs are surely resident together
