@@ -14,9 +14,9 @@ is about moving enough bytes per program with full-width vector accesses:
     programs per SM. On the H200 it beat the looped path below on every wide case swept (345 x 64803: 28% -> 40%
     of copy bandwidth, 1024 x 40000: 51% -> 63%; benchmarks/kernel_sweep.py --only rms_norm_wide). 16-bit rows off
     the 16-byte grid are split through their vector windows (REALIGN: 49-57% of copy against 38-45% scalar);
-  * 16-bit rows off the 16-byte grid wider than 32768, on a GPU (two-phase path): each chunk is read twice, for its
+  * 16-bit rows off the 16-byte grid wider than 24576, on a GPU (two-phase path): each chunk is read twice, for its
     sum of squares and, while still in L2, to scale it, on a persistent grid walking rows in batches; nobody waits
-    with a chunk held (H200: 57-70% of copy where the split reached 52-64%);
+    with a chunk held (H200: 57-70% of copy where the split reached 52-64%, 20-480 MB moved);
   * otherwise (the interpreter, or rows with more chunks than SMs) wider rows loop over chunks twice (sum of
     squares, then scale) on a persistent grid sized so that the rows in flight fit in L2, so the second read of a
     row comes from L2, not HBM.
@@ -60,9 +60,10 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 # 56.6%, 425 x 52717 62.7 / 63.0% against 56.6 / 57.4%; past the 64 MB of x the plan was capped at before, 4096 x 40003
 # (328 MB) 69.9% against 64.1%, 2000 x 60001 70.0 against 60.1, 1024 x 50001 66.8 against 57.5 (bf16); under the
 # 49153 threshold it had, 500 x 33001 58.6 against 55.0, 1000 x 40003 67.1 against 60.4, 800 x 36001 64.4 against
-# 59.2, 300 x 45001 57.1 against 52.4. 4 programs an SM instead of 8 within a point either way. Rows of 16385-32768
-# (at most 8 chunks) stay on the split: 8 MB batches lost there (2026-12-04_two_phase/1_*), one round not measured.
-_TWO_PHASE_MIN_N = 32769
+# 59.2, 300 x 45001 57.1 against 52.4. 4 programs an SM instead of 8 within a point either way. Narrower (bf16, 2_*):
+# ahead at 512 x 32761 (61.6 against 55.5), 700 x 30001 (61.3 / 58.1), 1024 x 24577 (59.8 / 59.3), 2000 x 20001 (67.6
+# / 65.8), behind at 4096 x 16393 (61.6 / 62.4): planned from 24577 (7 chunks a row and more), where it was ahead.
+_TWO_PHASE_MIN_N = 24577
 _TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 0
 _TWO_PHASE_PATIENCE = 1 << 20
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).

@@ -583,16 +583,16 @@ print(json.dumps(out))
 
 def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows off the 16-byte grid
-    (width or stride not a multiple of 8) wider than 32768, whatever the size of x, take the two-phase path: 4096
+    (width or stride not a multiple of 8) 24577 wide or more, whatever the size of x, take the two-phase path: 4096
     window positions a chunk (n + 7 positions a row) on 4 warps, 8 programs an SM asked for, batches of as many whole
     rows as one chunk a program covers (66 rows of 16 chunks on 1056 programs; at least one, at most all); x read 16
     bytes wide where its padding is whole vectors (element by element where not), the table's weight 16 bytes wide,
     y stored 16 bytes wide with .cs (so the stores do not push x out of L2 before its second read); nothing in local
-    memory. Rows of at most 32768 (32761, 24577: at most 8 chunks, where 8 MB batches lost to the split) and aligned
-    rows (65536 wide, padded by 0 or 8) take the split."""
+    memory. Narrower rows (24569, 20001: at most 6 chunks; the split was ahead at 16393) and aligned rows (65536
+    wide, padded by 0 or 8) take the split."""
     cases = [(345, 64803, 64803), (289, 65494, 65494), (7, 50000, 50003), (3, 49153, 49153), (1, 600001, 600001),
-             (3, 40001, 40001), (500, 33001, 33001), (4096, 52717, 52717), (3, 32769, 32769),
-             (512, 65536, 65536), (1024, 65536, 65544), (9, 32761, 32761), (2048, 24577, 24577)]
+             (3, 40001, 40001), (500, 33001, 33001), (4096, 52717, 52717), (3, 24577, 24577),
+             (512, 65536, 65536), (1024, 65536, 65544), (9, 24569, 24569), (2048, 20001, 20001)]
     done = subprocess.run([sys.executable, "-c", _RMS_TWO_PHASE_ON_H200, json.dumps(cases)], capture_output=True,
                           text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -600,7 +600,7 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> Non
     assert [r["plan"] for r in got] == ["_TwoPhase"] * 9 + ["_Split"] * 4, got
     assert [(r["parts"], r["rows_b"], r["chunk"], r["warps"], r["per_sm"]) for r in got[:9]] == [
         (16, 66, 4096, 4, 8), (16, 66, 4096, 4, 8), (13, 7, 4096, 4, 8), (13, 3, 4096, 4, 8), (147, 1, 4096, 4, 8),
-        (10, 3, 4096, 4, 8), (9, 117, 4096, 4, 8), (13, 81, 4096, 4, 8), (9, 3, 4096, 4, 8)]
+        (10, 3, 4096, 4, 8), (9, 117, 4096, 4, 8), (13, 81, 4096, 4, 8), (7, 3, 4096, 4, 8)]
     assert [(r["vec_loads"], r["cs_stores"]) for r in got[:9]] == [(16, 4), (16, 4), (4, 4)] + [(16, 4)] * 6, got
     assert all(r["local"] == 0 for r in got[:9]), got
 

@@ -131,7 +131,7 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
     offset inside a vector, one row, a tensor whose end is not a whole vector), contiguous or padded by 5 (x's
     accesses scalar) or 8 elements; against fp32, replayed bit for bit, nothing written past the output; the
     realigned split's weight read from its shifted-copy table (WT > 0, planned), from w - shift (WT=-1) or element by
-    element (WT=0) gives the same bits. Where such rows are 32769 wide or more the plan is the two-phase path
+    element (WT=0) gives the same bits. Where such rows are 24577 wide or more the plan is the two-phase path
     (test_two_phase_rms_norm_matches_the_split_bit_for_bit); the split is checked there as the plan makes it
     without."""
     m, n = shape
@@ -177,14 +177,15 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(345, 64803, 0), (289, 65494, 0), (1, 50001, 0), (3, 50000, 5),
                                              (133, 65535, 0), (255, 65536, 2), (2, 131071, 0), (600, 50001, 0),
-                                             (1, 600001, 0), (500, 33001, 0), (1024, 50001, 0)])
+                                             (1, 600001, 0), (500, 33001, 0), (1024, 50001, 0),
+                                             (700, 30001, 0), (3, 24577, 0)])
 def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
-    """The two-phase path (planned for 16-bit rows off the 16-byte grid wider than 32768, any size of x): within a
+    """The two-phase path (planned for 16-bit rows off the 16-byte grid 24577 wide or more, any size of x): within a
     rounding of fp32, replayed bit for bit, nothing written past the output, every row counted; the same bits on one
     program, and with no patience (every row's sum recomputed by the program scaling a chunk: what a program does
     when others it waits on are not resident); cut as the realigned split cuts it, on as many warps (the warps set
     the reduction's tree), it writes the split's bits. 600 x 50001 runs several batches; a row of 600001 has more of
-    the split's chunks than the H200 has SMs (no split there: the looped path); 500 x 33001 is 9 chunks a row, the
+    the split's chunks than the H200 has SMs (no split there: the looped path); 3 x 24577 is 7 chunks a row, the
     fewest planned, and 1024 x 50001 102 MB of x, more than the L2 holds."""
     xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
     w = torch.randn(n, device="cuda").to(dtype)
