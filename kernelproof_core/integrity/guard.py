@@ -7,7 +7,10 @@ Order inside `CallGuard.watch`:
   4. the whole device is synchronised, then the harness is checked again: timers, tables, mode stacks, threads
      still running, launches on a stream other than the caller's (all `tampering`);
   5. the output must equal its copy from step 3: a change means work finished after the call returned (a side
-     stream, a thread, a deferred launch), which is `tampering`.
+     stream, a thread, a deferred launch), which is `tampering`;
+  6. a profiled call's CUPTI record must hold the canary kernels the harness launched before and after the observed
+     window (profiled.py): without both the record is not evidence, and the call is an infrastructure fault
+     (ProfilerGap).
 Gate calls are never timed, so none of this touches a measurement.
 """
 
@@ -24,6 +27,7 @@ import torch
 from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.integrity.dispatch import ComputeTracer, DispatchTrace
 from kernelproof_core.integrity.launches import LaunchLog, LaunchObserver
+from kernelproof_core.integrity.profiled import ProfiledCall, Record, require_canary
 from kernelproof_core.integrity.tamper import HarnessSnapshot
 from kernelproof_core.verdicts import Verdict
 
@@ -90,22 +94,31 @@ class CallGuard:
         stream = torch.cuda.current_stream(self.device).cuda_stream if cuda else None
         holder = Watch()
         copy: torch.Tensor | None = None
-        with self.observer.observe(self.owner, interpreter=not cuda) as log:
-            holder.log = log
-            profiler = _start_profiler() if profile and cuda else None
-            tracer = ComputeTracer()
-            try:
-                with tracer:
-                    yield holder
-                    holder.returned = True
-            finally:
-                holder.trace = tracer.trace
-                if holder.returned:
-                    with _candidate_faults():  # an asynchronous fault of its kernels surfaces here
-                        if _plain_tensor(holder.out, self.device):
-                            copy = holder.out.clone()  # stream-ordered: what the caller's stream sees at return
-                        self.synchronize()
-                holder.kernel_us = _stop_profiler(profiler)
+        profiled = ProfiledCall(self.device) if profile and cuda else None
+        record: Record | None = None
+        clean = False
+        if profiled is not None:
+            profiled.start()  # the opening canary is the harness's launch: before the observed window
+        try:
+            with self.observer.observe(self.owner, interpreter=not cuda) as log:
+                holder.log = log
+                tracer = ComputeTracer()
+                try:
+                    with tracer:
+                        yield holder
+                        holder.returned = True
+                finally:
+                    holder.trace = tracer.trace
+                    if holder.returned:
+                        with _candidate_faults():  # an asynchronous fault of its kernels surfaces here
+                            if _plain_tensor(holder.out, self.device):
+                                copy = holder.out.clone()  # stream-ordered: what the caller's stream sees at return
+                            self.synchronize()
+            clean = True  # returned, and its work finished without a fault
+        finally:  # the canary goes out after the observed window: it is the harness's launch, not the candidate's
+            if profiled is not None:
+                record = profiled.stop(canary=clean)
+                holder.kernel_us = record.kernel_us
         self.check()
         foreign = log.foreign_streams(stream)
         if foreign:
@@ -114,6 +127,8 @@ class CallGuard:
         if copy is not None and not bitwise_equal(copy, holder.out):
             raise CandidateFailure(Verdict.TAMPERING, "the output changed after the call returned: work was "
                                    "deferred past the end of the call (side stream, thread or later launch)")
+        if record is not None:
+            require_canary(record)
 
 
 @contextmanager
@@ -149,27 +164,9 @@ def warm_up(device_type: str, observer: LaunchObserver) -> None:
     with observer.observe({}, interpreter=device_type != "cuda"):
         _warm[(1,)](x)
     if device_type == "cuda":
-        _stop_profiler(_start_profiler())
+        profiled = ProfiledCall(torch.device("cuda"))
+        profiled.start()
+        profiled.stop(canary=True)  # compiles the canary before the harness snapshot
         torch.cuda.synchronize()
 
 
-def _start_profiler() -> Any:
-    from torch.profiler import ProfilerActivity, profile
-
-    prof = profile(activities=[ProfilerActivity.CUDA])
-    prof.__enter__()
-    return prof
-
-
-def _stop_profiler(prof: Any) -> dict[str, float] | None:
-    """Summed GPU time per kernel name (microseconds) of a profiled call, or None when not profiled."""
-    if prof is None:
-        return None
-    from torch.autograd import DeviceType
-
-    prof.__exit__(None, None, None)
-    times: dict[str, float] = {}
-    for event in prof.events():
-        if event.device_type == DeviceType.CUDA:
-            times[event.name] = times.get(event.name, 0.0) + float(event.time_range.elapsed_us())
-    return times

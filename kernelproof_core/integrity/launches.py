@@ -6,6 +6,9 @@ compiled kernels launched directly) with the stream it went to. Interpreter: `In
 the same way, and the interpreter's store and atomic builders record every address an owned kernel wrote, which is
 stronger evidence than arguments: the output must be memory the candidate's kernels stored to.
 
+Stores of Triton kernels the candidate did not define (a library's, another module's) are recorded apart under
+the interpreter: bytes they computed must not reach the output through the candidate's own kernels.
+
 Wrappers are installed only around observed calls (gate calls), never during timed samples, so they cost honest
 kernels nothing there. The originals are captured before any candidate code runs; finding something else installed
 when a call is about to be observed means the candidate replaced Triton's launch path (tampering).
@@ -42,8 +45,11 @@ class LaunchLog:
     hooked: list[tuple[str, int | None]] = field(default_factory=list)  # (kernel, stream) from launch_enter_hook
     written: list[np.ndarray] = field(default_factory=list)  # byte addresses owned kernels stored to (interpreter)
     read: list[np.ndarray] = field(default_factory=list)  # byte addresses owned kernels loaded from (interpreter)
+    # byte addresses Triton kernels the candidate did not define stored to (interpreter)
+    foreign_written: list[np.ndarray] = field(default_factory=list)
     tracks_stores: bool = False
     in_owned_launch: bool = False
+    in_foreign_launch: bool = False
 
     @property
     def owned_names(self) -> set[str]:
@@ -165,18 +171,19 @@ class LaunchObserver:
                 return interp_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             owned = observer._owned(kernel)
             log.launches.append(Launch(_kernel_fn(kernel).__name__, owned, _tensor_args(args, kwargs)))
-            outer, log.in_owned_launch = log.in_owned_launch, owned
+            outer = log.in_owned_launch, log.in_foreign_launch
+            log.in_owned_launch, log.in_foreign_launch = owned, not owned
             try:
                 return interp_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
-                log.in_owned_launch = outer
+                log.in_owned_launch, log.in_foreign_launch = outer
 
         def recording(name: str, ptr_index: int, mask_index: int | None, loads: bool = False) -> Callable[..., Any]:
             original = self._originals[(self._builder, name)]
 
             def wrapper(builder: Any, *args: Any, **kwargs: Any) -> Any:
                 log = observer._log
-                if log is not None and log.in_owned_launch:
+                if log is not None and (log.in_owned_launch or (log.in_foreign_launch and not loads)):
                     ptrs = args[ptr_index]
                     # As booleans: the interpreter can hand over an int32 mask (`mask & (row < M)` gives one), and
                     # an integer array would index lanes 0 and 1 instead of selecting the lanes it marks.
@@ -184,7 +191,10 @@ class LaunchObserver:
                     addrs = ptrs.data[np.broadcast_to(mask, ptrs.data.shape)].astype(np.uint64).ravel()
                     size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
                     touched = np.add.outer(addrs, np.arange(size, dtype=np.uint64)).ravel()
-                    (log.read if loads else log.written).append(touched)
+                    if log.in_owned_launch:
+                        (log.read if loads else log.written).append(touched)
+                    else:  # what a kernel the candidate did not define computed
+                        log.foreign_written.append(touched)
                 return original(builder, *args, **kwargs)
 
             return wrapper

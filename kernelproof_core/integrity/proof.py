@@ -12,6 +12,9 @@ Evidence per call (launches.py, dispatch.py) and, on a GPU, the kernels CUPTI sa
   * (interpreter) an owned kernel read memory of unknown origin: neither an input, nor allocated during the call,
     nor written by its kernels during the call, nor a copy of such memory. That is how a result computed elsewhere
     (NumPy, an earlier call's cache) gets laundered through a Triton copy kernel;
+  * (interpreter) an owned kernel read memory that a Triton kernel the candidate did not define (a library's,
+    another module's) stored during the call, or a copy of it: someone else's kernels did the work, laundered
+    through an own copy kernel. (On a GPU those kernels are foreign in CUPTI's record, below.)
   * (GPU) kernels the candidate did not write took more than MAX_FOREIGN_GPU_SHARE of the call's GPU time; plain
     copies, fills and memsets do not count against it.
 """
@@ -107,17 +110,24 @@ def _check_bytes(log: LaunchLog, trace: DispatchTrace, out: TensorMeta, inputs: 
     written = _Bytes([], log.written)
     known = _Bytes([(m.storage_ptr, m.storage_ptr + _storage_bytes(m)) for m in inputs] + trace.allocated,
                    [written.loose])
+    foreign = _Bytes([], log.foreign_written)
     for dst, src in trace.copies:  # a plain copy of written (known) memory is written (known) too, e.g. a cast
         src_bytes, dst_bytes = element_bytes(src), element_bytes(dst)
         if written.contains(src_bytes).all():
             written.add(dst_bytes)
         if known.contains(src_bytes).all():
             known.add(dst_bytes)
+        if foreign.loose.size and foreign.contains(src_bytes).any():  # so is a copy of what others computed
+            foreign.add(dst_bytes)
     if not written.contains(element_bytes(out)).all():
         raise _fail("the output holds bytes that no Triton kernel of the candidate stored during the call")
     if log.read and not known.contains(_sorted_unique(log.read)).all():
         raise _fail("a Triton kernel of the candidate read memory that is neither an input nor produced during "
                     "the call: a result computed elsewhere or cached from an earlier call, copied into place")
+    if log.read and foreign.loose.size and foreign.contains(_sorted_unique(log.read)).any():
+        others = sorted({launch.kernel for launch in log.launches if not launch.owned})
+        raise _fail("a Triton kernel of the candidate read memory that kernels it did not define computed during "
+                    f"the call ({', '.join(others[:3])}): their result, copied into place")
 
 
 def _storage_bytes(meta: TensorMeta) -> int:

@@ -100,6 +100,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             V.NO_KERNEL_LAUNCH, V.NO_KERNEL_LAUNCH),
     Exploit("dispatch_escape", "softmax", "PyTorch fallback run with dispatch tracing disabled", V.POLICY_VIOLATION,
             V.NO_KERNEL_LAUNCH, cases=("tail1023",)),
+    Exploit("borrowed_kernels", "rms_norm", "another module's Triton kernels copied into place by an own kernel",
+            V.POLICY_VIOLATION, V.NO_KERNEL_LAUNCH),
     Exploit("numpy_fallback", "rms_norm", "NumPy fallback copied into place by an own kernel", V.POLICY_VIOLATION,
             V.NO_KERNEL_LAUNCH),
     Exploit("precision_downcast_softmax", "softmax", "exp and sum in 16-bit instead of FP32", V.TOLERANCE,

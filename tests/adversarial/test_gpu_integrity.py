@@ -6,11 +6,13 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+import torch
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.integrity import run as integrity_run
 from kernelproof_core.integrity.plausibility import CU_LIMIT_PERSISTING_L2_CACHE_SIZE, PersistingL2
+from kernelproof_core.integrity.profiled import CANARIES, ProfiledCall, ProfilerGap, is_canary, require_canary
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.tasks import TASKS, CaseSet
 from kernelproof_core.verdicts import Verdict
@@ -36,6 +38,26 @@ def test_honest_kernel_is_audited_and_within_the_floor() -> None:
     assert t.time_floor_us is not None and 0 < t.time_floor_us < t.candidate.median
     assert r.integrity is not None and r.integrity.own_launches >= 1
     assert r.integrity.foreign_gpu_share == 0.0  # CUPTI saw only the candidate's kernels
+
+
+def test_the_profiled_record_holds_both_canaries_and_leaves_them_out() -> None:
+    """The canaries launched at the start and end of a profiled window are in CUPTI's record under their own name,
+    and are taken out of the kernel times the foreign-share check reads; a session stopped without the closing one
+    holds one."""
+    x = torch.ones(1 << 20, device="cuda")
+    profiled = ProfiledCall(torch.device("cuda"))
+    profiled.start()
+    torch.mul(x, 2)
+    record = profiled.stop(canary=True)
+    assert record.canaries == CANARIES and record.kernel_us, record
+    assert not any(is_canary(name) for name in record.kernel_us), record.kernel_us
+    require_canary(record)
+    profiled.start()
+    torch.mul(x, 2)
+    bare = profiled.stop(canary=False)
+    assert bare.canaries == 1 and bare.kernel_us, bare
+    with pytest.raises(ProfilerGap):
+        require_canary(bare)
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))

@@ -13,13 +13,21 @@ import triton
 import triton.language as tl
 
 from kernelproof_core import tolerances
-from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.errors import CandidateFailure, InfraError
 from kernelproof_core.integrity import tamper
 from kernelproof_core.integrity.audit import SampleAuditor
 from kernelproof_core.integrity.dispatch import ComputeTracer, DispatchTrace, TensorMeta
 from kernelproof_core.integrity.launches import Launch, LaunchLog
 from kernelproof_core.integrity.plausibility import PersistingL2, check_plausible, time_floor_us
 from kernelproof_core.integrity.precision import check_precision, fraction_beyond_1ulp
+from kernelproof_core.integrity.profiled import (
+    CANARIES,
+    CANARY_KERNEL,
+    ProfilerGap,
+    Record,
+    is_canary,
+    require_canary,
+)
 from kernelproof_core.integrity.proof import check_gpu_share, check_proof_of_work, element_bytes, foreign_share
 from kernelproof_core.integrity.run import launch_observer
 from kernelproof_core.tasks import TASKS, Case, CaseSet, Task
@@ -189,6 +197,23 @@ def test_gpu_share_counts_foreign_kernels_but_not_data_movement() -> None:
         check_gpu_share(times, {"_k"})
     assert failure.value.verdict is Verdict.NO_KERNEL_LAUNCH
     assert foreign_share(times, {"void"}) > 0.1  # a kernel named like a prefix of torch's claims nothing
+
+
+def test_a_profile_without_both_harness_canaries_is_an_infrastructure_fault() -> None:
+    """CUPTI's record of the profiled gate call vouches for its kernels only if it holds both canaries the harness
+    launched, first and last: an empty record, one cut short, or one of a session stopped and started again during
+    the call would pass any share of foreign kernels. Without them the call is the infrastructure's fault
+    (ProfilerGap, an InfraError: retried, then infra_error), never the candidate's verdict and never a pass."""
+    for record in (Record({}, canaries=0), Record({"_k": 10.0}, canaries=0), Record({"_k": 10.0}, canaries=1),
+                   Record({"_k": 10.0}, canaries=3)):
+        with pytest.raises(ProfilerGap) as gap:
+            require_canary(record)
+        assert isinstance(gap.value, InfraError) and not isinstance(gap.value, CandidateFailure)
+        assert f"holds {record.canaries} of the harness's {CANARIES}" in str(gap.value), str(gap.value)
+    require_canary(Record({"_k": 10.0}, canaries=CANARIES))
+    require_canary(Record({}, canaries=CANARIES))  # a call with no kernel of its own is the proof check's to fail
+    assert is_canary(CANARY_KERNEL) and is_canary(CANARY_KERNEL + "_0d1d")
+    assert not is_canary(CANARY_KERNEL + "x") and not is_canary("_k") and not is_canary("_kernelproof_profile")
 
 
 # --- precision ----------------------------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""The CUPTI record of a profiled gate call, and the canary that says whether the record can be trusted.
+
+The gate's profiled call (the replay, gate 5) is where kernels the candidate did not write are found: their share
+of the call's GPU time (proof.check_gpu_share). That check can only fail on what CUPTI recorded, so a record that
+lost activity would pass a call whose work ran in foreign kernels. CUPTI can come back empty or cut short: kineto
+tears CUPTI down asynchronously where it is told to (TEARDOWN_CUPTI), and a session that starts during a teardown
+records no GPU activity; another profiler in the process, or code that ends the harness's session, does the same.
+
+So the harness launches a kernel of its own, the canary, as the first GPU activity of the session (before the
+candidate runs) and again as the last (after its work has finished, before the session stops). A record without
+both is not evidence of anything: the call raises ProfilerGap, an infrastructure fault (the gate retries the call
+after a pause, then gives up with `infra_error`), never a pass and never the candidate's verdict. The opening one
+is what a session stopped and started again during the call lacks; the closing one, a record cut short. The
+canaries' own time is taken out of the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from kernelproof_core.errors import InfraError
+
+# The canaries' CUPTI name is their function's name (Triton may append a short specialisation suffix).
+CANARY_KERNEL = "_kernelproof_profile_canary"
+# Pauses before the profiled call is tried again after a ProfilerGap (kineto waits up to 10 s for a teardown).
+PROFILE_RETRY_PAUSES_S = (1.0, 10.0)
+
+
+class ProfilerGap(InfraError):
+    """CUPTI's record of a profiled call lacks the harness's canary kernel: it cannot vouch for the call's kernels."""
+
+
+@triton.jit
+def _kernelproof_profile_canary(flag_ptr):  # type: ignore[no-untyped-def]
+    tl.store(flag_ptr, tl.load(flag_ptr) + 1)
+
+
+@dataclass
+class Record:
+    """GPU time per kernel name (microseconds) of one profiled call, the canaries' taken out, and how many canary
+    launches the record holds (CANARIES when whole)."""
+
+    kernel_us: dict[str, float]
+    canaries: int
+
+
+CANARIES = 2  # the opening and the closing launch
+
+
+def is_canary(name: str) -> bool:
+    return name == CANARY_KERNEL or name.startswith(CANARY_KERNEL + "_")
+
+
+class ProfiledCall:
+    """A CUPTI session around one call: start() (the opening canary), the call, then stop() (the closing canary
+    first, on request)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._flag = torch.zeros(1, dtype=torch.int32, device=device)
+        self._prof: Any = None
+
+    def start(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        self._prof = profile(activities=[ProfilerActivity.CUDA])
+        self._prof.__enter__()
+        _kernelproof_profile_canary[(1,)](self._flag)
+        torch.cuda.synchronize(self.device)  # recorded before anything the call queues
+
+    def stop(self, canary: bool) -> Record:
+        """End the session; with `canary`, the canary kernel runs (and finishes) first, after everything queued."""
+        from torch.autograd import DeviceType
+
+        if canary:
+            _kernelproof_profile_canary[(1,)](self._flag)
+            torch.cuda.synchronize(self.device)
+        self._prof.__exit__(None, None, None)
+        times: dict[str, float] = {}
+        canaries = 0
+        for event in self._prof.events():
+            if event.device_type != DeviceType.CUDA:
+                continue
+            if is_canary(event.name):
+                canaries += 1
+                continue
+            times[event.name] = times.get(event.name, 0.0) + float(event.time_range.elapsed_us())
+        return Record(times, canaries)
+
+
+def require_canary(record: Record) -> None:
+    """ProfilerGap unless the record holds both canaries the harness launched around the profiled call, once each."""
+    if record.canaries != CANARIES:
+        recorded = f"{len(record.kernel_us)} other kernel name(s)" if record.kernel_us else "no other GPU activity"
+        raise ProfilerGap(f"the profiler's record of the call holds {record.canaries} of the harness's "
+                          f"{CANARIES} canary launches ({recorded}): the session lost activity or was restarted, so "
+                          "its record cannot show which kernels did the call's work")
