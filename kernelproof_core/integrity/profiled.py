@@ -32,7 +32,7 @@ PROFILE_RETRY_PAUSES_S = (1.0, 10.0)
 
 
 class ProfilerGap(InfraError):
-    """CUPTI's record of a profiled call lacks the harness's canary kernel: it cannot vouch for the call's kernels."""
+    """CUPTI's record of a profiled call lacks a harness canary launch: it cannot vouch for the call's kernels."""
 
 
 @triton.jit

@@ -61,8 +61,9 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 # (328 MB) 69.9% against 64.1%, 2000 x 60001 70.0 against 60.1, 1024 x 50001 66.8 against 57.5 (bf16); under the
 # 49153 threshold it had, 500 x 33001 58.6 against 55.0, 1000 x 40003 67.1 against 60.4, 800 x 36001 64.4 against
 # 59.2, 300 x 45001 57.1 against 52.4. 4 programs an SM instead of 8 within a point either way. Narrower (bf16, 2_*):
-# ahead at 512 x 32761 (61.6 against 55.5), 700 x 30001 (61.3 / 58.1), 1024 x 24577 (59.8 / 59.3), 2000 x 20001 (67.6
-# / 65.8), behind at 4096 x 16393 (61.6 / 62.4): planned from 24577 (7 chunks a row and more), where it was ahead.
+# ahead at 512 x 32761 (61.6 against 55.5), 700 x 30001 (61.3 / 58.1), 1024 x 24577 (59.8 / 59.3), so planned from
+# 24577 (7 chunks a row and more); rows of 5-6 chunks stay on the split (2000 x 20001 67.6 against 65.8, 4096 x 16393
+# 61.6 against 62.4: not enough either way to plan them).
 _TWO_PHASE_MIN_N = 24577
 _TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 0
 _TWO_PHASE_PATIENCE = 1 << 20
