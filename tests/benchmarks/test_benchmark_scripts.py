@@ -110,3 +110,38 @@ def test_hardware_counters_reads_real_ncu_output() -> None:
     assert hardware_counters.parse_shape("softmax:1029x16655+3") == ("softmax", 1029, 16655, 3)
     with pytest.raises(Exception, match="TASK:MxN"):
         hardware_counters.parse_shape("gemm:1x2")
+
+
+def test_file_evidence_compresses_big_reports_and_never_overwrites(tmp_path: Path) -> None:
+    """scripts/file-evidence on what a device call brings back (a folder holding gpu-check's evidence.tar.gz and a
+    log): the archive is unpacked in its place, machine-readable reports over 64 KiB are gzipped byte for byte,
+    small ones, Markdown and CSV stay plain, and an existing destination is refused (evidence is never rewritten)."""
+    import gzip
+    import shutil
+    import tarfile
+
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts/file-evidence", root / "scripts/file-evidence")
+    fetched, packed = tmp_path / "fetched", tmp_path / "packed"
+    fetched.mkdir()
+    packed.mkdir()
+    big = json.dumps({"samples_us": [i / 7 for i in range(20000)]}).encode()
+    (packed / "h200_run.json").write_bytes(big)
+    (packed / "h200_run.md").write_text("x" * 100_000)
+    (packed / "small.json").write_text("{}")
+    with tarfile.open(fetched / "evidence.tar.gz", "w:gz") as tar:
+        for f in packed.iterdir():
+            tar.add(f, arcname=f.name)
+    (fetched / "a.log").write_text("line\n" * 20000)
+    script = str(root / "scripts/file-evidence")
+    done = subprocess.run([script, str(fetched), "evidence/h200/x/1_run"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    dest = root / "evidence/h200/x/1_run"
+    assert sorted(p.name for p in dest.iterdir()) == ["a.log.gz", "h200_run.json.gz", "h200_run.md", "small.json"]
+    assert gzip.decompress((dest / "h200_run.json.gz").read_bytes()) == big
+    assert (dest / "h200_run.md").read_text() == "x" * 100_000
+    again = subprocess.run([script, str(fetched), "evidence/h200/x/1_run"], capture_output=True, text=True)
+    assert again.returncode == 1 and "never overwritten" in again.stderr
+    outside = subprocess.run([script, str(fetched), "elsewhere"], capture_output=True, text=True)
+    assert outside.returncode == 2
