@@ -5,8 +5,9 @@ planned launch on the same input (the resident path's default config, where it a
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
+from typing import Any
 
 import torch
 from sweep_common import Trial
@@ -93,3 +94,40 @@ def _configs(x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, moved: int, sm
         launch()
         if _correct(y, ref, f"{name} {m}x{n} {label}"):
             yield (name, (m, n), label, launch, moved, False)
+
+
+def _resident_variants(family: str, m: int, n: int, device: torch.device, dtype: torch.dtype,
+                       variants: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]]) -> Iterator[Trial]:
+    """The planned launch of an m x n softmax, then its resident plan with each variant's overrides (label, meta
+    changes), each checked against fp32 before it is timed."""
+    x, y, ref, moved = inputs(m, n, dtype, device)
+    yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+    plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+    if type(plan) is not tuple or "NRES" not in plan[1]:
+        print(f"softmax_{family} {m}x{n}: not resident", flush=True)
+        return
+    launch, meta = plan
+    for label, overrides in variants(meta):
+        run = partial(launch, x, y, m, n, n, **{**meta, **overrides})
+        y.fill_(float("nan"))
+        run()
+        print(f"softmax.{family} {m}x{n} {label}: relative L2 {float((y.float() - ref).norm() / ref.norm()):.2e}",
+              flush=True)
+        if _correct(y, ref, f"softmax.{family} {m}x{n} {label}"):
+            yield (f"softmax.{family}", (m, n), label, run, moved, False)
+
+
+
+KEEP_SHAPES = ((1024, 40000), (1024, 65536), (683, 98304), (1024, 131072), (512, 128256), (1991, 33508),
+               (1024, 65535), (1723, 64803))
+
+
+def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_keep`: the planned resident launch with KEEP (the stats pass's exponentials kept over
+    x in their slots as fp16, so the output pass takes one exponential a thread a chunk and a multiply an element, not
+    an exponential an element) and without; one-program-per-SM plans also without their stagger (KEEP shortens the
+    output pass, which may move the stagger's best). Relative L2 errors are printed: KEEP rounds twice."""
+    for m, n in KEEP_SHAPES:
+        yield from _resident_variants("resident_keep", m, n, device, dtype, lambda meta: [
+            (f"keep={int(keep)} stagger={st}", {"KEEP": keep, "STAGGER": st})
+            for keep in (False, True) for st in sorted({meta["STAGGER"], 0})])

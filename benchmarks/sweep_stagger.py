@@ -5,38 +5,18 @@ launch (which staggers one-program-per-SM plans by softmax._RESIDENT_STAGGER).""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 import torch
 from sweep_common import Trial
-from sweep_resident import _correct, inputs
+from sweep_resident import _correct, _resident_variants, inputs
 
 from kernelproof_core.kernels import softmax
 
 # one program per SM (aligned and off the 16-byte grid), then two per SM and rows streamed past the budget
 SHAPES = ((1024, 65536), (1024, 65535), (800, 60000), (683, 98304), (683, 98301), (1024, 40000), (1024, 131072))
 STAGGERS = (0, 2500, 5000)  # SM clocks (H200: about 1.98 per ns at boost)
-
-
-def _resident_variants(family: str, m: int, n: int, device: torch.device, dtype: torch.dtype,
-                       variants: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]]) -> Iterator[Trial]:
-    """The planned launch of an m x n softmax, then its resident plan with each variant's overrides (label, meta
-    changes), each checked against fp32 before it is timed."""
-    x, y, ref, moved = inputs(m, n, dtype, device)
-    yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-    plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
-    if type(plan) is not tuple or "NRES" not in plan[1]:
-        print(f"softmax_{family} {m}x{n}: not resident", flush=True)
-        return
-    launch, meta = plan
-    for label, overrides in variants(meta):
-        run = partial(launch, x, y, m, n, n, **{**meta, **overrides})
-        y.fill_(float("nan"))
-        run()
-        if _correct(y, ref, f"softmax.{family} {m}x{n} {label}"):
-            yield (f"softmax.{family}", (m, n), label, run, moved, False)
 
 
 def softmax_stagger_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

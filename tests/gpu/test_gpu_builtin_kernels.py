@@ -367,6 +367,42 @@ def test_resident_softmax_carry_matches_fp32_with_offset_logits(m: int, n: int, 
 
 
 @requires_cuda
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize(("dtype", "offset", "spread"), [
+    (torch.bfloat16, 0.0, 4.0), (torch.float16, 0.0, 4.0), (torch.bfloat16, 1e8, 1e6), (torch.float16, 6e4, 64.0),
+    (torch.bfloat16, 0.0, 0.01)])
+@pytest.mark.parametrize(("m", "n", "realign"), [(133, 65536, False), (140, 40000, False), (131, 33508, True),
+                                                 (5, 131072, False), (3, 131071, True), (1, 65536, False)])
+def test_resident_softmax_keep_meets_the_task_tolerance(m: int, n: int, realign: bool, dtype: torch.dtype,
+                                                        offset: float, spread: float, keep: bool) -> None:
+    """KEEP (the stats pass's exponentials kept over x as fp16, rounded twice) and without it, on and off the plan's
+    default: within the softmax task's own tolerance policy against the float64 oracle (elementwise and relative L2),
+    on whole vectors, windows, two rows an SM, streamed chunks, -inf logits and whole chunks of them, offset logits
+    (CARRY) and near-flat rows (every p close to 1); replayed bit for bit, nothing written past the output."""
+    from kernelproof_core.tolerances import policy_for
+
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    x = (torch.randn(m, n, device="cuda", generator=gen) * spread + offset).to(dtype)
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
+                                  realign=realign, keep=keep)
+    assert plan is not None and plan[1]["KEEP"] == keep
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+    plan[0](x, out, m, n, n, **plan[1])
+    ref = torch.softmax(x.double(), dim=-1)
+    policy = policy_for("softmax", dtype)
+    got = out[:m].double()
+    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
+    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    again = torch.empty_like(out[:m])
+    plan[0](x, again, m, n, n, **plan[1])
+    assert torch.equal(again, out[:m])
+
+
+@requires_cuda
 def test_copy_reference_is_the_best_method() -> None:
     from kernelproof_core.environment import copy_bandwidth_gbps
     from kernelproof_core.measurement.copy_reference import measure_copy_gbps
