@@ -13,8 +13,6 @@ Order (METHODOLOGY.md explains each):
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,15 +22,13 @@ from kernelproof_core.candidate import LoadedCandidate, short_traceback
 from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.integrity.guard import CallGuard, Watch, bitwise_equal
 from kernelproof_core.integrity.precision import check_precision
-from kernelproof_core.integrity.profiled import PROFILE_RETRY_PAUSES_S, ProfilerGap
+from kernelproof_core.integrity.profiled import with_profile_retries
 from kernelproof_core.integrity.proof import check_gpu_share, check_launched, check_proof_of_work, foreign_share
 from kernelproof_core.metrics import describe_failure, error_metrics, within_tolerance
 from kernelproof_core.report.models import ErrorMetrics, Integrity
 from kernelproof_core.tasks.base import Case, OutputSpec, Task
 from kernelproof_core.tolerances import TolerancePolicy
 from kernelproof_core.verdicts import Verdict
-
-log = logging.getLogger(__name__)
 
 Fn = Callable[..., Any]
 POISON_BYTES_MAX = 4 * 1024**3
@@ -226,15 +222,9 @@ class CaseGates:
         return out, watch
 
     def replay_call(self, inputs: Sequence[Any], profile: bool) -> tuple[torch.Tensor, Watch | None]:
-        """The replay, profiled on a GPU; where CUPTI's record lost the harness's canary (ProfilerGap) the call is
-        made again after each of PROFILE_RETRY_PAUSES_S, then the gap is the infrastructure's fault (infra_error)."""
-        for pause_s in PROFILE_RETRY_PAUSES_S:
-            try:
-                return self.call(inputs, profile=profile)
-            except ProfilerGap as gap:
-                log.warning("case %s: %s; trying again in %.0f s", self.case.case_id, gap, pause_s)
-                time.sleep(pause_s)
-        return self.call(inputs, profile=profile)
+        """The replay, profiled on a GPU; where CUPTI's record lost a harness canary (ProfilerGap) the call is made
+        again after a pause or two (profiled.with_profile_retries), then the gap is the infrastructure's fault."""
+        return with_profile_retries(lambda: self.call(inputs, profile=profile), f"case {self.case.case_id}")
 
     def prove(self, out: torch.Tensor, watch: Watch | None, inputs: Sequence[Any]) -> None:
         if watch is not None and watch.log is not None:

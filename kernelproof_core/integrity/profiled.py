@@ -16,8 +16,11 @@ canaries' own time is taken out of the record.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import triton
@@ -29,6 +32,8 @@ from kernelproof_core.errors import InfraError
 CANARY_KERNEL = "_kernelproof_profile_canary"
 # Pauses before the profiled call is tried again after a ProfilerGap (kineto waits up to 10 s for a teardown).
 PROFILE_RETRY_PAUSES_S = (1.0, 10.0)
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class ProfilerGap(InfraError):
@@ -74,16 +79,23 @@ class ProfiledCall:
         torch.cuda.synchronize(self.device)  # recorded before anything the call queues
 
     def stop(self, canary: bool) -> Record:
-        """End the session; with `canary`, the canary kernel runs (and finishes) first, after everything queued."""
+        """End the session; with `canary`, the canary kernel runs (and finishes) first, after everything queued.
+        Never raises for the session itself: a session that cannot be closed or read (ended by someone else) is a
+        record without canaries, which require_canary turns into a ProfilerGap after the caller's own checks."""
         from torch.autograd import DeviceType
 
         if canary:
             _kernelproof_profile_canary[(1,)](self._flag)
             torch.cuda.synchronize(self.device)
-        self._prof.__exit__(None, None, None)
+        try:
+            self._prof.__exit__(None, None, None)
+            events = list(self._prof.events())
+        except Exception as exc:  # the session was stopped or replaced during the call
+            log.warning("the profiler session could not be closed or read: %s: %s", type(exc).__name__, exc)
+            return Record({}, 0)
         times: dict[str, float] = {}
         canaries = 0
-        for event in self._prof.events():
+        for event in events:
             if event.device_type != DeviceType.CUDA:
                 continue
             if is_canary(event.name):
@@ -100,3 +112,15 @@ def require_canary(record: Record) -> None:
         raise ProfilerGap(f"the profiler's record of the call holds {record.canaries} of the harness's "
                           f"{CANARIES} canary launches ({recorded}): the session lost activity or was restarted, so "
                           "its record cannot show which kernels did the call's work")
+
+
+def with_profile_retries(call: Callable[[], T], what: str) -> T:
+    """call(); where it raises ProfilerGap, again after each of PROFILE_RETRY_PAUSES_S. The last try's gap propagates:
+    an infrastructure fault (infra_error), never the candidate's verdict and never a pass."""
+    for pause_s in PROFILE_RETRY_PAUSES_S:
+        try:
+            return call()
+        except ProfilerGap as gap:
+            log.warning("%s: %s; trying again in %.0f s", what, gap, pause_s)
+            time.sleep(pause_s)
+    return call()

@@ -33,11 +33,17 @@ WATCHED_MODULES = (
     "time", "builtins", "threading", "gc", "torch", "torch.cuda", "torch.nn.functional", "torch.cuda.streams",
     "triton", "triton.testing", "triton.language", "triton.runtime.jit", "triton.runtime.autotuner",
     "triton.runtime.interpreter",
+    # The profiler whose record the GPU checks read (foreign kernels, work outside the timed region): a profile class
+    # or event list swapped or patched could hand back a record without the kernels that did the work.
+    "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler_util",
 )
 # Classes whose methods are compared (additions included). Triton's launch path is watched by launches.py.
 WATCHED_CLASSES = (
     ("torch", "Tensor"), ("torch.cuda.streams", "Event"), ("torch.cuda.streams", "Stream"), ("threading", "Thread"),
-    ("triton.runtime.autotuner", "Autotuner"),
+    ("triton.runtime.autotuner", "Autotuner"), ("torch.profiler.profiler", "profile"),
+    ("torch.profiler.profiler", "_KinetoProfile"), ("torch.autograd.profiler", "profile"),
+    ("torch.autograd.profiler_util", "EventList"), ("torch.autograd.profiler_util", "FunctionEvent"),
+    ("torch.autograd.profiler_util", "Interval"),
 )
 HARNESS_PACKAGE = "kernelproof_core"
 # Verifier modules a candidate run can reach, besides the service and the sandbox (those run elsewhere or before).

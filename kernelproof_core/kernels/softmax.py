@@ -1025,7 +1025,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 if KEEP:  # p in (0, 1] kept as fp16 over x (each thread its own elements); ms_new: -inf gives y = 0
                     if c < NRES:
                         slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).store(p.to(gl.float16))
-                    refs = refs + (ms_new,)  # noqa: RUF005 (Triton builds tuples by +, not by unpacking)
+                    refs = refs + (ms_new,)  # type: ignore[assignment]  # noqa: RUF005 (Triton: + builds tuples, not *)
             else:
                 m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
                 s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)

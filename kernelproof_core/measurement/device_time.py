@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from kernelproof_core.integrity.profiled import ProfiledCall, require_canary
+
 Fn = Callable[..., Any]
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
@@ -70,23 +72,24 @@ def kernel_time_us(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> f
 
 
 def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> dict[str, float]:
-    """GPU time per call of each kernel name (microseconds), over `calls` traced calls."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
+    """GPU time per call of each kernel name (microseconds), over `calls` traced calls. The traced region is
+    bracketed by the harness's canary kernels (integrity.profiled): a record that lost activity (a session ended or
+    restarted during the calls, or cut short) would read low and hide kernels from the checks that read it, so it is
+    a ProfilerGap (an infrastructure fault; callers retry), never a time."""
     n = len(input_sets)
     _synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    profiled = ProfiledCall(torch.device("cuda", torch.cuda.current_device()))
+    profiled.start()
+    try:
         for i in range(calls):
             fn(*input_sets[i % n])
         _synchronize()
-    times: dict[str, float] = {}
-    for e in prof.events():
-        if e.device_type == DeviceType.CUDA:
-            times[e.name] = times.get(e.name, 0.0) + float(e.time_range.elapsed_us()) / calls
-    if sum(times.values()) <= 0:
+    finally:
+        record = profiled.stop(canary=True)
+    require_canary(record)
+    if sum(record.kernel_us.values()) <= 0:
         raise RuntimeError("profiler recorded no kernels")
-    return times
+    return {name: us / calls for name, us in record.kernel_us.items()}
 
 
 def total(times: dict[str, float]) -> float:

@@ -48,6 +48,7 @@ from typing import Any, Protocol
 
 import torch
 
+from kernelproof_core.integrity.profiled import ProfilerGap, with_profile_retries
 from kernelproof_core.measurement.clocks import (
     THROTTLE_CLOCK_FRACTION,
     ClockMonitor,
@@ -410,11 +411,17 @@ def measure_cuda(
         )
     cand_dev, base_dev, source, kernels = None, None, None, None
     try:
-        kernels = kernel_times(candidate, input_sets, profiler_invocations)
+        # A record that lost a canary (ProfilerGap) is retried, then propagates (infra_error): the integrity checks
+        # read this record (kernels outside the timed region, foreign kernels), so a partial one cannot pass.
+        kernels = with_profile_retries(lambda: kernel_times(candidate, input_sets, profiler_invocations),
+                                       "kernel-only pass of the candidate")
         cand_dev = total(kernels)
-        base_dev = total(kernel_times(baseline, input_sets, profiler_invocations))
+        base_dev = total(with_profile_retries(lambda: kernel_times(baseline, input_sets, profiler_invocations),
+                                              "kernel-only pass of the baseline"))
         source = f"torch.profiler (CUPTI): summed kernel durations, mean of {profiler_invocations} calls"
-    except Exception as exc:  # the profiler is an extra; its failure must not fail the case
+    except ProfilerGap:
+        raise
+    except Exception as exc:  # otherwise the profiler is an extra; its failure must not fail the case
         notes.append(f"kernel-only time unavailable: {type(exc).__name__}: {exc}")
         log.warning(notes[-1])
     return PairTiming(

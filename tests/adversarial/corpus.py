@@ -102,6 +102,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             V.NO_KERNEL_LAUNCH, cases=("tail1023",)),
     Exploit("borrowed_kernels", "rms_norm", "another module's Triton kernels copied into place by an own kernel",
             V.POLICY_VIOLATION, V.NO_KERNEL_LAUNCH),
+    Exploit("fake_profiler", "rms_norm", "the profiler's record patched to drop the kernels that did the work",
+            V.POLICY_VIOLATION, V.TAMPERING),
     Exploit("numpy_fallback", "rms_norm", "NumPy fallback copied into place by an own kernel", V.POLICY_VIOLATION,
             V.NO_KERNEL_LAUNCH),
     Exploit("precision_downcast_softmax", "softmax", "exp and sum in 16-bit instead of FP32", V.TOLERANCE,
@@ -122,6 +124,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             device="gpu", cases=("llama_4096",)),
     Exploit("super_batching", "rms_norm", "calls super-batched into deferred launches", V.CACHED_OUTPUT,
             V.CACHED_OUTPUT, device="gpu", cases=("llama_4096",), measure=True),
+    Exploit("profiler_stopped", "rms_norm", "the harness's profiler session ended inside the call",
+            V.POLICY_VIOLATION, V.INFRA_ERROR, device="gpu"),
     Exploit("l2_persistence", "rms_norm", "persisting L2 kept across the flush", V.POLICY_VIOLATION, V.TAMPERING,
             device="gpu", cases=("llama_4096",), measure=True),
 )

@@ -60,6 +60,28 @@ def test_the_profiled_record_holds_both_canaries_and_leaves_them_out() -> None:
         require_canary(bare)
 
 
+def test_a_session_ended_inside_the_call_is_a_gap_not_an_error() -> None:
+    """Code inside the profiled window that ends the session (torch.autograd._disable_profiler, as the
+    profiler_stopped exploit does) leaves a record the harness cannot close or read: stop() returns it without
+    canaries instead of raising (the caller's own checks still run), require_canary makes it a ProfilerGap, and the
+    next session records normally. The measurement's kernel-only pass reads its record through the same bracket."""
+    from kernelproof_core.measurement.device_time import kernel_times
+
+    x = torch.ones(1 << 20, device="cuda")
+    profiled = ProfiledCall(torch.device("cuda"))
+    profiled.start()
+    torch.autograd._disable_profiler()
+    torch.mul(x, 2)
+    record = profiled.stop(canary=True)
+    assert record.canaries < CANARIES, record
+    with pytest.raises(ProfilerGap):
+        require_canary(record)
+    times = kernel_times(lambda: torch.mul(x, 2), [()], 3)
+    assert times and not any(is_canary(name) for name in times), times
+    with pytest.raises(ProfilerGap):
+        kernel_times(lambda: (torch.mul(x, 2), torch.autograd._disable_profiler()), [()], 3)
+
+
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_every_builtin_passes_with_hidden_cases_on_the_gpu(task: str) -> None:
     cases = _run(task, case=TASKS[task].cases(CaseSet.FULL, 0)[1].case_id, hidden_cases=True, samples=5)

@@ -78,6 +78,28 @@ def test_method_added_to_tensor_class_is_seen() -> None:
     assert found == ["torch.Tensor.double was changed"]
 
 
+def test_profiler_swapped_or_patched_is_seen() -> None:
+    """The CUPTI record the GPU checks read comes through torch.profiler: a profile class replaced, or its events
+    (or the event list's, or an interval's elapsed time) patched to drop kernels, is tampering like a patched timer."""
+    import torch.autograd.profiler_util as util
+    import torch.profiler
+    import torch.profiler.profiler as prof_module
+
+    real = torch.profiler.profile
+    found = _changed(lambda: setattr(torch.profiler, "profile", type("profile", (real,), {})),
+                     lambda: setattr(torch.profiler, "profile", real))
+    assert found == ["torch.profiler.profile was replaced"]
+    events = prof_module.profile.events if "events" in vars(prof_module.profile) else None
+    found = _changed(lambda: setattr(prof_module.profile, "events", lambda self: []),
+                     lambda: setattr(prof_module.profile, "events", events) if events is not None
+                     else delattr(prof_module.profile, "events"))
+    assert found == ["torch.profiler.profiler.profile.events was changed"]
+    elapsed = util.Interval.elapsed_us
+    found = _changed(lambda: setattr(util.Interval, "elapsed_us", lambda self: 0),
+                     lambda: setattr(util.Interval, "elapsed_us", elapsed))
+    assert found == ["torch.autograd.profiler_util.Interval.elapsed_us was changed"]
+
+
 def test_restore_undoes_tables_functions_and_hooks() -> None:
     snap = tamper.HarnessSnapshot.take()
     tolerances.TOLERANCES["rms_norm"][torch.bfloat16] = tolerances.TolerancePolicy(1.0, 1.0, 1.0)
@@ -185,6 +207,37 @@ def test_compute_ops_and_transfers_fail_the_proof() -> None:
         check_proof_of_work(_log(out, out), DispatchTrace(compute_ops=["aten.mul.Tensor"]), out, [])
     with pytest.raises(CandidateFailure, match="between host and device"):
         check_proof_of_work(_log(out, out), DispatchTrace(transfer_bytes=1 << 20), out, [])
+
+
+def test_a_profiler_gap_is_retried_then_left_to_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """with_profile_retries (the gate's replay and the measurement's kernel-only pass): a ProfilerGap is tried again
+    once per pause, a later whole record is used, and a gap on every try propagates (infra_error upstream); other
+    errors are not retried."""
+    from kernelproof_core.integrity import profiled
+
+    monkeypatch.setattr(profiled, "PROFILE_RETRY_PAUSES_S", (0.0, 0.0))
+    tries: list[int] = []
+
+    def gap_then(ok_after: int) -> int:
+        tries.append(1)
+        if len(tries) <= ok_after:
+            raise ProfilerGap("lost a canary")
+        return len(tries)
+
+    assert profiled.with_profile_retries(lambda: gap_then(2), "test") == 3
+    tries.clear()
+    with pytest.raises(ProfilerGap):
+        profiled.with_profile_retries(lambda: gap_then(5), "test")
+    assert len(tries) == 3
+    tries.clear()
+
+    def broken() -> int:
+        tries.append(1)
+        raise ValueError("not the profiler's")
+
+    with pytest.raises(ValueError):
+        profiled.with_profile_retries(broken, "test")
+    assert len(tries) == 1
 
 
 def test_gpu_share_counts_foreign_kernels_but_not_data_movement() -> None:
