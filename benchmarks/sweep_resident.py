@@ -126,8 +126,22 @@ def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> It
     """Family `softmax_resident_keep`: the planned resident launch with KEEP (the stats pass's exponentials kept over
     x in their slots as fp16, so the output pass takes one exponential a thread a chunk and a multiply an element, not
     an exponential an element) and without; one-program-per-SM plans also without their stagger (KEEP shortens the
-    output pass, which may move the stagger's best). Relative L2 errors are printed: KEEP rounds twice."""
+    output pass, which may move the stagger's best). Rows over the budget (chunks streamed) also on 16 warps, and
+    with HOLD (the streamed chunks loaded into registers as the row starts and kept for the output pass, not read
+    again). Relative L2 errors are printed: KEEP rounds twice."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n in KEEP_SHAPES:
-        yield from _resident_variants("resident_keep", m, n, device, dtype, lambda meta: [
-            (f"keep={int(keep)} stagger={st}", {"KEEP": keep, "STAGGER": st})
-            for keep in (False, True) for st in sorted({meta["STAGGER"], 0})])
+        def variants(meta: dict[str, Any], m: int = m, n: int = n) -> list[tuple[str, dict[str, Any]]]:
+            if meta["NRES"] == meta["NCHUNK"]:
+                return [(f"keep={int(keep)} stagger={st}", {"KEEP": keep, "STAGGER": st})
+                        for keep in (False, True) for st in sorted({meta["STAGGER"], 0})]
+            out = []
+            for warps in sorted({meta["num_warps"], 16}):
+                plan = softmax._resident_plan(m, n, softmax._align(2, n, n) if not meta["REALIGN"] else 1, 2, sms,
+                                              smem, warps=warps, per_sm=1, realign=meta["REALIGN"])
+                assert plan is not None
+                out += [(f"warps={warps} NRES={plan[1]['NRES']}/{plan[1]['NCHUNK']} keep={int(keep)} hold={int(hold)}",
+                         {**plan[1], "KEEP": keep, "HOLD": hold}) for keep in (False, True) for hold in (False, True)]
+            return out
+
+        yield from _resident_variants("resident_keep", m, n, device, dtype, variants)

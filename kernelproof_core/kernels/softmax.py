@@ -878,10 +878,12 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                      REALIGN: gl.constexpr, layout: gl.constexpr, CARRY: gl.constexpr = False,
-                     log_total: gl.tensor = 0.0, KEEP: gl.constexpr = False, refs: gl.tuple = ()) -> None:
+                     log_total: gl.tensor = 0.0, KEEP: gl.constexpr = False, refs: gl.tuple = (),
+                     HOLD: gl.constexpr = False, held: gl.tuple = ()) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
+    # HOLD: the chunks past the slots are in registers (`held`, as loaded), not read again.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
@@ -897,6 +899,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
             _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                    _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
+        elif HOLD:  # masked lanes hold -inf: y = 0 there, and they are not stored
+            x = held[c - NRES].to(gl.float32)
         elif _masked_chunk(c, NCHUNK, REALIGN):
             x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
         else:
@@ -917,7 +921,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
-                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False) -> None:
+                      SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
+                      HOLD: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1002,6 +1007,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         if CARRY:
             ms_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
         refs = ()
+        held = ()
+        if HOLD:  # the chunks past the slots, loaded into registers as the row starts (in flight through the slots')
+            for c in gl.static_range(NRES, NCHUNK):
+                cols = c * CHUNK + offs
+                if _masked_chunk(c, NCHUNK, REALIGN):
+                    keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+                    held = held + (gl.load(x_row + cols, mask=keep, other=float("-inf")),)  # type: ignore[assignment]  # noqa: RUF005
+                else:
+                    held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
             if _masked_chunk(c, NCHUNK, REALIGN):
@@ -1011,6 +1025,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 x = slots.index(c).load(layout).to(gl.float32)
                 if _masked_chunk(c, NCHUNK, REALIGN):
                     x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
+            elif HOLD:
+                x = held[c - NRES].to(gl.float32)
             elif _masked_chunk(c, NCHUNK, REALIGN):
                 x = gl.load(x_row + cols, mask=keep, other=float("-inf"), eviction_policy="evict_last").to(gl.float32)
             else:
@@ -1057,7 +1073,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
         _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K, REALIGN,
-                         layout, CARRY, lsum, KEEP, refs)
+                         layout, CARRY, lsum, KEEP, refs, HOLD, held)
         if REALIGN:
             if CARRY:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty), mask=e_mask)

@@ -388,6 +388,45 @@ def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
     assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results
 
 
+_COMPILE_KEEP_HOLD = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, warps, keep, hold in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, warps=warps, keep=keep)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **{**meta, "HOLD": hold})
+    ptx = kernel.asm["ptx"]
+    out.append({"nchunk": meta["NCHUNK"], "nres": meta["NRES"], "ex2": ptx.count("ex2.approx"),
+                "f16_stores": len(re.findall(r"st\\.shared[^;]*\\.v4\\.b32", ptx)),
+                "loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local")})
+print(json.dumps(out))
+"""
+
+
+def test_resident_softmax_keep_and_hold_compile_for_sm90() -> None:
+    """KEEP and HOLD built for the H200's target (no GPU needed): KEEP stores each resident chunk's exponentials
+    (one 16-byte shared store a thread a chunk) and takes about half the exponentials of the plain kernel (one an
+    element in the stats pass, one a thread a chunk in the output pass); HOLD reads each streamed chunk from global
+    memory once instead of twice; none of them uses local memory (no spills) at the planned 65536 or on 16 warps at
+    131072. Their speed is the sweep's (kernel_sweep.py --only softmax_resident_keep)."""
+    configs = [(1024, 65536, 0, False, False), (1024, 65536, 0, True, False), (1024, 131072, 16, False, False),
+               (1024, 131072, 16, False, True), (1024, 131072, 16, True, True)]
+    done = subprocess.run([sys.executable, "-c", _COMPILE_KEEP_HOLD, json.dumps(configs)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    plain, keep, streamed, hold, both = json.loads(done.stdout.strip().splitlines()[-1])
+    assert plain["nres"] == plain["nchunk"] == 16 and plain["f16_stores"] == 0
+    assert keep["f16_stores"] == keep["nres"], keep
+    assert keep["ex2"] < 0.7 * plain["ex2"], (plain, keep)
+    assert streamed["nres"] < streamed["nchunk"], streamed
+    assert streamed["loads"] - hold["loads"] == streamed["nchunk"] - streamed["nres"], (streamed, hold)
+    assert both["ex2"] < 0.7 * hold["ex2"], (hold, both)
+    assert all(r["local"] == 0 for r in (plain, keep, streamed, hold, both)), (plain, keep, streamed, hold, both)
+
+
 _PLAN_ON_H200 = """
 import json, re, sys, torch
 from kernelproof_core.kernels import softmax

@@ -403,6 +403,40 @@ def test_resident_softmax_keep_meets_the_task_tolerance(m: int, n: int, realign:
 
 
 @requires_cuda
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("warps", [16, 32])
+@pytest.mark.parametrize(("m", "n", "realign"), [(5, 131072, False), (3, 131071, True), (2, 128256, False)])
+def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign: bool, warps: int,
+                                                        keep: bool) -> None:
+    """HOLD (rows over the shared-memory budget: the chunks past the slots loaded into registers as the row starts
+    and kept for the output pass instead of read again), with and without KEEP, on 16 and 32 warps, windows
+    included: the task's tolerance against float64, -inf logits and chunks of them, bit-exact replay, nothing
+    written past the output."""
+    from kernelproof_core.tolerances import policy_for
+
+    x = (torch.randn(m, n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(12)) * 4).to(
+        torch.bfloat16)
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, softmax._align(2, n) if not realign else 1, 2, softmax._cuda_sms(index),
+                                  softmax._smem_per_sm(index), warps=warps, per_sm=1, realign=realign, keep=keep)
+    assert plan is not None and plan[1]["NRES"] < plan[1]["NCHUNK"], plan
+    meta = {**plan[1], "HOLD": True}
+    out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
+    plan[0](x, out, m, n, n, **meta)
+    ref = torch.softmax(x.double(), dim=-1)
+    policy = policy_for("softmax", x.dtype)
+    got = out[:m].double()
+    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
+    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    again = torch.empty_like(out[:m])
+    plan[0](x, again, m, n, n, **meta)
+    assert torch.equal(again, out[:m])
+
+
+@requires_cuda
 def test_copy_reference_is_the_best_method() -> None:
     from kernelproof_core.environment import copy_bandwidth_gbps
     from kernelproof_core.measurement.copy_reference import measure_copy_gbps
