@@ -137,11 +137,13 @@ def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> It
                         for keep in (False, True) for st in sorted({meta["STAGGER"], 0})]
             out = []
             for warps in sorted({meta["num_warps"], 16}):
-                plan = softmax._resident_plan(m, n, softmax._align(2, n, n) if not meta["REALIGN"] else 1, 2, sms,
-                                              smem, warps=warps, per_sm=1, realign=meta["REALIGN"])
-                assert plan is not None
-                out += [(f"warps={warps} NRES={plan[1]['NRES']}/{plan[1]['NCHUNK']} keep={int(keep)} hold={int(hold)}",
-                         {**plan[1], "KEEP": keep, "HOLD": hold}) for keep in (False, True) for hold in (False, True)]
+                for keep, hold in ((False, False), (True, False), (False, True), (True, True)):
+                    plan = softmax._resident_plan(m, n, softmax._align(2, n, n) if not meta["REALIGN"] else 1, 2, sms,
+                                                  smem, warps=warps, per_sm=1, realign=meta["REALIGN"], keep=keep,
+                                                  hold=hold)
+                    assert plan is not None
+                    out.append((f"warps={warps} NRES={plan[1]['NRES']}/{plan[1]['NCHUNK']} keep={int(keep)} "
+                                f"hold={int(hold)}", plan[1]))
             return out
 
         yield from _resident_variants("resident_keep", m, n, device, dtype, variants)

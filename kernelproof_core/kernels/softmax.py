@@ -219,6 +219,10 @@ _CARRY_MAX = gl.constexpr(float(2**29))
 # 65536-wide row drops from 289 to 177 instructions a thread (sm_90 build). It rounds twice (fp16, then the output
 # dtype): at most u(fp16) + u(output) relative, within both 16-bit policies (4u).
 _RESIDENT_KEEP = False
+# HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
+# starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
+# 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
+_RESIDENT_HOLD, _RESIDENT_STREAM_WARPS = False, 32
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
 _FAST_FOLD_MAX = tl.constexpr(64.0)
@@ -1178,7 +1182,8 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
-                   budget_bytes: int = 0, carry: bool = True, keep: bool | None = None) -> Launch | None:
+                   budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
+                   hold: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1186,7 +1191,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     streaming the rest otherwise. warps / k / per_sm / stagger / budget_bytes (shared memory an SM gives rows)
     override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
     any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look). keep: KEEP
-    (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16)."""
+    (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16). hold: HOLD where chunks
+    are streamed (default _RESIDENT_HOLD)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1195,7 +1201,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     row_bytes = span * elsize
     per_sm = per_sm or (2 if 2 * row_bytes <= budget else 1)
     room = (budget_bytes or _solo_budget(smem_per_sm_bytes)) if per_sm == 1 else budget // per_sm  # per program
-    warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= room else 32)
+    warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= room else _RESIDENT_STREAM_WARPS)
     n_chunks = _cdiv(span, 32 * warps * k)
     chunk_bytes = 32 * warps * k * elsize
     n_res = min(n_chunks, room // chunk_bytes)  # chunk slots in shared memory; the rest are streamed
@@ -1206,8 +1212,9 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     keep = _RESIDENT_KEEP if keep is None else keep
     if keep and (elsize != 2 or not carry):
         raise ValueError("KEEP keeps fp16 exponentials over 16-bit rows, under CARRY")
+    hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks
     meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
-            "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "num_warps": warps}
+            "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "HOLD": hold, "num_warps": warps}
     return _softmax_resident[(min(m, per_sm * n_sm),)], meta
 
 

@@ -395,9 +395,10 @@ from kernelproof_core.precompile import compile_only
 out = []
 for m, n, warps, keep, hold in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=torch.bfloat16)
-    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, warps=warps, keep=keep)
+    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, warps=warps, keep=keep,
+                                          hold=hold)
     with compile_only("cuda", 90, 32):
-        kernel = launch(x, torch.empty_like(x), m, n, n, **{**meta, "HOLD": hold})
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ptx = kernel.asm["ptx"]
     out.append({"nchunk": meta["NCHUNK"], "nres": meta["NRES"], "ex2": ptx.count("ex2.approx"),
                 "f16_stores": len(re.findall(r"st\\.shared[^;]*\\.v4\\.b32", ptx)),

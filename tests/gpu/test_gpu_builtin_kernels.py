@@ -420,9 +420,10 @@ def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign:
     x[-1, n // 3:] = float("-inf")
     index = torch.cuda.current_device()
     plan = softmax._resident_plan(m, n, softmax._align(2, n) if not realign else 1, 2, softmax._cuda_sms(index),
-                                  softmax._smem_per_sm(index), warps=warps, per_sm=1, realign=realign, keep=keep)
-    assert plan is not None and plan[1]["NRES"] < plan[1]["NCHUNK"], plan
-    meta = {**plan[1], "HOLD": True}
+                                  softmax._smem_per_sm(index), warps=warps, per_sm=1, realign=realign, keep=keep,
+                                  hold=True)
+    assert plan is not None and plan[1]["NRES"] < plan[1]["NCHUNK"] and plan[1]["HOLD"], plan
+    meta = plan[1]
     out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
     plan[0](x, out, m, n, n, **meta)
     ref = torch.softmax(x.double(), dim=-1)
