@@ -147,3 +147,18 @@ def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> It
             return out
 
         yield from _resident_variants("resident_keep", m, n, device, dtype, variants)
+    # Rows the plan keeps on the register path (random0's 1723 x 25249 at 84-85% in the campaigns): the resident
+    # kernel through windows, two and three 8-warp programs an SM, with and without KEEP, against the planned launch.
+    for m, n in ((1723, 25249),):
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for per_sm, keep in itertools.product((2, 3), (False, True)):
+            plan = softmax._resident_plan(m, n, 1, 2, sms, smem, warps=8, per_sm=per_sm, realign=n % 8 != 0,
+                                          keep=keep)
+            assert plan is not None
+            run = partial(plan[0], x, y, m, n, n, **plan[1])
+            y.fill_(float("nan"))
+            run()
+            label = f"resident per_sm={per_sm} warps={plan[1]['num_warps']} keep={int(keep)}"
+            if _correct(y, ref, f"softmax.resident_keep {m}x{n} {label}"):
+                yield ("softmax.resident_keep", (m, n), label, run, moved, False)
