@@ -147,18 +147,23 @@ def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> It
             return out
 
         yield from _resident_variants("resident_keep", m, n, device, dtype, variants)
-    # Rows the plan keeps on the register path (random0's 1723 x 25249 at 84-85% in the campaigns): the resident
-    # kernel through windows, two and three 8-warp programs an SM, with and without KEEP, against the planned launch.
-    for m, n in ((1723, 25249),):
+    # More rows in flight an SM: random0's 1723 x 25249 (on the register path, 84-85% in the campaigns) on the
+    # resident kernel through windows, and random2's 1991 x 33508 (two 8-warp programs an SM, 76-77%) three to an SM
+    # (216 KB of the SM's 228 KB, so its 17 chunks stay resident), with and without KEEP, against the planned launch.
+    for m, n, budgets in ((1723, 25249, {2: 0, 3: 0}), (1991, 33508, {3: 216 * 1024})):
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for per_sm, keep in itertools.product((2, 3), (False, True)):
+        for (per_sm, budget), keep in itertools.product(budgets.items(), (False, True)):
             plan = softmax._resident_plan(m, n, 1, 2, sms, smem, warps=8, per_sm=per_sm, realign=n % 8 != 0,
-                                          keep=keep)
+                                          budget_bytes=budget, keep=keep)
             assert plan is not None
-            run = partial(plan[0], x, y, m, n, n, **plan[1])
+            # three 256-thread programs fit an SM's 65536 registers at 80 a thread (KEEP takes 99 unbounded; sm_90
+            # builds at 80 do not spill)
+            regs = {"maxnreg": 80} if per_sm == 3 else {}
+            run = partial(plan[0], x, y, m, n, n, **plan[1], **regs)
             y.fill_(float("nan"))
             run()
-            label = f"resident per_sm={per_sm} warps={plan[1]['num_warps']} keep={int(keep)}"
+            label = (f"resident per_sm={per_sm} warps=8 NRES={plan[1]['NRES']}/{plan[1]['NCHUNK']} "
+                     f"keep={int(keep)}{' maxnreg=80' if regs else ''}")
             if _correct(y, ref, f"softmax.resident_keep {m}x{n} {label}"):
                 yield ("softmax.resident_keep", (m, n), label, run, moved, False)
