@@ -1010,6 +1010,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         s_t = gl.zeros([T], gl.float32, rows_layout)
         if CARRY:
             ms_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
+        gl.static_assert(CARRY or not KEEP, "KEEP's scale per chunk is CARRY's rounded running max")
         refs = ()
         held = ()
         if HOLD:  # the chunks past the slots, loaded into registers as the row starts (in flight through the slots')
@@ -1209,7 +1210,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {room} bytes of shared memory")
     if stagger is None:
         stagger = _RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0
-    keep = _RESIDENT_KEEP if keep is None else keep
+    keep = (_RESIDENT_KEEP and carry and elsize == 2) if keep is None else keep
     if keep and (elsize != 2 or not carry):
         raise ValueError("KEEP keeps fp16 exponentials over 16-bit rows, under CARRY")
     hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks

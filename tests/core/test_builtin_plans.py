@@ -343,6 +343,28 @@ def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, in
     assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if warps == 16 else 0)
 
 
+def test_resident_keep_and_hold_options() -> None:
+    """KEEP and HOLD are plan options with module defaults (both off until the H200 sweep says otherwise): KEEP only
+    for 16-bit rows under CARRY (its kept exponentials are fp16, its scales CARRY's rounded maxima), asked for
+    elsewhere it is refused and by default it is left out there; HOLD only where chunks are streamed."""
+    def meta(n: int, **kw: object) -> dict[str, object]:
+        plan = softmax._resident_plan(64, n, softmax._align(2, n), 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
+        assert plan is not None
+        return plan[1]
+
+    assert meta(65536)["KEEP"] is softmax._RESIDENT_KEEP and meta(65536)["HOLD"] is False
+    assert meta(65536, keep=True)["KEEP"] and not meta(65536, keep=False)["KEEP"]
+    assert not meta(65536, carry=False)["KEEP"]
+    with pytest.raises(ValueError, match="CARRY"):
+        meta(65536, carry=False, keep=True)
+    with pytest.raises(ValueError, match="16-bit"):
+        softmax._resident_plan(64, 65536, 1, 4, H200_SMS, H200_SMEM_PER_SM, keep=True)
+    assert not meta(65536, hold=True)["HOLD"]  # every chunk resident: nothing to hold
+    streamed = meta(131072, hold=True)
+    assert streamed["NRES"] < streamed["NCHUNK"] and streamed["HOLD"]
+    assert meta(131072)["num_warps"] == softmax._RESIDENT_STREAM_WARPS
+
+
 def test_realigned_resident_chunks_leave_partial_vectors_to_the_masked_ones() -> None:
     """The REALIGN kernel masks only its first chunk and its last two (`_masked_chunk`): for every width from 32769
     up and every place a row can start inside its vector, the row's window positions fit the chunks, and every
