@@ -366,6 +366,25 @@ def test_resident_softmax_carry_matches_fp32_with_offset_logits(m: int, n: int, 
     assert torch.equal(again, out[:m])
 
 
+def _assert_resident_meets_policy(plan: softmax.Launch, x: torch.Tensor) -> None:
+    """A resident launch of x against the softmax task's own tolerance policy (float64 oracle, elementwise and
+    relative L2), nothing written past the output (a guard row), replayed bit for bit."""
+    from kernelproof_core.tolerances import policy_for
+
+    m, n = x.shape
+    out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
+    plan[0](x, out, m, n, n, **plan[1])
+    ref = torch.softmax(x.double(), dim=-1)
+    policy = policy_for("softmax", x.dtype)
+    got = out[:m].double()
+    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
+    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    again = torch.empty_like(out[:m])
+    plan[0](x, again, m, n, n, **plan[1])
+    assert torch.equal(again, out[:m])
+
+
 @requires_cuda
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize(("dtype", "offset", "spread"), [
@@ -379,8 +398,6 @@ def test_resident_softmax_keep_meets_the_task_tolerance(m: int, n: int, realign:
     default: within the softmax task's own tolerance policy against the float64 oracle (elementwise and relative L2),
     on whole vectors, windows, two rows an SM, streamed chunks, -inf logits and whole chunks of them, offset logits
     (CARRY) and near-flat rows (every p close to 1); replayed bit for bit, nothing written past the output."""
-    from kernelproof_core.tolerances import policy_for
-
     gen = torch.Generator(device="cuda").manual_seed(11)
     x = (torch.randn(m, n, device="cuda", generator=gen) * spread + offset).to(dtype)
     x[0, ::5] = float("-inf")
@@ -389,17 +406,7 @@ def test_resident_softmax_keep_meets_the_task_tolerance(m: int, n: int, realign:
     plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
                                   realign=realign, keep=keep)
     assert plan is not None and plan[1]["KEEP"] == keep
-    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
-    plan[0](x, out, m, n, n, **plan[1])
-    ref = torch.softmax(x.double(), dim=-1)
-    policy = policy_for("softmax", dtype)
-    got = out[:m].double()
-    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
-    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
-    assert bool((out[m] == 7.0).all()), "wrote past the output"
-    again = torch.empty_like(out[:m])
-    plan[0](x, again, m, n, n, **plan[1])
-    assert torch.equal(again, out[:m])
+    _assert_resident_meets_policy(plan, x)
 
 
 @requires_cuda
@@ -412,8 +419,6 @@ def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign:
     and kept for the output pass instead of read again), with and without KEEP, on 16 and 32 warps, windows
     included: the task's tolerance against float64, -inf logits and chunks of them, bit-exact replay, nothing
     written past the output."""
-    from kernelproof_core.tolerances import policy_for
-
     x = (torch.randn(m, n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(12)) * 4).to(
         torch.bfloat16)
     x[0, ::5] = float("-inf")
@@ -423,18 +428,7 @@ def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign:
                                   softmax._smem_per_sm(index), warps=warps, per_sm=1, realign=realign, keep=keep,
                                   hold=True)
     assert plan is not None and plan[1]["NRES"] < plan[1]["NCHUNK"] and plan[1]["HOLD"], plan
-    meta = plan[1]
-    out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
-    plan[0](x, out, m, n, n, **meta)
-    ref = torch.softmax(x.double(), dim=-1)
-    policy = policy_for("softmax", x.dtype)
-    got = out[:m].double()
-    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
-    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
-    assert bool((out[m] == 7.0).all()), "wrote past the output"
-    again = torch.empty_like(out[:m])
-    plan[0](x, again, m, n, n, **meta)
-    assert torch.equal(again, out[:m])
+    _assert_resident_meets_policy(plan, x)
 
 
 @requires_cuda
