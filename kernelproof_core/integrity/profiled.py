@@ -11,7 +11,9 @@ candidate runs) and again as the last (after its work has finished, before the s
 both is not evidence of anything: the call raises ProfilerGap, an infrastructure fault (the gate retries the call
 after a pause, then gives up with `infra_error`), never a pass and never the candidate's verdict. The opening one
 is what a session stopped and started again during the call lacks; the closing one, a record cut short. The
-canaries' own time is taken out of the record.
+canary's name is public, so a session begun again inside the call could be handed a kernel of that name: a record
+whose session began after the harness opened its own (kineto's trace_start_ns, host time) counts as no canary at
+all. The canaries' own time is taken out of the record.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ CANARY_KERNEL = "_kernelproof_profile_canary"
 PROFILE_RETRY_PAUSES_S = (1.0, 10.0)
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_time_ns = time.time_ns  # bound before any candidate code (the time module is in the harness snapshot too)
 
 
 class ProfilerGap(InfraError):
@@ -52,6 +55,7 @@ class Record:
 
     kernel_us: dict[str, float]
     canaries: int
+    gap: str = ""  # why the record is not the session the harness opened, when it is not
 
 
 CANARIES = 2  # the opening and the closing launch
@@ -65,18 +69,22 @@ class ProfiledCall:
     """A CUPTI session around one call: start() (the opening canary), the call, then stop() (the closing canary
     first, on request)."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, activities: list[Any] | None = None) -> None:
         self.device = device
+        self.activities = activities  # None: CUDA (tests on a CPU host trace CPU activity instead)
         self._flag = torch.zeros(1, dtype=torch.int32, device=device)
         self._prof: Any = None
+        self._opened_ns = 0
 
     def start(self) -> None:
         from torch.profiler import ProfilerActivity, profile
 
-        self._prof = profile(activities=[ProfilerActivity.CUDA])
+        self._prof = profile(activities=self.activities or [ProfilerActivity.CUDA])
         self._prof.__enter__()
+        self._opened_ns = _time_ns()  # the session's own start (kineto's trace_start_ns) is earlier
         _kernelproof_profile_canary[(1,)](self._flag)
-        torch.cuda.synchronize(self.device)  # recorded before anything the call queues
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # recorded before anything the call queues
 
     def stop(self, canary: bool) -> Record:
         """End the session; with `canary`, the canary kernel runs (and finishes) first, after everything queued.
@@ -86,13 +94,17 @@ class ProfiledCall:
 
         if canary:
             _kernelproof_profile_canary[(1,)](self._flag)
-            torch.cuda.synchronize(self.device)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
         try:
             self._prof.__exit__(None, None, None)
             events = list(self._prof.events())
         except Exception as exc:  # the session was stopped or replaced during the call
             log.warning("the profiler session could not be closed or read: %s: %s", type(exc).__name__, exc)
-            return Record({}, 0)
+            return Record({}, 0, f"the session could not be closed or read ({type(exc).__name__})")
+        restarted = self._restarted()
+        if restarted:  # what it holds is another session's: a canary of the right name in it proves nothing
+            return Record({}, 0, restarted)
         times: dict[str, float] = {}
         canaries = 0
         for event in events:
@@ -104,12 +116,25 @@ class ProfiledCall:
             times[event.name] = times.get(event.name, 0.0) + float(event.time_range.elapsed_us())
         return Record(times, canaries)
 
+    def _restarted(self) -> str:
+        """Why the record read at stop() is not the session start() opened ("" when it is): kineto stamps each
+        session with the host time it began (trace_start_ns, Unix ns), and a session ended and begun again inside
+        the call began after the harness's session had opened."""
+        results = getattr(getattr(self._prof, "profiler", None), "kineto_results", None)
+        started_ns = getattr(results, "trace_start_ns", None)
+        if started_ns is None:
+            log.warning("the profiler's result has no trace_start_ns: a restarted session cannot be told apart")
+            return ""
+        late_ns = int(started_ns()) - self._opened_ns
+        return f"the session was begun again {late_ns / 1e3:.0f} us into the call" if late_ns > 0 else ""
+
 
 def require_canary(record: Record) -> None:
     """ProfilerGap unless the record holds both canaries the harness launched around the profiled call, once each."""
     if record.canaries != CANARIES:
         recorded = f"{len(record.kernel_us)} other kernel name(s)" if record.kernel_us else "no other GPU activity"
-        raise ProfilerGap(f"the profiler's record of the call holds {record.canaries} of the harness's "
+        why = f"{record.gap}: " if record.gap else ""
+        raise ProfilerGap(f"{why}the profiler's record of the call holds {record.canaries} of the harness's "
                           f"{CANARIES} canary launches ({recorded}): the session lost activity or was restarted, so "
                           "its record cannot show which kernels did the call's work")
 

@@ -7,6 +7,8 @@ import ctypes
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.errors import CandidateFailure
@@ -80,6 +82,36 @@ def test_a_session_ended_inside_the_call_is_a_gap_not_an_error() -> None:
     assert times and not any(is_canary(name) for name in times), times
     with pytest.raises(ProfilerGap):
         kernel_times(lambda: (torch.mul(x, 2), torch.autograd._disable_profiler()), [()], 3)
+
+
+@triton.jit
+def _kernelproof_profile_canary(flag_ptr):  # type: ignore[no-untyped-def]
+    # the harness canary's public name, launched by "candidate" code into a session of its own
+    tl.store(flag_ptr, tl.load(flag_ptr) + 1)
+
+
+def test_a_session_begun_again_with_a_forged_canary_is_a_gap() -> None:
+    """The restart forgery on CUPTI: the harness's session ended inside the call, work done unrecorded, a new session
+    begun and a kernel named like the canary launched into it, so the record read at stop() holds two canaries of
+    the right name. It is another session's (begun after the harness's opened): a ProfilerGap all the same."""
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.ones(1 << 20, device="cuda")
+    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    profiled = ProfiledCall(torch.device("cuda"))
+    profiled.start()
+    torch.autograd._disable_profiler()
+    torch.mul(x, 2)  # foreign work, unrecorded
+    profile(activities=[ProfilerActivity.CUDA]).__enter__()
+    _kernelproof_profile_canary[(1,)](flag)
+    record = profiled.stop(canary=True)
+    assert record.canaries == 0 and "begun again" in record.gap, record
+    with pytest.raises(ProfilerGap, match="begun again"):
+        require_canary(record)
+    honest = ProfiledCall(torch.device("cuda"))  # the next session records normally
+    honest.start()
+    torch.mul(x, 2)
+    require_canary(honest.stop(canary=True))
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))

@@ -209,6 +209,31 @@ def test_compute_ops_and_transfers_fail_the_proof() -> None:
         check_proof_of_work(_log(out, out), DispatchTrace(transfer_bytes=1 << 20), out, [])
 
 
+def test_a_profiler_session_begun_again_inside_the_call_is_a_gap() -> None:
+    """The restart forgery: code inside the profiled window ends the harness's session and begins one of its own (the
+    work in between leaves no record, and a kernel named like the canary could be launched into the new one). The
+    record the harness then reads is the other session's, begun after the harness's opened: a gap whatever it holds.
+    An undisturbed session is not. Real torch profiler, CPU activity (the GPU test does it with CUPTI)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from kernelproof_core.integrity.profiled import ProfiledCall
+
+    honest = ProfiledCall(torch.device("cpu"), [ProfilerActivity.CPU])
+    honest.start()
+    torch.ones(3).add_(1)
+    record = honest.stop(canary=True)
+    assert record.gap == "", record
+    forged = ProfiledCall(torch.device("cpu"), [ProfilerActivity.CPU])
+    forged.start()
+    torch.autograd._disable_profiler()
+    torch.ones(3).add_(1)  # unrecorded work
+    profile(activities=[ProfilerActivity.CPU]).__enter__()
+    record = forged.stop(canary=True)
+    assert record.canaries == 0 and "begun again" in record.gap, record
+    with pytest.raises(ProfilerGap, match="begun again"):
+        require_canary(record)
+
+
 def test_a_profiler_gap_is_retried_then_left_to_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
     """with_profile_retries (the gate's replay and the measurement's kernel-only pass): a ProfilerGap is tried again
     once per pause, a later whole record is used, and a gap on every try propagates (infra_error upstream); other
