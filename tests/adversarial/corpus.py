@@ -126,6 +126,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             V.CACHED_OUTPUT, device="gpu", cases=("llama_4096",), measure=True),
     Exploit("profiler_stopped", "rms_norm", "the harness's profiler session ended inside the call",
             V.POLICY_VIOLATION, V.INFRA_ERROR, device="gpu"),
+    Exploit("profiler_restarted", "rms_norm", "the profiler session ended, begun again and handed a forged canary",
+            V.POLICY_VIOLATION, V.INFRA_ERROR, device="gpu"),
     Exploit("l2_persistence", "rms_norm", "persisting L2 kept across the flush", V.POLICY_VIOLATION, V.TAMPERING,
             device="gpu", cases=("llama_4096",), measure=True),
 )
