@@ -81,10 +81,12 @@ class ProfiledCall:
 
         self._prof = profile(activities=self.activities or [ProfilerActivity.CUDA])
         self._prof.__enter__()
-        self._opened_ns = _time_ns()  # the session's own start (kineto's trace_start_ns) is earlier
         _kernelproof_profile_canary[(1,)](self._flag)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)  # recorded before anything the call queues
+        # The call begins now: the session's own start (kineto's trace_start_ns) is earlier by at least the canary's
+        # launch and wait (tens of us: room for clock conversion), a session begun by the call is later.
+        self._opened_ns = _time_ns()
 
     def stop(self, canary: bool) -> Record:
         """End the session; with `canary`, the canary kernel runs (and finishes) first, after everything queued.
@@ -119,7 +121,7 @@ class ProfiledCall:
     def _restarted(self) -> str:
         """Why the record read at stop() is not the session start() opened ("" when it is): kineto stamps each
         session with the host time it began (trace_start_ns, Unix ns), and a session ended and begun again inside
-        the call began after the harness's session had opened."""
+        the call began after the call did."""
         results = getattr(getattr(self._prof, "profiler", None), "kineto_results", None)
         started_ns = getattr(results, "trace_start_ns", None)
         if started_ns is None:
