@@ -28,6 +28,7 @@ from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.integrity.dispatch import ComputeTracer, DispatchTrace
 from kernelproof_core.integrity.launches import LaunchLog, LaunchObserver
 from kernelproof_core.integrity.profiled import ProfiledCall, Record, require_canary
+from kernelproof_core.integrity.profiled import self_test as profiled_self_test
 from kernelproof_core.integrity.tamper import HarnessSnapshot
 from kernelproof_core.verdicts import Verdict
 
@@ -147,7 +148,8 @@ def warm_up(device_type: str, observer: LaunchObserver) -> None:
     """Do once, before the harness snapshot, everything an observed call does for the first time: lazy imports
     (torch._dynamo rebinds torch.manual_seed; see dispatch.preload_dynamo), a traced op, a profiled and an observed
     Triton launch of a trusted kernel. Otherwise their side effects would look like changes made by the candidate's
-    first call."""
+    first call. The profiled launch is the profiler's self-test: on CUDA a record without the canaries raises
+    ProfilerGap here, once, before any candidate runs."""
     import torch._dynamo
     import torch.profiler
     import triton
@@ -164,9 +166,7 @@ def warm_up(device_type: str, observer: LaunchObserver) -> None:
     with observer.observe({}, interpreter=device_type != "cuda"):
         _warm[(1,)](x)
     if device_type == "cuda":
-        profiled = ProfiledCall(torch.device("cuda"))
-        profiled.start()
-        profiled.stop(canary=True)  # compiles the canary before the harness snapshot
+        profiled_self_test(torch.device("cuda"))  # compiles the canary before the harness snapshot
         torch.cuda.synchronize()
 
 

@@ -141,6 +141,19 @@ def require_canary(record: Record) -> None:
                           "its record cannot show which kernels did the call's work")
 
 
+def self_test(device: torch.device, activities: list[Any] | None = None) -> None:
+    """A session around nothing but the canaries, required whole (with the retries): run once per process at start-up,
+    so a profiler that records no GPU activity on this host (CUPTI unusable, another profiler holding it) is one
+    clear infrastructure fault before any candidate runs, not a ProfilerGap and two retry pauses in every case."""
+
+    def session() -> None:
+        profiled = ProfiledCall(device, activities)
+        profiled.start()
+        require_canary(profiled.stop(canary=True))  # the first one also compiles the canary
+
+    with_profile_retries(session, "the profiler's start-up check")
+
+
 def with_profile_retries(call: Callable[[], T], what: str) -> T:
     """call(); where it raises ProfilerGap, again after each of PROFILE_RETRY_PAUSES_S. The last try's gap propagates:
     an infrastructure fault (infra_error), never the candidate's verdict and never a pass."""
