@@ -1,0 +1,249 @@
+"""Launch plans of the resident softmax (rows wider than 32768 held in shared memory, one or two programs an SM):
+programs, warps, chunks and slots by row size and topology, its REALIGN, KEEP and HOLD options, and sm_90 builds
+that must fit shared memory and keep the copies 16 bytes wide (compiled in a fresh process, no GPU needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kernelproof_core.kernels import softmax
+from tests.core.h200_topology import H200_SMEM_PER_SM, H200_SMS
+
+
+@pytest.mark.parametrize(("m", "n", "align", "expected"), [
+    # (programs per SM, warps, K, NCHUNK, NRES): two rows per SM on 8 warps where they fit the 200 KB budget, one on
+    # 16 where one does, one on 32 streaming the chunks past the budget otherwise.
+    (1024, 40000, 8, (2, 8, 8, 20, 20)), (1991, 33508, 4, (2, 8, 8, 17, 17)), (1024, 65536, 8, (1, 16, 8, 16, 16)),
+    (800, 60000, 8, (1, 16, 8, 15, 15)), (800, 104000, 8, (1, 16, 8, 26, 26)), (600, 110000, 8, (1, 16, 8, 27, 27)),
+    (1024, 131072, 8, (1, 32, 8, 16, 14)), (512, 128256, 8, (1, 32, 8, 16, 14)), (3, 65536, 2, (1, 16, 8, 16, 16))])
+def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected: tuple[int, ...]) -> None:
+    _launch, meta = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM)  # type: ignore[misc]
+    per_sm, warps, k, n_chunks, n_res = expected
+    assert (meta["num_warps"], meta["K"], meta["NCHUNK"], meta["NRES"]) == (warps, k, n_chunks, n_res)
+    assert meta["ALIGN"] == align and 32 * warps * k * n_chunks >= n > 32 * warps * k * (n_chunks - 1)
+    # two programs per SM share the 200 KB budget; one alone may take 224 KB (a block may have 227 KB)
+    assert n_res * 32 * warps * k * 2 * per_sm <= (
+        softmax._RESIDENT_CAP_BYTES if per_sm == 2 else softmax._RESIDENT_SOLO_CAP_BYTES)
+    # one program per SM holding whole rows: half of them start late (their stats passes would line up)
+    assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0)
+
+
+@pytest.mark.parametrize("realign", [False, True])
+def test_resident_rows_within_the_budget_are_held_whole(realign: bool) -> None:
+    """Every 16-bit row the budget can hold keeps all its chunks in shared memory (slots are one buffer of any
+    count: as two power-of-two buffers, 60000-wide rows streamed 3 of their 15 chunks, 58.6% of copy bandwidth on
+    the H200), up to 224 KB where one program has the SM; wider ones stream only what does not fit, and a chunk
+    larger than the budget is refused."""
+    budget, solo = softmax._resident_budget(H200_SMEM_PER_SM), softmax._solo_budget(H200_SMEM_PER_SM)
+    assert (budget, solo) == (200 * 1024, 224 * 1024)
+    for n in range(32776, 140000, 1000):
+        _launch, meta = softmax._resident_plan(64, n, 8, 2, H200_SMS, H200_SMEM_PER_SM,  # type: ignore[misc]
+                                               realign=realign)
+        chunk_bytes = 32 * meta["num_warps"] * meta["K"] * 2
+        room = budget // 2 if meta["num_warps"] == 8 else solo
+        assert meta["NRES"] == min(meta["NCHUNK"], room // chunk_bytes), n
+        assert meta["NRES"] * chunk_bytes <= room
+        assert (meta["num_warps"] == 32) == ((n + (7 if realign else 0)) * 2 > solo), n
+    with pytest.raises(ValueError, match="does not fit"):
+        softmax._resident_plan(64, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM, warps=32, k=256)
+
+
+@pytest.mark.parametrize(("smem_per_sm", "block_max"), [
+    (233472, 232448), (167936, 166912), (102400, 101376)])  # H100/H200, A100, sm_86/sm_89 (bytes)
+def test_resident_plans_fit_a_block_on_every_topology(smem_per_sm: int, block_max: int) -> None:
+    """Whatever a GPU's shared memory, a plan's slots (two programs per SM or one alone) leave room for the kernel's
+    reduction scratch within the most a block may take."""
+    for n in range(32776, 260000, 997):
+        plan = softmax._resident_plan(64, n, 8, 2, 100, smem_per_sm)
+        assert plan is not None
+        meta = plan[1]
+        per_sm = 2 if meta["num_warps"] == 8 else 1
+        slots = meta["NRES"] * 32 * meta["num_warps"] * meta["K"] * 2
+        assert per_sm * (slots + 1024) <= smem_per_sm and slots + 1024 <= block_max, (n, meta)
+
+
+@pytest.mark.parametrize(("align", "smem"), [(1, H200_SMEM_PER_SM), (8, 0), (8, 48 * 1024)])
+def test_resident_softmax_needs_4_byte_rows_and_shared_memory(align: int, smem: int) -> None:
+    """Odd 16-bit widths or strides (cp.async copies at least 4 bytes), GPUs before sm_80 (reported as 0 bytes) and
+    GPUs with little shared memory keep the register paths."""
+    assert softmax._resident_plan(64, 65536, align, 2, H200_SMS, smem) is None
+
+
+@pytest.mark.parametrize(("m", "n", "expected"), [
+    # (programs per SM, warps, NCHUNK): the window spans n + 7 positions, so NCHUNK counts them, not n
+    (1991, 33508, (2, 8, 17)), (1024, 40001, (2, 8, 20)), (1024, 65535, (1, 16, 17)), (1024, 131071, (1, 32, 17)),
+    (5, 32761, (2, 8, 16))])
+def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, int, int]) -> None:
+    """Contiguous rows off the 16-byte grid (odd widths included: 16-byte copies of the row's window, not copies of
+    the row's own alignment) take the resident kernel with REALIGN; chunks cover every window position a row can
+    span and the slots stay within the budget."""
+    _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, H200_SMS,  # type: ignore[misc]
+                                           H200_SMEM_PER_SM, realign=True)
+    per_sm, warps, n_chunks = expected
+    chunk = 32 * warps * 8
+    assert (meta["num_warps"], meta["NCHUNK"], meta["K"], meta["ALIGN"], meta["REALIGN"]) == (warps, n_chunks, 8, 1,
+                                                                                              True)
+    assert chunk * n_chunks >= n + 7 > chunk * (n_chunks - 1)
+    assert meta["NRES"] * chunk * 2 * per_sm <= (
+        softmax._RESIDENT_CAP_BYTES if per_sm == 2 else softmax._RESIDENT_SOLO_CAP_BYTES)
+    assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if warps == 16 else 0)
+
+
+def test_resident_keep_and_hold_options() -> None:
+    """KEEP and HOLD are plan options with module defaults (both off until the H200 sweep says otherwise): KEEP only
+    for 16-bit rows under CARRY (its kept exponentials are fp16, its scales CARRY's rounded maxima), asked for
+    elsewhere it is refused and by default it is left out there; HOLD only where chunks are streamed."""
+    def meta(n: int, **kw: object) -> dict[str, object]:
+        plan = softmax._resident_plan(64, n, softmax._align(2, n), 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
+        assert plan is not None
+        return plan[1]
+
+    assert meta(65536)["KEEP"] is softmax._RESIDENT_KEEP and meta(65536)["HOLD"] is False
+    assert meta(65536, keep=True)["KEEP"] and not meta(65536, keep=False)["KEEP"]
+    assert not meta(65536, carry=False)["KEEP"]
+    with pytest.raises(ValueError, match="CARRY"):
+        meta(65536, carry=False, keep=True)
+    with pytest.raises(ValueError, match="16-bit"):
+        softmax._resident_plan(64, 65536, 1, 4, H200_SMS, H200_SMEM_PER_SM, keep=True)
+    assert not meta(65536, hold=True)["HOLD"]  # every chunk resident: nothing to hold
+    streamed = meta(131072, hold=True)
+    assert streamed["NRES"] < streamed["NCHUNK"] and streamed["HOLD"]
+    assert meta(131072)["num_warps"] == softmax._RESIDENT_STREAM_WARPS
+
+
+def test_realigned_resident_chunks_leave_partial_vectors_to_the_masked_ones() -> None:
+    """The REALIGN kernel masks only its first chunk and its last two (`_masked_chunk`): for every width from 32769
+    up and every place a row can start inside its vector, the row's window positions fit the chunks, and every
+    other chunk lies wholly inside the row (no partial vector, nothing past the row's end)."""
+    for n in [*range(32769, 33000), *range(65400, 65600, 7), 98301, 131071, 250007]:
+        if n % 8 == 0:
+            continue
+        _launch, meta = softmax._resident_plan(64, n, softmax._align(2, n), 2, H200_SMS,  # type: ignore[misc]
+                                               H200_SMEM_PER_SM, realign=True)
+        chunk, n_chunks = 32 * meta["num_warps"] * meta["K"], meta["NCHUNK"]
+        for sh in range(8):
+            assert sh + n <= n_chunks * chunk, (n, sh)
+            for c in range(n_chunks):
+                if not softmax._masked_chunk(c, n_chunks, True):
+                    assert sh <= c * chunk and (c + 1) * chunk <= sh + n, (n, sh, c)
+
+
+_COMPILE_RESIDENT = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n, stride), 2, 132, 233472)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
+    out.append({"shared": kernel.metadata.shared, "copies": sorted(set(re.findall(
+        r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", kernel.asm["ptx"])))})
+print(json.dumps(out))
+"""
+
+
+def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
+    """The Gluon kernel built for the H200's target (no GPU needed; a fresh process, in case this one interprets):
+    every plan's shared memory fits a block's 227 KB, and copies are as wide as the rows' alignment allows."""
+    shapes = [(1024, 65536, 65536), (512, 131072, 131072), (1991, 33508, 33508), (7, 40000, 40002)]
+    done = subprocess.run([sys.executable, "-c", _COMPILE_RESIDENT, json.dumps(shapes)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(r["shared"] <= 227 * 1024 for r in results), results
+    assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results
+
+
+_COMPILE_KEEP_HOLD = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, warps, keep, hold in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, warps=warps, keep=keep,
+                                          hold=hold)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    ptx = kernel.asm["ptx"]
+    out.append({"nchunk": meta["NCHUNK"], "nres": meta["NRES"], "ex2": ptx.count("ex2.approx"),
+                "f16_stores": len(re.findall(r"st\\.shared[^;]*\\.v4\\.b32", ptx)),
+                "loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local")})
+print(json.dumps(out))
+"""
+
+
+def test_resident_softmax_keep_and_hold_compile_for_sm90() -> None:
+    """KEEP and HOLD built for the H200's target (no GPU needed): KEEP stores each resident chunk's exponentials
+    (one 16-byte shared store a thread a chunk) and takes about half the exponentials of the plain kernel (one an
+    element in the stats pass, one a thread a chunk in the output pass); HOLD reads each streamed chunk from global
+    memory once instead of twice; none of them uses local memory (no spills) at the planned 65536 or on 16 warps at
+    131072. Their speed is the sweep's (kernel_sweep.py --only softmax_resident_keep)."""
+    configs = [(1024, 65536, 0, False, False), (1024, 65536, 0, True, False), (1024, 131072, 16, False, False),
+               (1024, 131072, 16, False, True), (1024, 131072, 16, True, True)]
+    done = subprocess.run([sys.executable, "-c", _COMPILE_KEEP_HOLD, json.dumps(configs)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    plain, keep, streamed, hold, both = json.loads(done.stdout.strip().splitlines()[-1])
+    assert plain["nres"] == plain["nchunk"] == 16 and plain["f16_stores"] == 0
+    assert keep["f16_stores"] == keep["nres"], keep
+    assert keep["ex2"] < 0.7 * plain["ex2"], (plain, keep)
+    assert streamed["nres"] < streamed["nchunk"], streamed
+    assert streamed["loads"] - hold["loads"] == streamed["nchunk"] - streamed["nres"], (streamed, hold)
+    assert both["ex2"] < 0.7 * hold["ex2"], (hold, both)
+    assert all(r["local"] == 0 for r in (plain, keep, streamed, hold, both)), (plain, keep, streamed, hold, both)
+
+
+_PLAN_ON_H200 = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+softmax._smem_per_sm = lambda index: 233472
+softmax._cuda_index = lambda device: 0
+out = []
+for m, n, stride, realign in json.loads(sys.argv[1]):
+    plan = softmax._plan(m, n, stride, 2, torch.device("cuda"), torch.bfloat16, resident_realign=realign)
+    if type(plan) is not tuple:
+        out.append({"path": type(plan).__name__.strip("_")})
+        continue
+    launch, meta = plan
+    x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
+    ptx = kernel.asm["ptx"]
+    assert ("%clock64" in ptx) == bool(meta["STAGGER"]), meta  # the stagger's spin is compiled in where planned
+    out.append({"path": "resident", "realign": meta["REALIGN"], "stagger": meta["STAGGER"], "copies": sorted(set(
+        re.findall(r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", ptx)))})
+print(json.dumps(out))
+"""
+
+
+def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_rows_off_the_grid() -> None:
+    """On the H200's topology (compiled kernels, a fresh process, no GPU needed): contiguous 16-bit rows wider than
+    32768 whose width is not a multiple of 8 take the resident kernel with REALIGN (16-byte copies, odd widths
+    included); aligned rows keep it without; padded odd rows keep the split path. resident_realign=False gives the
+    plan as it was before (8-byte copies at 33508, split at 40001, staged at 131071). One program per SM holding
+    whole rows (65536) compiles the stagger's spin in; the others do not."""
+    cases = [(1991, 33508, 33508, True), (1991, 33508, 33508, False), (1024, 40001, 40001, True),
+             (1024, 40001, 40001, False), (1024, 40001, 40003, True), (1024, 65536, 65536, True),
+             (64, 131071, 131071, True), (64, 131071, 131071, False)]
+    done = subprocess.run([sys.executable, "-c", _PLAN_ON_H200, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
+        {"path": "resident", "realign": False, "stagger": 0, "copies": ["0x8"]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
+        {"path": "Split"}, {"path": "Split"},
+        {"path": "resident", "realign": False, "stagger": softmax._RESIDENT_STAGGER, "copies": ["0x10"]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
+        {"path": "Staged"}]

@@ -1,0 +1,189 @@
+"""Launch plans of the built-in rms_norm that must hold on any host: the realigned kernel for unaligned 16-bit rows,
+the split and two-phase paths for wide rows (compiled for sm_90 in a fresh process with the H200's topology, no GPU
+needed), never a split under the interpreter, and short rows' tiles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kernelproof_core.kernels import rms_norm
+from tests.core.h200_topology import H200_SMS
+
+
+def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    if isinstance(rms_norm._rms_norm_split, rms_norm.triton.JITFunction):
+        pytest.skip("kernels are compiled in this process (GPU run): tests/gpu/test_gpu_builtin_kernels.py covers it")
+    monkeypatch.setattr(rms_norm, "_num_sms", lambda device: 132)  # the looped grid's size; no CUDA here
+    for n in (40000, 64803):
+        plan = rms_norm._plan(64, n, n, 2, torch.device("cuda"))
+        assert not isinstance(plan, rms_norm._Split | rms_norm._TwoPhase)
+        assert plan[1]["CHUNK"] > 0  # the looped path
+
+
+@pytest.mark.parametrize(("n", "stride", "elsize", "parts", "warps", "reread"), [
+    (2047, 2047, 2, None, 0, False), (2048, 2049, 2, None, 0, False), (2049, 2049, 2, (4096, 0, 0), 4, False),
+    (1027, 1027, 2, (2048, 0, 0), 2, False), (1025, 1031, 2, (2048, 0, 0), 2, False), (2041, 2041, 2, (2048, 0, 0), 2,
+                                                                                          False),
+    (1023, 1023, 2, None, 0, False), (2042, 2042, 2, None, 0, False),
+    (4100, 4103, 2, (4096, 1024, 0), 4, False), (5999, 5999, 2, (8192, 0, 0), 4, False),
+    (8185, 8185, 2, (8192, 0, 0), 4, False), (8186, 8186, 2, (8192, 1024, 0), 8, True),
+    (12345, 12345, 2, (16384, 0, 0), 8, True), (16377, 16377, 2, (16384, 0, 0), 8, True),
+    (2879, 2879, 2, (4096, 0, 0), 4, False), (9001, 9007, 2, (8192, 1024, 0), 8, True),
+    (2879, 2879, 4, None, 0, False), (4096, 4096, 2, None, 0, False), (6000, 6000, 2, None, 0, False)])
+def test_rms_norm_takes_the_realigned_kernel_on_unaligned_16_bit_rows(
+        n: int, stride: int, elsize: int, parts: tuple[int, int, int] | None, warps: int, reread: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """16-bit rows of 2048-16377 whose width is not a multiple of 8 (any stride) go through the output's vector
+    window, cut in power-of-two parts where that saves over a quarter of it (5999 and 12345 keep one window), 4
+    warps up to 8192 lanes and 8 re-reading x beyond (H200 sweep), and so do rows of 1025-2041 (a 2048-lane window,
+    on 2 warps); narrower rows, 2042-2047 (a 4096-lane window), fp32 rows and widths that are whole vectors (padded
+    by an odd stride or not) keep the other paths."""
+    monkeypatch.setattr(rms_norm, "_num_sms", lambda device: H200_SMS)
+    plan = rms_norm._plan(1024, n, stride, elsize, torch.device("cpu"))
+    meta = plan.meta if isinstance(plan, rms_norm._Split) else plan[1]
+    if parts is None:
+        assert "WINDOW" not in meta, meta
+    else:
+        assert ((meta["WINDOW"], meta["PART1"], meta["PART2"]), meta["num_warps"], meta["REREAD"]) == (
+            parts, warps, reread), meta
+        assert meta["ALIGN_X"] == rms_norm._align(2, stride - n)
+
+
+_RMS_SPLIT_ON_H200 = """
+import json, re, sys, torch
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, stride, elsize, table in json.loads(sys.argv[1]):
+    dtype = torch.bfloat16 if elsize == 2 else torch.float32
+    plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"), two_phase=False)
+    assert plan.meta.get("WT", 0) == (plan.n_parts * plan.meta["CHUNK"] if plan.meta.get("REALIGN") else 0)
+    if not table:  # the weight element by element, as before its shifted-copy table
+        plan = plan._replace(meta={**plan.meta, "WT": 0})
+    x = torch.empty((m, stride), dtype=dtype)[:, :n]
+    parts = torch.empty((m, plan.n_parts), dtype=torch.float32)
+    with compile_only("cuda", 90, 32):
+        kernel = plan.launch(x, torch.empty(n, dtype=dtype), torch.empty((m, n), dtype=dtype), parts,
+                             torch.empty(m, dtype=torch.int32), n, stride, 1e-6, plan.n_parts, **plan.meta)
+    ptx = kernel.asm["ptx"]
+    out.append({"realign": plan.meta.get("REALIGN", False), "parts": plan.n_parts, "chunk": plan.meta["CHUNK"],
+                "vec_loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                "vec_stores": len(re.findall(r"st\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local")})
+print(json.dumps(out))
+"""
+
+
+def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows too wide for one
+    program whose width or stride is not a multiple of 8 take the split path through their vector windows (4096
+    window positions a program, n + 7 positions a row): output stores 16 bytes wide (4 a thread on 4 warps), x read
+    16 bytes wide where its padding is whole vectors and element by element where not (the weight too, at p - shift,
+    unless the width is a multiple of 8: 40000 wide padded by 3 reads x element by element and the weight 16 bytes
+    wide); aligned rows load x and the weight 16 bytes wide (8192 a program); fp32 rows stay as they were; with the
+    weight's shifted-copy table (WT, planned) the weight too is read 16 bytes wide. Nothing in local memory. Numbers on
+    the GPU: kernel_sweep.py --only rms_norm_split_window. (The plan takes the two-phase path where such rows are
+    32769 wide or more: the split is checked as the plan makes it without.)"""
+    cases = [(425, 52717, 52717, 2, 0), (7, 40001, 40006, 2, 0), (7, 40001, 40009, 2, 0), (1024, 65536, 65536, 2, 0),
+             (7, 40000, 40003, 2, 0), (64, 40001, 40001, 4, 0), (425, 52717, 52717, 2, 1), (7, 40001, 40006, 2, 1)]
+    done = subprocess.run([sys.executable, "-c", _RMS_SPLIT_ON_H200, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [(r["realign"], r["parts"], r["chunk"]) for r in got] == [
+        (True, 13, 4096), (True, 10, 4096), (True, 10, 4096), (False, 8, 8192), (True, 10, 4096), (False, 10, 4096),
+        (True, 13, 4096), (True, 10, 4096)]
+    assert [(r["vec_loads"], r["vec_stores"]) for r in got[:5] + got[6:]] == [
+        (4, 4), (0, 4), (4, 4), (16, 8), (4, 4), (8, 4), (4, 4)], got
+    assert all(r["local"] == 0 for r in got), got
+
+
+_RMS_TWO_PHASE_ON_H200 = """
+import json, re, sys, torch
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
+    row = {"plan": type(plan).__name__}
+    if isinstance(plan, rms_norm._TwoPhase):
+        assert plan.rows_b == 0  # set at launch: one round of programs
+        rows = rms_norm._two_phase_rows(m, plan.n_parts, min(plan.per_sm * 132, m * plan.n_parts))
+        x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+        with compile_only("cuda", 90, 32):
+            kernel = rms_norm._rms_norm_two_phase[(1,)](
+                x, torch.empty((8, plan.meta["WT"]), dtype=torch.bfloat16), torch.empty((m, n), dtype=torch.bfloat16),
+                torch.empty((m, plan.n_parts), dtype=torch.float32), torch.empty(m, dtype=torch.int32), m, n,
+                stride, 1e-6, plan.n_parts, rows, **plan.meta)
+        ptx = kernel.asm["ptx"]
+        row.update(parts=plan.n_parts, rows_b=rows, chunk=plan.meta["CHUNK"], warps=plan.meta["num_warps"],
+                   per_sm=plan.per_sm, vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                   cs_stores=len(re.findall(r"st\\.global\\.cs[^;]*\\.v4", ptx)), local=ptx.count(".local"))
+    out.append(row)
+print(json.dumps(out))
+"""
+
+
+def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows off the 16-byte grid
+    (width or stride not a multiple of 8) 24577 wide or more, whatever the size of x, take the two-phase path: 4096
+    window positions a chunk (n + 7 positions a row) on 4 warps, 8 programs an SM asked for, batches of as many whole
+    rows as one chunk a program covers (66 rows of 16 chunks on 1056 programs; at least one, at most all); x read 16
+    bytes wide where its padding is whole vectors (element by element where not), the table's weight 16 bytes wide,
+    y stored 16 bytes wide with .cs (so the stores do not push x out of L2 before its second read); nothing in local
+    memory. Narrower rows (24569, 20001: at most 6 chunks; the split was ahead at 16393) and aligned rows (65536
+    wide, padded by 0 or 8) take the split."""
+    cases = [(345, 64803, 64803), (289, 65494, 65494), (7, 50000, 50003), (3, 49153, 49153), (1, 600001, 600001),
+             (3, 40001, 40001), (500, 33001, 33001), (4096, 52717, 52717), (3, 24577, 24577),
+             (512, 65536, 65536), (1024, 65536, 65544), (9, 24569, 24569), (2048, 20001, 20001)]
+    done = subprocess.run([sys.executable, "-c", _RMS_TWO_PHASE_ON_H200, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["plan"] for r in got] == ["_TwoPhase"] * 9 + ["_Split"] * 4, got
+    assert [(r["parts"], r["rows_b"], r["chunk"], r["warps"], r["per_sm"]) for r in got[:9]] == [
+        (16, 66, 4096, 4, 8), (16, 66, 4096, 4, 8), (13, 7, 4096, 4, 8), (13, 3, 4096, 4, 8), (147, 1, 4096, 4, 8),
+        (10, 3, 4096, 4, 8), (9, 117, 4096, 4, 8), (13, 81, 4096, 4, 8), (7, 3, 4096, 4, 8)]
+    assert [(r["vec_loads"], r["cs_stores"]) for r in got[:9]] == [(16, 4), (16, 4), (4, 4)] + [(16, 4)] * 6, got
+    assert all(r["local"] == 0 for r in got[:9]), got
+
+
+@pytest.mark.parametrize(("m", "n_parts", "programs", "rows"), [
+    (600, 13, 1056, 81), (289, 16, 1056, 66), (7, 13, 91, 7), (1, 147, 147, 1), (4096, 10, 1056, 105),
+    (3, 2000, 1056, 1), (3, 200, 1056, 3), (2000, 1, 1056, 1056)])
+def test_two_phase_batches_take_one_round_of_programs(m: int, n_parts: int, programs: int, rows: int) -> None:
+    """A two-phase batch is as many whole rows as one chunk a program covers: 600 x 50001 (13 chunks a row) in 8 MB
+    batches had 83 rows, 1079 chunks for 1056 programs, and a second round per batch in which 23 programs worked
+    (46.3% of copy against the split's 56.6% on the H200); 81 rows are 1053 chunks. Rows wider than the programs
+    still make a batch of one."""
+    assert rms_norm._two_phase_rows(m, n_parts, programs) == rows
+    assert rows * n_parts <= programs or rows == 1
+
+
+@pytest.mark.parametrize(("m", "n", "stride", "expected"), [
+    (4096, 127, 127, (8, 128, 1)), (8192, 127, 127, (8, 128, 1)), (4096, 255, 255, (4, 256, 1)),
+    (16384, 100, 100, (16, 128, 4)), (4096, 1000, 1000, (4, 1024, 8)), (8192, 196, 196, (8, 256, 4)),
+    (2048, 500, 500, (4, 512, 8)), (4096, 1000, 1024, (4, 1024, 8)), (64, 200, 200, (1, 256, 4))])
+def test_short_16_bit_rms_norm_rows_reread_small_tiles(m: int, n: int, stride: int,
+                                                       expected: tuple[int, int, int],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """16-bit rows padded to 128-1024 lanes re-read x for the scaling pass: odd widths (scalar accesses) up to 256
+    lanes on one warp and 1024-element tiles, vectorised rows on 2048-element tiles (up to 256 lanes) or 4096 at 16
+    elements a thread, halved until the grid has two programs an SM (H200: 4096 x 127 2.23 us against 2.9 on
+    8192-element tiles held across the reduction; 4096 x 1000 4.62 against 5.8, torch.compile 5.2). fp32 rows, rows
+    narrower than 128 lanes, scalar rows of 512 lanes and 1024-wide rows (the re-read plan) keep their plans."""
+    monkeypatch.setattr(rms_norm, "_num_sms", lambda device: H200_SMS)
+    _launch, meta = rms_norm._plan(m, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
+    assert (meta["BLOCK_M"], meta["BLOCK_N"], meta["num_warps"]) == expected, meta
+    assert meta["REREAD"] and meta["EVEN"] == (n == meta["BLOCK_N"] and m % meta["BLOCK_M"] == 0)
+    for width, elsize in ((127, 4), (60, 2), (333, 2)):  # fp32, 64 lanes, 512 scalar lanes: the tile rule
+        _launch, meta = rms_norm._plan(4096, width, width, elsize, torch.device("cpu"))  # type: ignore[misc]
+        assert not meta.get("REREAD") and meta["BLOCK_M"] * meta["BLOCK_N"] >= 512, (width, elsize, meta)

@@ -1,0 +1,310 @@
+"""Launch plans of the built-in softmax that must hold on any host: which row path (row kernel, realigned window and
+its parts, one reduction a row, split, staged) runs at which width, alignment and dtype.
+
+The split paths make a row's programs wait for each other, which only works when they run at the same time: on a
+GPU, compiled. The interpreter runs programs one after another, so they must never be chosen there, whatever device
+the tensors claim. Tests named "on an h200" compile for sm_90 in a fresh process with the H200's topology patched in
+(no GPU needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kernelproof_core.kernels import rms_norm, softmax
+
+
+@pytest.mark.parametrize("n", [32769, 65536, 131072])
+def test_wide_softmax_takes_the_staged_path_off_the_gpu(n: int) -> None:
+    assert isinstance(softmax._plan(64, n, n, 2, torch.device("cpu")), softmax._Staged)
+
+
+def test_interpreted_kernels_never_take_the_split_path() -> None:
+    if isinstance(softmax._softmax_split, softmax.triton.JITFunction):
+        pytest.skip("kernels are compiled in this process (GPU run): tests/gpu/test_gpu_builtin_kernels.py covers it")
+    # No CUDA needed: the plan is decided before any device query.
+    assert isinstance(softmax._plan(64, 65536, 65536, 2, torch.device("cuda")), softmax._Staged)
+
+
+def test_split_plan_covers_the_row_with_a_power_of_two_partials_block() -> None:
+    plan = softmax._split_plan(3, 33508, 2, softmax._align(2, 33508))
+    assert plan.meta["CHUNK"] * plan.n_parts >= 33508 > plan.meta["CHUNK"] * (plan.n_parts - 1)
+    assert plan.meta["BLOCK_S"] >= plan.n_parts and plan.meta["BLOCK_S"] & (plan.meta["BLOCK_S"] - 1) == 0
+
+
+@pytest.mark.parametrize(("n", "stride"), [(33508, 33508), (40001, 40009), (65535, 65535), (32769, 32772)])
+def test_unaligned_split_softmax_cuts_chunks_from_the_vector_window(n: int, stride: int) -> None:
+    """Unaligned 16-bit rows (8 KB chunks) and fp32 rows (16 KB) of the split range: chunks covering the row's window
+    (up to n + VEC - 1 positions), x read as aligned as its padding allows."""
+    for elsize, chunk_elements in ((2, 4096), (4, 4096)):  # 8 KB of bf16, 16 KB of fp32
+        plan = softmax._split_realigned_plan(64, n, stride, elsize)
+        chunk, vec = plan.meta["CHUNK"], 16 // elsize
+        assert chunk == chunk_elements and plan.meta["REALIGNED"] and plan.meta["VEC"] == vec
+        assert plan.meta["num_warps"] == 4
+        assert chunk * plan.n_parts >= n + vec - 1 > chunk * (plan.n_parts - 1)
+        assert plan.meta["ALIGN"] == softmax._align(elsize, stride - n) and plan.meta["BLOCK_S"] >= plan.n_parts
+
+
+@pytest.mark.parametrize(("n", "stride", "path"), [
+    (8192, 8192, "rows"), (16384, 16384, "rows"), (16386, 16386, "realigned"), (32768, 32768, "realigned"),
+    (25249, 25249, "realigned"), (25249, 25256, "realigned"), (25248, 25256, "realigned"), (4097, 4097, "realigned"),
+    (12901, 12901, "realigned"), (16382, 16382, "realigned"), (32767, 32767, "pipelined"), (32761, 32761, "realigned"),
+    (16392, 16392, "realigned"), (32000, 32000, "realigned"), (32768, 32776, "realigned"), (32767, 32780, "pipelined"),
+    (2049, 2049, "realigned"), (2047, 2047, "rows"), (3001, 3001, "realigned"), (5207, 5215, "realigned"),
+    (5207, 5212, "realigned"), (8191, 8191, "realigned"), (5208, 5208, "realigned"), (6000, 6004, "realigned"),
+    (3000, 3000, "rows"), (6608, 6608, "realigned"), (4096, 4096, "rows"),
+    (9600, 9600, "realigned"), (12288, 12296, "realigned"), (12288, 12290, "realigned"), (16000, 16000, "rows"),
+    (9554, 9554, "realigned"), (12345, 12345, "realigned"), (16655, 16658, "realigned"), (24001, 24002, "realigned"),
+    (30001, 30008, "realigned"), (9001, 9006, "realigned"), (3001, 3004, "realigned"), (8001, 8007, "realigned"),
+    (2047, 2050, "rows"), (13778, 13778, "realigned"), (12001, 12001, "realigned"), (14293, 14313, "realigned"),
+    (11007, 11011, "realigned")])
+def test_softmax_row_paths_by_width_and_alignment(n: int, stride: int, path: str) -> None:
+    """Rows past 16384, contiguous or padded, take the realigned path when their vector window is no wider than
+    their tile; 32767 can start mid-vector, so its window would double, and it takes the pipelined path; 16382 can
+    too (a span past 16384), and takes the wide rows' config. Unaligned 16-bit rows of 2049-16384 take it too where
+    x's padding is whole vectors, and so do aligned ones of 4097-16383
+    whose window parts are fewer lanes than the row kernel's tile (9600: 8192 + 2048; not 16000, one 16384 window
+    either way; not 3000, where the row kernel wins). Rows padded off the vector grid (x read at most ALIGN_X
+    elements at a time) take it from 2049 wide, on 8 warps over 8192 lanes, their window in parts up to 32768 lanes
+    (one window of 32768 spills)."""
+    _launch, meta = softmax._plan(4096, n, stride, 2, torch.device("cpu"))  # type: ignore[misc]
+    taken = "realigned" if "WINDOW" in meta else "rows" if "BLOCK_M" in meta else "pipelined"
+    assert taken == path
+    if path == "pipelined":
+        assert meta["BLOCK_N"] >= n
+    if path == "realigned":
+        parts = [meta["WINDOW"], meta["PART1"], meta["PART2"]]
+        span = n if n % 8 == 0 else n + 7
+        lanes = sum(parts)
+        assert meta["VEC"] == 8 and span <= lanes
+        off_grid = softmax._align(2, stride - n) < 8
+        if meta.get("THREAD_STATS"):  # one reduction a row, on a window swept for it (bf16: the default dtype)
+            assert meta["THREAD_STATS"] == 32 * meta["num_warps"]
+            assert tuple(parts) in softmax._THREAD_STATS_WINDOWS[torch.bfloat16][meta["num_warps"]]
+            assert not off_grid and (n <= 16384 or parts[1] or parts == [32768, 0, 0])
+            parts = list(softmax._parts(n, 2))  # the window it replaced, which the checks below describe
+            lanes = sum(parts)
+        if n > 16384 and not off_grid:  # one power-of-two window (parts measured slower there)
+            assert parts == [1 << (n - 1).bit_length(), 0, 0]
+        elif parts[1:] == [0, 0]:  # one window where seven eighths would need four parts
+            assert parts[0] == softmax._window(n, 2)
+        else:  # at most three power-of-two parts, largest first, no smaller than 1024; idle: an eighth, or a part
+            assert all(p & (p - 1) == 0 for p in parts) and parts == sorted(parts, reverse=True)
+            assert min(p for p in parts if p) >= 1024 and lanes - span < max(parts[0] // 8, 1024)
+        # padded rows' loads vectorise as far as their padding allows, element by element: x as words lost 17-37
+        # points on rows padded off the grid (H200, evidence/h200/2026-12-04_padded_words/3_*)
+        assert meta["ALIGN_X"] == softmax._align(2, stride - n) and (stride - n) % meta["ALIGN_X"] == 0
+        assert not (off_grid and meta["WORDS"])
+        # up to 8192 lanes: 8 programs per SM on 4 warps to 5120 lanes or with a 1024 part, else 8 (H200 sweep);
+        # wider: 16 warps unless a part is under 2048 or the window has three parts
+        smallest = min(p for p in parts if p)
+        narrow = 4 if lanes <= 5120 or smallest < 2048 else 8
+        expected = narrow if lanes <= 8192 else 8 if off_grid or (n <= 16384 and (smallest < 2048 or parts[2])) else 16
+        assert meta["num_warps"] == expected
+
+
+@pytest.mark.parametrize(("n", "stride", "bf16", "fp16"), [
+    (16377, 16377, (16384, 0, 0), (16384, 0, 0)), (14500, 14500, (16384, 0, 0), (16384, 0, 0)),
+    (16383, 16383, (16384, 4096, 0), (16384, 4096, 0)), (32000, 32008, (32768, 0, 0), (32768, 0, 0)),
+    (16381, 16383, (16384, 4096, 0), (16384, 4096, 0)),
+    (18001, 18001, (16384, 4096, 0), (16384, 4096, 0)), (20480, 20488, (16384, 4096, 0), (16384, 4096, 0)),
+    (20001, 20001, (16384, 4096, 0), (16384, 4096, 0)),
+    (22001, 22001, (16384, 8192, 0), (16384, 8192, 0)), (24576, 24576, (16384, 8192, 0), (16384, 8192, 0)),
+    (24577, 24577, (32768, 0, 0), (32768, 0, 0)), (25249, 25249, (32768, 0, 0), (32768, 0, 0)),
+    (32768, 32768, (32768, 0, 0), (32768, 0, 0)),
+    (8185, 8185, (8192, 0, 0), None), (8191, 8191, (8192, 2048, 0), None), (3001, 3001, (2048, 1024, 0), None),
+    (6608, 6608, (4096, 2048, 1024), (4096, 2048, 1024)), (3185, 3185, (4096, 0, 0), (4096, 0, 0)),
+    (5000, 5000, (4096, 1024, 0), None), (12345, 12345, (8192, 4096, 2048), (8192, 4096, 2048)),
+    (13778, 13778, (8192, 4096, 2048), (8192, 4096, 2048)), (14336, 14336, (8192, 4096, 2048), (8192, 4096, 2048)),
+    (9554, 9554, (8192, 4096, 0), (8192, 4096, 0)), (12074, 12074, (8192, 4096, 0), (8192, 4096, 0)),
+    (12288, 12288, (8192, 4096, 0), (8192, 4096, 0)), (9001, 9001, (8192, 2048, 0), None), (11007, 11007, None, None),
+    (20000, 20002, None, None), (5999, 5999, None, None)])
+def test_softmax_plans_one_reduction_a_row_where_it_measured_faster(
+        n: int, stride: int, bf16: tuple[int, int, int] | None, fp16: tuple[int, int, int] | None) -> None:
+    """THREAD_STATS per dtype on the realigned windows the H200 sweeps (softmax_thread_stats, softmax_exp_forms)
+    measured it faster on: bf16 on every window swept (16 warps: 32768 lanes, one 16384, rows of 16385-24576 positions
+    on two parts of whole vectors a thread; 8 warps: 8192, and 8192+2048 in place of 8192+1024; 4 warps), fp16 with x
+    read as words (WORDS) on the same 16-warp windows, and on 4 warps on one 4096-lane window and 4096+2048+1024 (not
+    4096+1024 nor 3001's 2048+1024); both dtypes on 8192+4096 on 16 warps (rows planned on 8192+2048 or 8192+4096:
+    9554, 12074, 12288) and three parts on 8 warps (8192+4096+2048, also for 12345's 8192+4096+1024); never on
+    windows not swept (fp16 8192+1024 on 8 warps: 9001; 8192+2048+1024 on 8 warps: 11007; 4096+2048 on 8 warps) nor
+    on rows padded off the vector grid but those of 16378-16383 (below). Exponentials held in fp16 (HALF_EXPS)
+    nowhere: WORDS beat them. Every realigned launch reads x as words where x's rows start on y's vector grid, but
+    bf16's 32768-lane THREAD_STATS window on rows on the vector grid and bf16's three parts on 8 warps on any rows
+    (words lost there); rows padded off the grid (20000 padded by 2) read elements (words lost 17-37 points there).
+    Unaligned rows of up to 16384 whose span is wider (16383) take the wide realigned config, not the row kernel,
+    THREAD_STATS included; so do such rows padded off the grid (16381 padded by 2), which read elements (H200: 80.5 /
+    63.7% of copy bf16 / fp16 against words' 43.5 / 43.9%)."""
+    for dtype, expected in ((torch.bfloat16, bf16), (torch.float16, fp16)):
+        _launch, meta = softmax._plan(2048, n, stride, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
+        assert "WINDOW" in meta, meta
+        parts = (meta["WINDOW"], meta["PART1"], meta["PART2"])
+        assert not meta.get("HALF_EXPS"), (dtype, meta)
+        wordless = dtype == torch.bfloat16 and (expected == (8192, 4096, 2048) or (
+            expected == (32768, 0, 0) and n % 8 == 0 and stride % 8 == 0))
+        assert meta["WORDS"] == ((stride - n) % 8 == 0 and not wordless), (dtype, meta)
+        if expected is None:
+            assert not meta.get("THREAD_STATS"), (dtype, meta)
+        else:
+            assert (parts, meta["THREAD_STATS"]) == (expected, 32 * meta["num_warps"]), (dtype, meta)
+            assert expected in softmax._THREAD_STATS_WINDOWS[dtype][meta["num_warps"]]
+
+
+@pytest.mark.parametrize(("m", "n", "per_sm"), [
+    (6000, 3333, 6), (1673, 3185, 6), (700, 4001, 6), (8192, 2731, 8), (2412, 7071, 8), (4096, 8185, 8),
+    (2048, 32000, 2)])
+def test_softmax_thread_stats_grid_follows_its_registers(monkeypatch: pytest.MonkeyPatch, m: int, n: int,
+                                                         per_sm: int) -> None:
+    """THREAD_STATS on one 4096-lane window (80 registers a thread on 4 warps) launches 6 persistent programs an SM,
+    all resident, not the 8 its two-reduction config plans (two waves, 4-10 points slower on the H200); other
+    windows keep their config's count; fewer rows than programs: one program a row."""
+    monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
+    for dtype in (torch.bfloat16, torch.float16):
+        launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
+        grid = next(c.cell_contents for c in launch.__closure__ or () if isinstance(c.cell_contents, tuple))[0]
+        assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
+        if per_sm == 6:
+            assert (meta["WINDOW"], meta["PART1"], meta["PART2"], meta["THREAD_STATS"]) == (4096, 0, 0, 128), meta
+
+
+@pytest.mark.parametrize(("m", "n", "per_sm"), [
+    (500, 32000, 1), (625, 30804, 1), (800, 16400, 1), (900, 20001, 1), (700, 28001, 2), (1723, 25249, 2),
+    (2048, 32000, 2), (264, 32000, 2), (1056, 32000, 2), (1100, 32000, 2), (1940, 12074, 2), (600, 12074, 2)])
+def test_softmax_wide_windows_take_one_program_an_sm_over_few_rows(monkeypatch: pytest.MonkeyPatch, m: int, n: int,
+                                                                    per_sm: int) -> None:
+    """16-warp windows of 16384 lanes or more launch one persistent program an SM, not two, where two an SM would
+    run at most three rounds ending in one at most half full (625 = 2 x 264 + 97), or at most two (500); two where
+    the last round is fuller (700, 1723), from four rounds (1056, 1100, 2048), or within one round (264); windows
+    under 16384 lanes keep two (12074 on 8192+4096)."""
+    monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
+    for dtype in (torch.bfloat16, torch.float16):
+        launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
+        grid = next(c.cell_contents for c in launch.__closure__ or () if isinstance(c.cell_contents, tuple))[0]
+        assert meta["num_warps"] == 16 and meta["THREAD_STATS"], meta
+        assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
+
+
+@pytest.mark.parametrize("elsize", [2, 4])
+def test_realigned_window_parts_cover_every_span(elsize: int) -> None:
+    """For every width the realigned kernels can see (2049-32768), the parts cover the span a row can take (N + VEC
+    - 1 positions when unaligned), are powers of two, largest first, at most three, no smaller than 1024 (a part
+    smaller than a CTA's vectors is replicated), idle at most an eighth of the lanes or one 1024 part, and never
+    more lanes than one power-of-two window; past 16384 positions, one window. rms_norm's parts follow the same
+    rule for its 16-bit spans."""
+    vec = 16 // elsize
+    for n in range(2049, 32769):
+        span = n if n % vec == 0 else n + vec - 1
+        parts = softmax._parts(n, elsize)
+        used = [p for p in parts if p]
+        lanes = sum(parts)
+        assert span <= lanes <= softmax._window(n, elsize), (n, parts)
+        assert used == sorted(used, reverse=True) and all(p & (p - 1) == 0 for p in used), (n, parts)
+        if span > 16384:
+            assert parts == (softmax._window(n, elsize), 0, 0), (n, parts)
+        else:
+            assert min(used) >= 1024 and lanes - span < max(used[0] // 8, 1024), (n, parts)
+        if elsize == 2 and n % 8 and n + 7 <= 16384:
+            assert rms_norm._parts(n) == parts, n
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [(torch.bfloat16, (16, False)), (torch.float16, (16, False)),
+                                                 (torch.float32, (16, True)), (None, (16, False))])
+def test_realigned_softmax_config_follows_the_dtype(dtype: torch.dtype | None, expected: tuple[int, bool]) -> None:
+    """The launch is picked per dtype (H200 sweep: exp2 on an FMA helps fp32 and costs 16-bit rows); no dtype means
+    bf16's (or fp32's, by element size)."""
+    elsize = 4 if dtype == torch.float32 else 2
+    _launch, meta = softmax._plan(4096, 25249, 25249, elsize, torch.device("cpu"), dtype)  # type: ignore[misc]
+    assert (meta["num_warps"], meta["FAST"]) == expected
+
+
+_PADDED_ON_H200 = """
+import json, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    launch, meta = softmax._plan(m, n, stride, 2, torch.device("cuda"), torch.bfloat16)
+    x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
+    pf = bool(meta.get("PF_L1"))
+    assert ("prefetch.global.L1" in kernel.asm["ptx"]) == pf, meta  # the prefetch is compiled in where planned
+    out.append([[meta["WINDOW"], meta["PART1"], meta["PART2"]], meta["num_warps"], pf])
+print(json.dumps(out))
+"""
+
+
+_THREAD_STATS_ON_H200 = """
+import json, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+out = []
+for m, n, dtype in json.loads(sys.argv[1]):
+    dt = getattr(torch, dtype)
+    launch, meta = softmax._plan(m, n, n, 2, torch.device("cuda"), dt)
+    x = torch.empty((m, n), dtype=dt)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=dt), m, n, n, **meta)
+    out.append([bool(meta.get("THREAD_STATS")), kernel.asm["ptx"].count("bar.sync")])
+print(json.dumps(out))
+"""
+
+
+def test_thread_stats_plans_compile_for_sm90_with_one_reduction_a_row() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): the realigned launches planned with
+    THREAD_STATS compile (one row included: Triton makes M = 1 a constant) and synchronise their CTA 3 times a row,
+    one reduction (fp16 on 32768 lanes and 18001 on 16384+4096 included, x read as words); the same rows in fp16
+    where it keeps two reductions, 6 times or more."""
+    cases = [(1, 25249, "bfloat16"), (5, 8191, "bfloat16"), (3, 3001, "bfloat16"), (7, 22001, "float16"),
+             (1, 25249, "float16"), (5, 8191, "float16"), (3, 18001, "float16")]
+    done = subprocess.run([sys.executable, "-c", _THREAD_STATS_ON_H200, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [planned for planned, _bars in out] == [True, True, True, True, True, False, True]
+    assert all(bars == 3 if planned else bars >= 6 for planned, bars in out), out
+
+
+def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faster() -> None:
+    """On the H200's topology (compiled kernels, a fresh process, no GPU needed): 16-bit rows padded off the vector
+    grid prefetch the next row into L1 (PF_L1) on windows in parts of 16385-20480 lanes (8 warps), on one
+    32768-lane window (16 warps), on one 4096-lane window (4 warps), on one 8192-lane window (8001, 8 warps) and on
+    8192+1024 lanes (9001, 8 warps); not at 24576 lanes, 5001, 7001 or 12001, nor on rows padded by whole vectors
+    (16655 padded by 8: THREAD_STATS on 16384+4096 lanes). Under the interpreter (the other plan tests) the same rows
+    never take it: its prefetch is inline PTX."""
+    cases = [(1029, 16655, 16658), (1024, 20000, 20003), (700, 24001, 24002), (620, 30001, 30008),
+             (4096, 3001, 3004), (8192, 2501, 2506), (4096, 5001, 5002), (2048, 9001, 9006), (1500, 12001, 12007),
+             (2048, 16655, 16663), (2048, 8001, 8007), (3000, 7001, 7003)]
+    done = subprocess.run([sys.executable, "-c", _PADDED_ON_H200, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        [[16384, 2048, 0], 8, True], [[16384, 4096, 0], 8, True], [[16384, 8192, 0], 8, False],
+        [[32768, 0, 0], 16, True], [[4096, 0, 0], 4, True], [[4096, 0, 0], 4, True], [[4096, 1024, 0], 4, False],
+        [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[16384, 4096, 0], 16, False],
+        [[8192, 0, 0], 8, True], [[4096, 2048, 1024], 4, False]]
+
+
+@pytest.mark.parametrize(("m", "n", "stride", "expected"), [
+    (4096, 127, 127, (4, 128, 1)), (8192, 127, 127, (8, 128, 1)), (4096, 255, 255, (4, 256, 1)),
+    (4096, 200, 201, (4, 256, 1)), (100, 127, 127, (1, 128, 1)), (65536, 127, 127, (8, 128, 1)),
+    (16384, 98, 98, (8, 128, 1)), (8192, 194, 194, (4, 256, 1)), (4096, 126, 128, (4, 128, 1)),
+    (16384, 100, 100, (8, 128, 4)), (32768, 100, 100, (8, 128, 4)), (8192, 196, 196, (4, 256, 4)),
+    (16384, 60, 60, (16, 64, 4)), (32768, 62, 62, (16, 64, 4)), (1000, 100, 100, (2, 128, 4)),
+    (4096, 1, 1, (8, 1, 4)), (65536, 128, 128, (64, 128, 8)), (65536, 30, 30, (128, 32, 4))])
+def test_short_softmax_rows_take_small_programs(m: int, n: int, stride: int, expected: tuple[int, int, int]) -> None:
+    """16-bit rows padded to 128-256 lanes whose accesses are scalar or 4 bytes wide run one warp a program, at most
+    1024 elements (no 256-element threads at 65536 x 127), about six programs an SM (H200: 4096 x 127 2.52 us against
+    3.25 on 4 warps, eager 3.02); rows of 8-byte accesses padded to 64-256 lanes, and of 4-byte accesses padded to
+    64, run 1024-lane tiles on 4 warps (16384 x 100 3.69 us against 5.04 on 8192-lane tiles); aligned rows and rows
+    narrower than 64 keep the tile rule."""
+    _launch, meta = softmax._plan(m, n, stride, 2, torch.device("cpu"), torch.bfloat16)  # type: ignore[misc]
+    assert (meta["BLOCK_M"], meta["BLOCK_N"], meta["num_warps"]) == expected, meta
