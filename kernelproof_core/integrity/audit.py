@@ -34,7 +34,7 @@ from kernelproof_core.verdicts import Verdict
 
 
 class SampleAuditor:
-    """Implements measurement.timing's SampleAuditor protocol for one case."""
+    """Implements measurement.sampler's SampleAuditor protocol for one case."""
 
     def __init__(self, task: Task, case: Case, dtype: torch.dtype, spec: OutputSpec, guard: CallGuard,
                  samples: int, audits: int, min_call_fraction: float, l2: PersistingL2 | None = None) -> None:

@@ -32,8 +32,9 @@ synchronize and one more event; a sample whose tail after the end event exceeds 
 stream, is caught by comparing CUPTI kernel time with the event median (integrity.plausibility.check_timed_region).
 Between samples, never inside them, the auditor checks the harness and, on
 randomly chosen samples, refreshes the input set of the sample's last call and verifies that call's output. Timers
-and the event class are bound when this module is imported, before any candidate code runs, so patching
-`time.perf_counter` or `torch.cuda.Event` afterwards cannot change a measurement (and is reported as tampering).
+and the event class are bound when this module and measurement.sampler (the sample loop) are imported, before any
+candidate code runs, so patching `time.perf_counter` or `torch.cuda.Event` afterwards cannot change a measurement
+(and is reported as tampering).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -53,7 +54,6 @@ from kernelproof_core.measurement.clocks import (
     THROTTLE_CLOCK_FRACTION,
     ClockMonitor,
     ClockSummary,
-    SampleClock,
     summarize_clocks,
 )
 from kernelproof_core.measurement.device_time import (
@@ -65,15 +65,14 @@ from kernelproof_core.measurement.device_time import (
     total,
 )
 from kernelproof_core.measurement.launch_gate import (
-    GateReading,
-    LaunchGate,
     cycles_per_us,
     gate_for,
     host_release,
     host_release_error,
     launch_inclusive,
 )
-from kernelproof_core.measurement.replay import CapturedSample, capture_pair
+from kernelproof_core.measurement.replay import capture_pair
+from kernelproof_core.measurement.sampler import CudaSampler, SampleAuditor, verify_first_replay
 from kernelproof_core.measurement.stats import summarize
 from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule, median_rse, stop_reason
 from kernelproof_core.report.models import Distribution
@@ -82,25 +81,10 @@ log = logging.getLogger(__name__)
 
 Fn = Callable[..., Any]
 _perf_counter = time.perf_counter
-_Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
 MAX_SYNC_GAP_US = 100.0  # a calibration above this is not trusted (something kept the device busy): nothing removed
 DEFERRAL_MARGIN_US = 15.0  # see deferral_limit_us
 GATE_PROBE_CALLS = 10  # calls of the gated probe sample that estimates device time per call
-
-
-class SampleAuditor(Protocol):
-    """Checks between samples (see kernelproof_core.integrity.audit.SampleAuditor)."""
-
-    def calls(self, sample: int, invocations: int) -> int: ...
-
-    def audit(self, sample: int) -> bool: ...
-
-    def refresh(self, inputs: Sequence[Any]) -> None: ...
-
-    def before_flush(self) -> None: ...
-
-    def after_sample(self, out: Any, inputs: Sequence[Any], audited: bool) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,149 +141,6 @@ def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: in
     wanted = -(-ring_min_bytes // case_bytes)
     affordable = max(1, max_bytes // case_bytes)
     return max(1, min(wanted, max_sets, affordable))
-
-
-@dataclass(frozen=True, slots=True)
-class _Sample:
-    start: Any
-    end: Any
-    after: Any  # recorded after the whole-device synchronize that follows the end event
-    calls: int
-    clock: SampleClock
-    gate: GateReading
-
-
-class _CudaSampler:
-    """Takes interleaved gated sample pairs and keeps the unthrottled ones (per-call device microseconds)."""
-
-    def __init__(self, candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], flush: torch.Tensor,
-                 invocations: tuple[int, int], gates: tuple[LaunchGate, LaunchGate], tail_limit_us: float,
-                 auditor: SampleAuditor | None, clocks: ClockMonitor, throttle_fraction: float,
-                 audit_set: Sequence[Any] | None = None,
-                 graphs: tuple[CapturedSample, CapturedSample] | None = None) -> None:
-        self.candidate, self.baseline, self.input_sets = candidate, baseline, input_sets
-        self.audit_set = audit_set
-        self.graphs = {True: graphs[0], False: graphs[1]} if graphs is not None else None
-        self.throttle_fraction = throttle_fraction
-        self.flush, self.tail_limit_us = flush, tail_limit_us
-        self.invocations, self.baseline_invocations = invocations
-        self.gates = {True: gates[0], False: gates[1]}
-        self.auditor, self.clocks = auditor, clocks
-        self.reference_mhz = clocks.sm_clock_mhz()  # right after the warm-ups: the clock under load
-        self.start = (clocks.temperature_c(), self.reference_mhz, clocks.mem_clock_mhz())
-        self.taken = self.audited = self.throttled = self.exposed = self.deferred = 0
-        self.measured_s = 0.0
-        self.cand_us: list[float] = []
-        self.base_us: list[float] = []
-        self.host_us: dict[bool, list[float]] = {True: [], False: []}
-        self.discarded: list[tuple[float, float]] = []
-        self.readings: list[SampleClock] = []
-
-    def _one(self, fn: Fn, start_index: int, count: int, audited: Sequence[Any] | None) -> tuple[_Sample, Any]:
-        """One gated sample of `count` calls; with `audited`, the last call runs on that set, refreshed first. A
-        captured sample replays its graph instead (its own count and last set: see `last_inputs`)."""
-        n = len(self.input_sets)
-        graph = self.graphs[fn is self.candidate] if self.graphs is not None else None
-        if graph is not None:
-            count = graph.calls
-        if self.auditor is not None:
-            if audited is not None:
-                self.auditor.refresh(audited)
-            self.auditor.before_flush()
-        self.flush.zero_()  # evicts L2; queued before the start event, so outside the timed region
-        before = self.clocks.sm_clock_mhz()  # host-side, before the start event is queued
-        start = _Event(enable_timing=True)
-        end = _Event(enable_timing=True)
-        after = _Event(enable_timing=True)
-        gate = self.gates[fn is self.candidate]
-        out = None
-        gate.open(count)  # the GPU is held: the calls below queue up behind it (measurement.launch_gate)
-        start.record()
-        if graph is not None:
-            graph.replay()  # no candidate code runs here: the device program captured once (measurement.replay)
-            out = graph.out
-        else:
-            for k in range(count):
-                out = fn(*(audited if audited is not None and k == count - 1
-                           else self.input_sets[(start_index + k) % n]))
-        end.record()  # on the caller's stream: the calls back to back, without the host's launch cost
-        reading = gate.closed(count)
-        while not end.query():  # spin, not a blocking wait: the host sees the end at once, so the tail is tight
-            pass
-        _synchronize()  # the whole device: work left on any other stream ends before `after` (the tail diagnostic)
-        after.record()
-        reading = gate.settled(reading)  # the sample is done: did the host or the deadline open its gate?
-        clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
-        self.readings.append(clock)
-        return _Sample(start, end, after, count, clock, reading), out
-
-    def batch(self, pairs: int) -> None:
-        """Take `pairs` sample pairs, then sort them into kept and throttled."""
-        pending: list[tuple[_Sample, _Sample]] = []
-        auditor, n = self.auditor, len(self.input_sets)
-        for _ in range(pairs):
-            s = self.taken
-            graph = self.graphs[True] if self.graphs is not None else None
-            # A replayed graph makes the calls it captured; random counts foil host code, which does not run then.
-            count = self.invocations if graph is not None or auditor is None else auditor.calls(s, self.invocations)
-            check = auditor is not None and auditor.audit(s)
-            if graph is not None:  # the graph's last call reads the audit set (or, without one, its ring set)
-                last_set = graph.last_inputs
-                audited = last_set if check else None
-            else:
-                # The audited call's set: one no other call of the sample computes, so no earlier output of the
-                # sample (say in a block the allocator hands out again) can pass for the audited call's (audit_set).
-                last_set = self.input_sets[(s * self.invocations + count - 1) % n]
-                audited = (self.audit_set if self.audit_set is not None else last_set) if check else None
-            got: dict[bool, _Sample] = {}
-            for fn in (self.candidate, self.baseline) if s % 2 == 0 else (self.baseline, self.candidate):
-                is_candidate = fn is self.candidate
-                if is_candidate:
-                    sample, out = self._one(fn, s * self.invocations, count, audited)
-                else:
-                    sample, out = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None)
-                got[is_candidate] = sample
-                if is_candidate and auditor is not None:
-                    audited_inputs = audited if audited is not None else last_set
-                    auditor.after_sample(out, audited_inputs, audited=check)
-                    self.audited += int(check)
-                del out
-            pending.append((got[True], got[False]))
-            self.taken += 1
-        _synchronize()
-        for cand, base in pending:
-            pair = (self._per_call_us(cand, True), self._per_call_us(base, False))
-            if any(x.clock.throttled(self.reference_mhz, self.throttle_fraction) for x in (cand, base)):
-                self.throttled += 1
-                self.discarded.append(pair)
-            else:
-                self.cand_us.append(pair[0])
-                self.base_us.append(pair[1])
-                self.measured_s += (pair[0] * cand.calls + pair[1] * base.calls) / 1e6
-
-    def _per_call_us(self, sample: _Sample, is_candidate: bool) -> float:
-        """Device time per call: start to end event. A tail from the end event to the post-synchronize event beyond
-        the calibrated limit is counted (deferred_samples) but not added: on the H200 host wake-ups alone exceed it
-        in some long samples, so adding it inflated honest medians by up to 2%; work that really outlived the end
-        event shows as kernel time beyond the events (integrity.plausibility.check_timed_region)."""
-        us = float(sample.start.elapsed_time(sample.end)) * 1000.0
-        tail_us = float(sample.end.elapsed_time(sample.after)) * 1000.0
-        if tail_us > self.tail_limit_us:
-            self.deferred += int(is_candidate)
-        self.host_us[is_candidate].append(sample.gate.host_us / sample.calls)
-        if sample.gate.exposed(us):
-            self.exposed += int(is_candidate)
-        return us / sample.calls
-
-
-def _verify_first_replay(graph: CapturedSample, auditor: SampleAuditor) -> None:
-    """The captured program computes the right output for fresh inputs, before any sample: the candidate's host
-    code ran during the capture, which it can detect, so what the gates saw proves nothing about the graph."""
-    inputs = graph.last_inputs
-    auditor.refresh(inputs)
-    graph.replay()
-    _synchronize()
-    auditor.after_sample(graph.out, inputs, audited=True)
 
 
 def deferral_limit_us(tail_us: float) -> float:
@@ -367,7 +208,7 @@ def measure_cuda(
         if cand_graph is not None and base_graph is not None:
             graphs = (cand_graph, base_graph)
             if auditor is not None:
-                _verify_first_replay(cand_graph, auditor)
+                verify_first_replay(cand_graph, auditor)
     gap_us = sync_gap_us()
     removed_us = gap_us if gap_us <= MAX_SYNC_GAP_US else 0.0
     release = host_release() if hold_for_host else None
@@ -379,7 +220,7 @@ def measure_cuda(
     )
 
     monitor = clocks if clocks is not None else ClockMonitor()
-    sampler = _CudaSampler(candidate, baseline, input_sets, flush, counts, (gates[0], gates[1]),
+    sampler = CudaSampler(candidate, baseline, input_sets, flush, counts, (gates[0], gates[1]),
                            deferral_limit_us(tail_gap_us()), auditor, monitor, throttle_fraction, audit_set, graphs)
     stopped_by: StoppedBy = "fixed_count"
     began = _perf_counter()
