@@ -10,18 +10,22 @@ instead of them.
 
     python benchmarks/hardware_counters.py --output-dir DIR [--shape softmax:2048x32768 ...] [--ncu PATH]
 
-A shape is TASK:MxN or TASK:MxN+PAD (rows padded by PAD elements). DIR gets one details CSV per shape (ncu's own
-output) and counters.json (the summary printed as a table). Needs CUDA and ncu (on the H200 image under
+A shape is TASK:MxN or TASK:MxN+PAD (rows padded by PAD elements), optionally followed by @NAME=VALUE,... to set
+plan constants of the task's kernel module in the profiled process only (softmax:1024x65536@_RESIDENT_KEEP=True:
+an unshipped option's counters beside the shipped plan's, both in one run). DIR gets one details CSV per shape
+(ncu's own output) and counters.json (the summary printed as a table). Needs CUDA and ncu (on the H200 image under
 /opt/nvidia/nsight-compute); without them it says so and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import glob
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -52,11 +56,26 @@ WARMUP_CALLS = 3
 
 def parse_shape(text: str) -> tuple[str, int, int, int]:
     task, _, dims = text.partition(":")
-    dims, _, pad = dims.partition("+")
+    dims, _, pad = dims.partition("@")[0].partition("+")
     m, _, n = dims.partition("x")
     if task not in ("softmax", "rms_norm", "swiglu") or not m.isdigit() or not n.isdigit():
         raise argparse.ArgumentTypeError(f"shape {text!r}: expected TASK:MxN[+PAD], TASK softmax, rms_norm or swiglu")
     return task, int(m), int(n), int(pad or 0)
+
+
+def plan_options(text: str) -> dict[str, Any]:
+    """The @NAME=VALUE,... part of a shape: kernel-module constants (names starting with _, values Python literals)."""
+    _, _, spec = text.partition("@")
+    options: dict[str, Any] = {}
+    for item in filter(None, spec.split(",")):
+        name, eq, value = item.partition("=")
+        if not eq or not name.startswith("_") or not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"shape {text!r}: plan option {item!r} is not _NAME=VALUE")
+        try:
+            options[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise argparse.ArgumentTypeError(f"shape {text!r}: {value!r} is not a Python literal") from None
+    return options
 
 
 def min_bytes(task: str, m: int, n: int, elsize: int) -> int:
@@ -70,6 +89,11 @@ def child(shape: str) -> None:
     from kernelproof_core.kernels import rms_norm, softmax, swiglu
 
     task, m, n, pad = parse_shape(shape)
+    module = {"softmax": softmax, "rms_norm": rms_norm, "swiglu": swiglu}[task]
+    for name, value in plan_options(shape).items():
+        if not hasattr(module, name):
+            raise SystemExit(f"{module.__name__} has no {name}")
+        setattr(module, name, value)
     gen = torch.Generator(device="cuda").manual_seed(0)
 
     def rows() -> torch.Tensor:
@@ -176,12 +200,13 @@ def main() -> int:
     shapes = args.shapes or DEFAULT_SHAPES
     for s in shapes:
         parse_shape(s)
+        plan_options(s)
     out_dir: Path = args.output_dir or Path("counters")
     out_dir.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     for shape in shapes:
         task, m, n, _ = parse_shape(shape)
-        log = out_dir / f"{shape.replace(':', '_').replace('+', 'p')}.csv"
+        log = out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', shape.replace('+', 'p'))}.csv"
         cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "details",
                "--log-file", str(log)] + [a for s in SECTIONS for a in ("--section", s)] + [
                "--metrics", ",".join(METRICS), sys.executable, str(Path(__file__).resolve()), "--child", shape]

@@ -4,6 +4,7 @@ ones must at least import and decline."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -108,6 +109,13 @@ def test_hardware_counters_reads_real_ncu_output() -> None:
     assert set(k["stalls_per_issue"]) >= {"mio_throttle", "barrier", "short_scoreboard"}
     assert all(v >= 0.05 for v in k["stalls_per_issue"].values())
     assert hardware_counters.parse_shape("softmax:1029x16655+3") == ("softmax", 1029, 16655, 3)
+    keep = "softmax:1024x65536@_RESIDENT_KEEP=True,_RESIDENT_STREAM_WARPS=16"
+    assert hardware_counters.parse_shape(keep) == ("softmax", 1024, 65536, 0)
+    assert hardware_counters.plan_options(keep) == {"_RESIDENT_KEEP": True, "_RESIDENT_STREAM_WARPS": 16}
+    assert hardware_counters.plan_options("softmax:1024x65536") == {}
+    for bad in ("softmax:8x8@KEEP=1", "softmax:8x8@_KEEP", "softmax:8x8@_KEEP=yes"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            hardware_counters.plan_options(bad)
     with pytest.raises(Exception, match="TASK:MxN"):
         hardware_counters.parse_shape("gemm:1x2")
 
