@@ -12,6 +12,7 @@ applied to the source, the module is loaded, and every candidate call is observe
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,7 +37,7 @@ from kernelproof_core.measurement.speed_of_light import REWARD_INPUT_CUDA, speed
 from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
 from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Integrity, Timing
 from kernelproof_core.reward import case_reward, failed_case_reward
-from kernelproof_core.settings import get_settings
+from kernelproof_core.settings import TEARDOWN_CUPTI, get_settings
 from kernelproof_core.tasks import Case, CaseSet, Task, get_task
 from kernelproof_core.verdicts import Verdict, is_candidate_fault
 
@@ -97,6 +98,8 @@ def prepare_device(device: str) -> None:
             raise UsageError("this process already runs Triton kernels compiled on CUDA; an interpreter campaign "
                              "needs a process of its own (the sandbox gives it one)")
         enable_interpreter()
+    elif get_settings().profiler_teardown_cupti:  # in-process runs; a sandboxed child has it from its server's env
+        os.environ.setdefault(TEARDOWN_CUPTI, "1")
     warm_up_process(device)
 
 

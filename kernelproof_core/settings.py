@@ -13,6 +13,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# kineto's switch (read from the harness process's environment) that Settings.profiler_teardown_cupti sets.
+TEARDOWN_CUPTI = "TEARDOWN_CUPTI"
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KERNELPROOF_", env_file=".env", extra="ignore")
@@ -44,6 +47,11 @@ class Settings(BaseSettings):
         True, description="replay each sample's calls from a CUDA graph (off, or not capturable: stream launches)"
     )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
+    profiler_teardown_cupti: bool = Field(
+        False, description="kineto finalizes CUPTI when each profiler session ends (TEARDOWN_CUPTI=1 in the harness "
+        "process): later launches then do not pay CUPTI's callbacks, which otherwise sit in the launch-inclusive "
+        "samples; off until measured on the GPU (a session begun during a teardown records nothing: retried)"
+    )
     nvml_sample_clocks: bool = Field(
         True, description="read the SM clock and slowdown reasons around every CUDA sample (NVML, when available)"
     )

@@ -26,7 +26,7 @@ from kernelproof_core.sandbox.layers import HostLayers, probe_host
 from kernelproof_core.sandbox.mounts import SCRATCH_ROOT, SandboxView, bwrap_argv, clean_env, derive_view
 from kernelproof_core.sandbox.protocol import ServerConfig
 from kernelproof_core.sandbox.server import ServerProcess
-from kernelproof_core.settings import Settings
+from kernelproof_core.settings import TEARDOWN_CUPTI, Settings
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ def make_plan(device: Device, settings: Settings, mode: str) -> LaunchPlan:
     if device == "cuda":
         ensure_nvidia_uvm()
     view = derive_view(device, settings.sandbox_gpu_index, list(settings.sandbox_extra_ro_paths))
+    if device == "cuda" and settings.profiler_teardown_cupti:
+        view.env[TEARDOWN_CUPTI] = "1"  # read by kineto in the children; must be there before their first session
     as_root = os.geteuid() == 0
     plan = LaunchPlan(device, mode, host, view, use_bwrap=False, as_root=as_root,
                       layers=[*ALWAYS, "forkserver" if mode == "forkserver" else "cold-start"],

@@ -125,6 +125,22 @@ def test_mount_view_is_derived_and_exposes_no_repository_or_secrets() -> None:
     assert view.device_nodes == []  # no GPU node for interpreter runs
 
 
+def test_cupti_teardown_reaches_the_gpu_sandbox_environment_only_when_set() -> None:
+    """Settings.profiler_teardown_cupti: kineto reads TEARDOWN_CUPTI from the harness process's environment before
+    its first session, and the sandbox clears the worker's environment, so the launch plan's own environment (the
+    fork server's, inherited by every child) carries it; off by default, and never for interpreter runs."""
+    from kernelproof_core.sandbox.launch import make_plan
+    from kernelproof_core.settings import TEARDOWN_CUPTI
+
+    on = make_plan("cuda", sandbox_settings(profiler_teardown_cupti=True), "forkserver")
+    assert on.view.env.get(TEARDOWN_CUPTI) == "1"
+    argv = bwrap_argv("bwrap", on.view, as_root=True, uid=65534, gid=65534, scratch_bytes=1 << 20)
+    assert any(argv[i:i + 3] == ["--setenv", TEARDOWN_CUPTI, "1"] for i in range(len(argv)))
+    assert TEARDOWN_CUPTI not in make_plan("cuda", sandbox_settings(), "forkserver").view.env
+    assert TEARDOWN_CUPTI not in make_plan("interpreter", sandbox_settings(profiler_teardown_cupti=True),
+                                           "forkserver").view.env
+
+
 def _in_subprocess(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
