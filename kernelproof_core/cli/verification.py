@@ -9,7 +9,7 @@ from typing import Any
 
 from kernelproof_core.cli.exit_codes import ExitCode, exit_code_for
 from kernelproof_core.cli.progress import ProgressPrinter
-from kernelproof_core.errors import DeviceUnavailable, UsageError
+from kernelproof_core.errors import DeviceUnavailable, InfraError, UsageError
 
 
 def register(sub: Any) -> None:
@@ -135,6 +135,9 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
     progress = None if args.quiet else ProgressPrinter(sys.stderr, campaign, [j.task for j in candidate_jobs])
     try:
         report = run_verification(candidate_jobs, campaign, executor, command=command, events=progress)
+    except InfraError as exc:  # the harness could not start (e.g. its profiler self-test): nothing about the candidate
+        sys.stderr.write(f"kernelproof: infrastructure fault, no verdict: {type(exc).__name__}: {exc}\n")
+        return ExitCode.INFRA
     finally:
         executor.close()
     if args.output:

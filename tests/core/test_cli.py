@@ -80,6 +80,23 @@ def test_verify_failing_candidate_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
+def test_a_harness_that_cannot_start_exits_4_without_a_verdict(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """An infrastructure fault before any case (here the profiler self-test's ProfilerGap, injected where the
+    in-process run prepares its process) is exit 4 with the reason, not a traceback and not a candidate verdict."""
+    from kernelproof_core import pipeline
+    from kernelproof_core.cli import main
+    from kernelproof_core.integrity.profiled import ProfilerGap
+
+    def no_profiler(campaign: object) -> None:
+        raise ProfilerGap("the profiler's record holds 0 of the harness's 2 canary launches")
+
+    monkeypatch.setattr(pipeline, "prepare_process", no_profiler)
+    code = main(["run", "--task", "rms_norm", "--device", "interpreter", "--no-sandbox", "--quiet"])
+    assert code == 4
+    assert "infrastructure fault, no verdict: ProfilerGap" in capsys.readouterr().err
+
+
 def test_cuda_unavailable_exits_3(tmp_path: Path) -> None:
     r = kp("run", "--task", "rms_norm", "--device", "cuda", "--no-sandbox")
     assert r.returncode == 3
