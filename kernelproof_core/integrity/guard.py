@@ -27,8 +27,7 @@ import torch
 from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.integrity.dispatch import ComputeTracer, DispatchTrace
 from kernelproof_core.integrity.launches import LaunchLog, LaunchObserver
-from kernelproof_core.integrity.profiled import ProfiledCall, Record, require_canary
-from kernelproof_core.integrity.profiled import self_test as profiled_self_test
+from kernelproof_core.integrity.profiled import ProfiledCall, Record, profiler_self_test, require_canary
 from kernelproof_core.integrity.tamper import HarnessSnapshot
 from kernelproof_core.verdicts import Verdict
 
@@ -166,7 +165,7 @@ def warm_up(device_type: str, observer: LaunchObserver) -> None:
     with observer.observe({}, interpreter=device_type != "cuda"):
         _warm[(1,)](x)
     if device_type == "cuda":
-        profiled_self_test(torch.device("cuda"))  # compiles the canary before the harness snapshot
+        profiler_self_test(torch.device("cuda"))  # compiles the canary before the harness snapshot
         torch.cuda.synchronize()
 
 

@@ -141,7 +141,7 @@ def require_canary(record: Record) -> None:
                           "its record cannot show which kernels did the call's work")
 
 
-def self_test(device: torch.device, activities: list[Any] | None = None) -> None:
+def profiler_self_test(device: torch.device, activities: list[Any] | None = None) -> None:
     """A session around nothing but the canaries, required whole (with the retries): run once per process at start-up,
     so a profiler that records no GPU activity on this host (CUPTI unusable, another profiler holding it) is one
     clear infrastructure fault before any candidate runs, not a ProfilerGap and two retry pauses in every case."""

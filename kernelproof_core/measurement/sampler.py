@@ -6,17 +6,17 @@ aside. The event class and synchronize are bound at import, before any candidate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 
 from kernelproof_core.measurement.clocks import ClockMonitor, SampleClock
+from kernelproof_core.measurement.device_time import Fn
 from kernelproof_core.measurement.launch_gate import GateReading, LaunchGate
 from kernelproof_core.measurement.replay import CapturedSample
 
-Fn = Callable[..., Any]
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
 

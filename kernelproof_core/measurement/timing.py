@@ -43,7 +43,7 @@ import logging
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +57,7 @@ from kernelproof_core.measurement.clocks import (
     summarize_clocks,
 )
 from kernelproof_core.measurement.device_time import (
+    Fn,
     kernel_time_us,
     kernel_times,
     single_call_ms,
@@ -79,7 +80,6 @@ from kernelproof_core.report.models import Distribution
 
 log = logging.getLogger(__name__)
 
-Fn = Callable[..., Any]
 _perf_counter = time.perf_counter
 _synchronize = torch.cuda.synchronize
 MAX_SYNC_GAP_US = 100.0  # a calibration above this is not trusted (something kept the device busy): nothing removed

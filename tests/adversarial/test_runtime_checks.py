@@ -235,16 +235,16 @@ def test_a_profiler_session_begun_again_inside_the_call_is_a_gap() -> None:
 
 
 def test_a_profiler_that_records_no_gpu_kernels_fails_the_start_up_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """profiled.self_test, run once per process before any candidate (guard.warm_up on CUDA): a session whose record
-    holds no GPU kernels (here the real profiler tracing CPU activity only, as a host whose CUPTI records nothing
-    would) is a ProfilerGap, an infrastructure fault, after the retries; it is not left for every case to find."""
+    """profiled.profiler_self_test, run once per process before any candidate (guard.warm_up on CUDA): a session
+    whose record holds no GPU kernels (here the real profiler tracing CPU activity only, as a host whose CUPTI records
+    nothing would) is a ProfilerGap, an infrastructure fault, after the retries: not left for every case to find."""
     from torch.profiler import ProfilerActivity
 
     from kernelproof_core.integrity import profiled
 
     monkeypatch.setattr(profiled, "PROFILE_RETRY_PAUSES_S", (0.0, 0.0))
     with pytest.raises(ProfilerGap, match="0 of the harness's 2 canary launches") as gap:
-        profiled.self_test(torch.device("cpu"), [ProfilerActivity.CPU])
+        profiled.profiler_self_test(torch.device("cpu"), [ProfilerActivity.CPU])
     assert isinstance(gap.value, InfraError)
 
 
