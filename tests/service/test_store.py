@@ -3,8 +3,10 @@ database of their own per backend. Rewards here are synthetic CUDA rewards: the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from kernelproof_core.store.session import make_engine, make_session_factory
 from kernelproof_core.store.submissions import NewSubmission, create_submission
 from kernelproof_core.store.transitions import ClaimOutcome
 from kernelproof_core.store.types import utcnow
+from kernelproof_core.verdicts import Verdict
 from kernelproof_core.verify import run_verification
 from tests.service.candidates import GOOD
 
@@ -46,19 +49,20 @@ def db(fresh_database: str) -> Iterator[sessionmaker[Session]]:
     engine.dispose()
 
 
-def new_submission(db: sessionmaker[Session], source: str = GOOD, generator: str = "g") -> str:
+def new_submission(db: sessionmaker[Session], source: str = GOOD, generator: str = "g", task: str = "rms_norm",
+                   metadata: dict[str, str] | None = None, reuse: bool = False) -> str:
     new = NewSubmission(
-        task="rms_norm",
+        task=task,
         source_text=source,
         campaign=CAMPAIGN,
         campaign_preset="quick",
         gpu_class="h200",
-        metadata={"generator": generator},
+        metadata=metadata or {"generator": generator},
         client_id=None,
         request_sha256="0" * 64,
     )
     with db() as session:
-        return create_submission(session, new, reuse_verdicts=False).submission.id
+        return create_submission(session, new, reuse_verdicts=reuse).submission.id
 
 
 def claim(db: sessionmaker[Session], sid: str, **kwargs: Any) -> tuple[ClaimOutcome, transitions.Claim | None]:
@@ -148,9 +152,9 @@ def test_reward_views_and_leaderboard_rank_by_reward(db: sessionmaker[Session], 
         assert old not in [e["submission_id"] for e in queries.leaderboard(session, "rms_norm", "bfloat16", "h200", 10)]
         v1_board = queries.leaderboard(session, "rms_norm", "bfloat16", "h200", 10, reward_spec="kernelproof.reward.v1")
         assert [e["submission_id"] for e in v1_board] == [old]
-        best = session.execute(text("SELECT reward_spec, submission_id FROM v_best_per_task_dtype "
-                                    "ORDER BY reward_spec")).all()
-        assert [tuple(r) for r in best] == [("kernelproof.reward.v1", old), ("kernelproof.reward.v2", ids["fast"])]
+        per_spec = session.execute(text("SELECT reward_spec, submission_id FROM v_best_per_task_dtype "
+                                        "ORDER BY reward_spec")).all()
+        assert [tuple(r) for r in per_spec] == [("kernelproof.reward.v1", old), ("kernelproof.reward.v2", ids["fast"])]
 
 
 def test_launch_inclusive_timings_have_columns_and_reach_the_case_view(
@@ -176,3 +180,79 @@ def test_launch_inclusive_timings_have_columns_and_reach_the_case_view(
             "candidate_host_us_per_call, launch_overhead_us FROM v_case_timings WHERE submission_id = :sid"),
             {"sid": sid}).all()
     assert [tuple(r) for r in rows] == [(31.0, 60.0, 28.5, 5.0)] * len(report.cases)
+
+
+# docs/OPERATIONS.md's ready-to-run queries: the SQLite forms of its two date filters, as the document gives them.
+SQLITE_DATES = {"CURRENT_DATE - 7": "date('now', '-7 days')",
+                "now() - interval '7 days'": "datetime('now', '-7 days')"}
+OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "OPERATIONS.md"
+
+
+def documented_queries(dialect: str) -> list[str]:
+    """The statements of OPERATIONS.md's "Ready-to-run queries" block, in the backend's form."""
+    doc = OPERATIONS.read_text()
+    block = re.search(r"Ready-to-run queries(.*?)```sql\n(.*?)```", doc, re.S)
+    assert block is not None, "OPERATIONS.md lost its ready-to-run queries"
+    for pg_form, sqlite_form in SQLITE_DATES.items():  # the document states each substitution it needs
+        assert f"`{sqlite_form}` for `{pg_form}`" in " ".join(block.group(1).split())
+    queries = [q.strip() for q in block.group(2).split(";") if q.strip()]
+    if dialect == "sqlite":
+        for pg_form, sqlite_form in SQLITE_DATES.items():
+            queries = [q.replace(pg_form, sqlite_form) for q in queries]
+    return queries
+
+
+def finish(db: sessionmaker[Session], sid: str, report: Report) -> None:
+    _, current = claim(db, sid)
+    assert current is not None
+    with db() as session:
+        assert results.finish_with_report(session, current, report)
+
+
+def test_documented_queries_answer_on_both_backends(db: sessionmaker[Session], template_report: Report) -> None:
+    """Every query OPERATIONS.md calls ready to run runs on this backend (the embedded default is SQLite) and
+    answers from the rows a fleet's submissions leave: a reward day, a run id, a reused verdict, a near-miss, a
+    retried attempt, CUDA timings of softmax."""
+    meta = {"generator": "g-docs", "model": "m1", "run_id": "r7"}
+    passed = new_submission(db, GOOD + "\n# docs\n", metadata=meta)
+    finish(db, passed, with_cuda_rewards(template_report, [0.8, 1.2]))
+    new_submission(db, GOOD + "\n# docs\n", metadata=meta, reuse=True)  # answered from the stored verdict
+
+    near = template_report.model_copy(deep=True)  # case n1 just outside the tolerance
+    near.cases[0].verdict = Verdict.TOLERANCE
+    assert near.cases[0].error is not None
+    near.cases[0].error.rel_l2 = 0.01
+    near_miss = new_submission(db, GOOD + "\n# near\n", metadata={**meta, "model": "m2"})
+    finish(db, near_miss, near)
+
+    retried = new_submission(db, GOOD + "\n# retried\n", generator="g-retry")
+    outcome, first = claim(db, retried, deadline_s=-1.0)  # its first worker never came back
+    assert outcome is ClaimOutcome.CLAIMED and first is not None
+    finish(db, retried, template_report)
+
+    softmax_report = with_cuda_rewards(template_report, [0.5, 0.9])
+    for case in softmax_report.cases:
+        case.task = "softmax"
+    softmax = new_submission(db, GOOD + "\n# softmax\n", task="softmax", generator="g-docs")
+    finish(db, softmax, softmax_report)
+
+    with db() as session:
+        dialect = session.get_bind().dialect.name
+        answers = [session.execute(text(q)).mappings().all() for q in documented_queries(dialect)]
+    assert len(answers) == 8, "a query was added to or removed from OPERATIONS.md: assert what it answers here"
+    daily, best, mix, run, slowest, near_misses, reuse, retries = answers
+
+    today = {(r["generator"], r["model"]): r for r in daily}
+    assert today[("g-docs", "m1")]["submissions"] == 2 and today[("g-docs", "m1")]["passed"] == 2
+    assert float(today[("g-docs", "m1")]["mean_reward"]) == pytest.approx(1.0)
+    assert {(r["task"], r["submission_id"]) for r in best} == {("rms_norm", passed), ("softmax", softmax)}
+    assert {(r["task"], r["verdict"]) for r in mix} >= {("rms_norm", "pass"), ("softmax", "pass")}
+    assert sum(float(r["pct"]) for r in mix if r["task"] == "rms_norm") == pytest.approx(100.0, abs=0.2)
+    per_model = {r["model"]: r for r in run}
+    assert set(per_model) == {"m1", "m2"} and float(per_model["m1"]["pass_rate"]) == 1.0
+    assert sorted((r["submission_id"], r["case_id"]) for r in slowest) == [(softmax, "n1"), (softmax, "tail127")]
+    assert [(r["submission_id"], r["case_id"]) for r in near_misses] == [(near_miss, "n1")]
+    reuse_by = {r["generator"]: (r["reused"], r["total"]) for r in reuse}
+    assert reuse_by["g-docs"] == (1, 4)  # passed, its reused twin, the near-miss, softmax
+    history = [(r["id"], r["attempt_no"], r["outcome"]) for r in retries]
+    assert history == [(retried, 1, "lost"), (retried, 2, "finished")]
