@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import socket
+from collections.abc import MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
+from api.app import create_app
+from kernelproof_core.settings import Settings
 from tests.service.candidates import GOOD
 from tests.service.conftest import TINY_CAMPAIGN
 
@@ -229,3 +236,57 @@ def test_a_valid_stopping_rule_is_accepted_and_dropped_on_an_interpreter_service
     assert response.status_code == 202, response.text
     campaign = response.json()["campaign"]
     assert campaign.get("stopping") is None and campaign["samples"] == TINY_CAMPAIGN.get("samples", campaign["samples"])
+
+
+def _raw_exchange(api_url: str, request: bytes) -> bytes:
+    parts = urlsplit(api_url)
+    reply = b""
+    with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=10) as conn:
+        conn.sendall(request)
+        while chunk := conn.recv(65536):
+            reply += chunk
+    return reply
+
+
+def test_framing_the_http_server_cannot_parse_is_refused_before_the_app(api_url: str) -> None:
+    """API.md: a request uvicorn's parser cannot frame (here a Content-Length that is not a number) is answered 400
+    by the server itself, in plain text, and never reaches the gate or a handler."""
+    reply = _raw_exchange(api_url, b"POST /v1/submissions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                                   b"Content-Length: 12abc\r\nConnection: close\r\n\r\n{}")
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert b"problem+json" not in reply.split(b"\r\n\r\n", 1)[0]
+
+
+def test_a_server_that_passes_a_non_numeric_content_length_through_gets_bad_request(
+        settings: Settings, migrated: str) -> None:
+    """Behind an ASGI server that hands the header over unparsed, the gate answers bad-request before any body is
+    read (the body here is never asked for)."""
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        raise AssertionError("the gate read the body of a request it should refuse first")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/v1/submissions", "raw_path": b"/v1/submissions", "query_string": b"", "root_path": "",
+             "headers": [(b"content-type", b"application/json"), (b"content-length", b"12abc")],
+             "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 80)}
+    asyncio.run(create_app(settings)(scope, receive, send))
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    assert start["status"] == 400 and (b"content-type", PROBLEM.encode()) in start["headers"]
+    assert json.loads(body)["type"] == "urn:kernelproof:problem:bad-request"
+
+
+def test_a_gpu_class_no_worker_serves_is_refused_where_the_operator_lists_classes(
+        settings: Settings, migrated: str, api_key: str) -> None:
+    listed = settings.model_copy(update={"gpu_classes": ["h200", "a100"]})
+    auth = {**JSON, "Authorization": f"Bearer {api_key}"}
+    with TestClient(create_app(listed), raise_server_exceptions=False) as client:
+        response = client.post("/v1/submissions", content=with_(gpu_class="mi300"), headers=auth)
+        assert response.status_code == 422 and response.headers["content-type"] == PROBLEM
+        assert response.json()["type"] == "urn:kernelproof:problem:unknown-gpu-class"
+        assert response.json()["detail"] == "known GPU classes: h200, a100"
+        listed_class = client.post("/v1/submissions", content=with_(gpu_class="a100"), headers=auth)
+    assert listed_class.status_code == 202, listed_class.text[:300]
