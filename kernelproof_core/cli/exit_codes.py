@@ -13,6 +13,7 @@ class ExitCode(enum.IntEnum):
     DEVICE_UNAVAILABLE = 3  # CUDA or the requested device is unavailable
     INFRA = 4  # an infrastructure fault: nothing can be said about the candidate
     USAGE = 64  # bad command line (BSD EX_USAGE)
+    BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as a shell tool would end
 
 
 def exit_code_for(verdict: Verdict) -> ExitCode:

@@ -34,6 +34,21 @@ def test_list_shows_every_task_signature_and_cases() -> None:
     assert "tail127" in r.stdout and "gpt_oss_2880" in r.stdout
 
 
+
+def test_a_reader_that_is_gone_ends_the_listing_quietly() -> None:
+    """`kernelproof list | head -1` once head has exited: stdout is a pipe nobody reads (closed here before the CLI
+    starts, so every write fails); the CLI ends with 128 + SIGPIPE and no traceback, as a shell tool does."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "kernelproof_core", "list"], stdout=write_end,
+                           stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT, env=env)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141, r.stderr
+    assert r.stderr == ""
+
 def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
     cand = tmp_path / "good.py"
     cand.write_bytes(source("honest"))
