@@ -64,6 +64,9 @@ def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
     assert report.candidates[0].path == str(cand.resolve())
     assert md.read_text().startswith(f"# KernelProof report `{report.run_id}`")
     assert "[  4/4]" in r.stderr  # progress lines
+    progress = [line for line in r.stderr.splitlines() if line.startswith("[")]
+    assert len(progress) == 4  # interpreter timings are labelled, with no speed ratio to misread
+    assert all(line.endswith("(interpreter wall-clock, unrewarded)") and " x " not in line for line in progress)
 
 
 def test_verify_with_a_noise_target_records_the_rule(tmp_path: Path) -> None:
