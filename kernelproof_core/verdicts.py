@@ -78,7 +78,8 @@ VERDICT_INFO: dict[Verdict, VerdictInfo] = {
     Verdict.TOLERANCE: VerdictInfo(True, "The output differs from the oracle beyond the dtype's tolerance policy."),
     Verdict.NONDETERMINISTIC: VerdictInfo(True, "Identical inputs gave output that is not bit-identical."),
     Verdict.CACHED_OUTPUT: VerdictInfo(True, "Fresh inputs gave stale or incorrect output (output caching)."),
-    Verdict.COMPILE_TIMEOUT: VerdictInfo(True, "Loading/compiling exceeded the compile deadline."),
+    Verdict.COMPILE_TIMEOUT: VerdictInfo(
+        True, "Importing the module or a case's first call (JIT compile and first run) exceeded the compile deadline."),
     Verdict.EXECUTION_TIMEOUT: VerdictInfo(True, "A run exceeded the execution deadline; the process tree was killed."),
     Verdict.CRASHED: VerdictInfo(True, "The candidate process died from a signal or exited unexpectedly."),
     Verdict.RESOURCE_LIMIT: VerdictInfo(True, "A resource limit was hit (memory, processes, file size, output)."),

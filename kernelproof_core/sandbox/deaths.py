@@ -31,9 +31,9 @@ class KillReason(enum.StrEnum):
 
 # reason -> (verdict if the candidate's code had started, message)
 KILL_VERDICTS: dict[KillReason, tuple[Verdict, str]] = {
-    KillReason.COMPILE_DEADLINE: (Verdict.COMPILE_TIMEOUT, "compile deadline of {compile_s:g} s exceeded"),
+    KillReason.COMPILE_DEADLINE: (Verdict.COMPILE_TIMEOUT, "compile deadline of {compile_s:g} s exceeded {detail}"),
     KillReason.EXECUTION_DEADLINE: (Verdict.EXECUTION_TIMEOUT,
-                                    "execution deadline of {execution_s:g} s exceeded"),
+                                    "execution deadline of {execution_s:g} s (all runs together) exceeded {detail}"),
     KillReason.START_DEADLINE: (Verdict.INFRA_ERROR, "sandbox child did not start within {start_s:g} s"),
     KillReason.OUTPUT_CAP: (Verdict.RESOURCE_LIMIT, "stdout/stderr exceeded the {output_cap_bytes} byte cap"),
     KillReason.PROTOCOL: (Verdict.CRASHED, "result channel protocol violation: {detail}"),

@@ -175,7 +175,7 @@ class _Watch:
         reasons = {"starting": KillReason.START_DEADLINE, "load": KillReason.COMPILE_DEADLINE,
                    "compile": KillReason.COMPILE_DEADLINE, "execute": KillReason.EXECUTION_DEADLINE}
         if self.phase in reasons:
-            self._kill(reasons[self.phase])
+            self._kill(reasons[self.phase], self._where())
         elif self.phase == "finishing":  # results are in but the process lingers: end it, no verdict change
             self._kill(None)
         elif self.phase == "killing":  # the server did not confirm the kill: tear the whole sandbox down
@@ -398,6 +398,15 @@ class _Watch:
             self.phase, self.deadline = "finishing", now + self.budget.kill_grace_s
 
     # --- killing -------------------------------------------------------------------------------------------
+    def _where(self) -> str:
+        """Where a deadline ran out, for the verdict's message: a hang in a case's first call is not Triton's
+        compiler however the deadline is named, and the user needs to know which call it was."""
+        case = self.outcome.last_case
+        return {"starting": "the harness was starting",
+                "load": "while importing the candidate module",
+                "compile": f"in the first call of case {case} (Triton's JIT compile and the first run)",
+                "execute": f"in case {case}'s later calls"}.get(self.phase, self.phase)
+
     def _kill(self, reason: KillReason | None, detail: str = "") -> None:
         self._leave_arbiter()
         if reason is not None and self.kill_reason is None:

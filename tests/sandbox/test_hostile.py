@@ -27,8 +27,9 @@ P, S = Verdict.PASS, Verdict.SKIPPED
 
 # candidate -> (expected verdicts of the two cases, substring of the first failure's message)
 ENDINGS: dict[str, tuple[list[Verdict], str]] = {
-    "import_loop": ([Verdict.COMPILE_TIMEOUT] * 2, "compile deadline"),
-    "second_call_sleep": ([Verdict.EXECUTION_TIMEOUT, S], "execution deadline"),
+    "import_loop": ([Verdict.COMPILE_TIMEOUT] * 2, "compile deadline of 8 s exceeded while importing the candidate"),
+    "first_call_loop": ([Verdict.COMPILE_TIMEOUT, S], "exceeded in the first call of case n1 (Triton's JIT compile"),
+    "second_call_sleep": ([Verdict.EXECUTION_TIMEOUT, S], "exceeded in case n1's later calls"),
     "exit_during_run": ([Verdict.CRASHED, S], "exited with status 0 before finishing"),
     "segfault": ([Verdict.CRASHED, S], "SIGSEGV"),
     "memory_bomb": ([Verdict.RESOURCE_LIMIT, S], "host memory"),
