@@ -11,12 +11,14 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.problems import (
+    DATABASE_ERRORS,
     P_BAD_REQUEST,
     P_PAYLOAD_TOO_LARGE,
     P_RATE_LIMITED,
     P_UNAUTHORIZED,
     P_UNSUPPORTED_MEDIA_TYPE,
     ProblemType,
+    database_unavailable,
     problem_response,
 )
 from api.service import ClientIdentity, ServiceState
@@ -64,7 +66,10 @@ class GateMiddleware:
             return await reject(P_BAD_REQUEST, "Content-Length is not a number")
         if declared is not None and int(declared) > cap:
             return await reject(P_PAYLOAD_TOO_LARGE, f"body is {declared} bytes; the cap is {cap} bytes")
-        client = await self._authenticate(headers)
+        try:
+            client = await self._authenticate(headers)
+        except DATABASE_ERRORS as exc:  # the key cannot be checked: an outage, answered as such (not a 500)
+            return await database_unavailable(exc, scope["method"], scope["path"])(scope, receive, send)
         if client is None and settings.api_auth_required:
             return await reject(
                 P_UNAUTHORIZED,

@@ -16,6 +16,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,16 @@ P_IDEMPOTENCY_REUSED = ProblemType(
 P_RATE_LIMITED = ProblemType("rate-limited", 429, "Too many requests for this API key")
 P_INTERNAL = ProblemType("internal-error", 500, "Internal error")
 P_NOT_READY = ProblemType("not-ready", 503, "A dependency of the service is unreachable")
+P_DATABASE_UNAVAILABLE = ProblemType("database-unavailable", 503, "The database did not answer; retry")
+
+# The database failing to answer (down, failing over, out of pooled connections, SQLite busy past its timeout) is an
+# outage, not a bug: 503 with Retry-After, which clients retry (kernelproof_core.client does, and a submit with its
+# Idempotency-Key creates nothing twice), instead of `internal-error`, which they must not.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, PoolTimeoutError)
+DATABASE_RETRY_AFTER_S = 2
+# What the gate in front of every /v1 operation can answer (api.gate): the key and rate checks, and the key lookup's
+# database.
+GATE_PROBLEMS = (P_UNAUTHORIZED, P_RATE_LIMITED, P_DATABASE_UNAVAILABLE)
 
 ALL_PROBLEM_TYPES = [v for v in list(globals().values()) if isinstance(v, ProblemType)]
 
@@ -113,6 +125,20 @@ def problem_response(
         status_code=ptype.status,
         headers=headers,
         media_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+def database_unavailable(exc: Exception, method: str, path: str) -> JSONResponse:
+    """The answer to a request the database could not serve (logged without the traceback: an outage is not a
+    bug, and a failover would otherwise flood the log)."""
+    log.warning("database unavailable on %s %s: %s", method, path, str(exc).splitlines()[0][:300] if str(exc) else
+                type(exc).__name__)
+    return problem_response(
+        P_DATABASE_UNAVAILABLE,
+        f"the database did not answer ({type(exc).__name__}); retry in {DATABASE_RETRY_AFTER_S} s",
+        path,
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+        retry_after_s=DATABASE_RETRY_AFTER_S,
     )
 
 
@@ -172,6 +198,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers) if exc.headers else None
         return problem_response(ptype, str(exc.detail), request.url.path, headers=headers)
 
+    async def on_database(request: Request, exc: Exception) -> JSONResponse:
+        return database_unavailable(exc, request.method, request.url.path)
+
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return problem_response(P_INTERNAL, "an unexpected error occurred; it has been logged", request.url.path)
@@ -179,4 +208,6 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Problem, on_problem)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+    for error in DATABASE_ERRORS:
+        app.add_exception_handler(error, on_database)
     app.add_exception_handler(Exception, on_unexpected)

@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
 from api.deps import ServiceDep
-from api.problems import P_NOT_READY, problem_response, problem_responses
+from api.problems import P_DATABASE_UNAVAILABLE, P_NOT_READY, problem_response, problem_responses
 from api.schemas import Health
 
 router = APIRouter(tags=["operations"])
@@ -45,7 +45,7 @@ def readyz(svc: ServiceDep) -> Health | JSONResponse:
     "/metrics",
     summary="Prometheus metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}, **problem_responses(P_DATABASE_UNAVAILABLE)},
 )
 def metrics(svc: ServiceDep) -> Response:
     return Response(svc.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from api.deps import SessionDep
-from api.problems import P_RATE_LIMITED, P_UNAUTHORIZED, P_VALIDATION, problem_responses
+from api.problems import GATE_PROBLEMS, P_VALIDATION, problem_responses
 from api.schemas import Leaderboard, LeaderboardEntry
 from api.views import submission_url
 from kernelproof_core.reward import CURRENT_REWARD
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/leaderboard", tags=["leaderboard"])
     "",
     response_model=Leaderboard,
     summary="Best passing candidates by reward",
-    responses=problem_responses(P_UNAUTHORIZED, P_RATE_LIMITED, P_VALIDATION),
+    responses=problem_responses(*GATE_PROBLEMS, P_VALIDATION),
 )
 def leaderboard(
     session: SessionDep,

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import ClientDep, ServiceDep, SessionDep
 from api.intake import submit
 from api.problems import (
+    GATE_PROBLEMS,
     P_BAD_CURSOR,
     P_BATCH_TOO_LARGE,
     P_CAMPAIGN_LIMITS,
@@ -25,10 +26,8 @@ from api.problems import (
     P_NO_REPORT,
     P_NOT_FOUND,
     P_PAYLOAD_TOO_LARGE,
-    P_RATE_LIMITED,
     P_REPORT_NOT_READY,
     P_SOURCE_TOO_LARGE,
-    P_UNAUTHORIZED,
     P_UNKNOWN_GPU_CLASS,
     P_UNKNOWN_TASK,
     P_UNSUPPORTED_MEDIA_TYPE,
@@ -53,7 +52,7 @@ from kernelproof_core.store import queries
 from kernelproof_core.store.models import FINAL_STATES, Submission
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
-COMMON = (P_UNAUTHORIZED, P_RATE_LIMITED, P_VALIDATION)
+COMMON = (*GATE_PROBLEMS, P_VALIDATION)
 SUBMIT_PROBLEMS = (
     *COMMON,
     P_MALFORMED_BODY,

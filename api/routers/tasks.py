@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from fastapi import APIRouter
 
-from api.problems import P_NOT_FOUND, P_RATE_LIMITED, P_UNAUTHORIZED, P_VALIDATION, Problem, problem_responses
+from api.problems import GATE_PROBLEMS, P_NOT_FOUND, P_VALIDATION, Problem, problem_responses
 from api.schemas import CaseView, TaskView
 from kernelproof_core.dtypes import parse_dtype
 from kernelproof_core.presets import PRESETS
@@ -52,7 +52,7 @@ def task_view(task: Task) -> TaskView:
     "",
     response_model=list[TaskView],
     summary="All verification tasks",
-    responses=problem_responses(P_UNAUTHORIZED, P_RATE_LIMITED),
+    responses=problem_responses(*GATE_PROBLEMS),
 )
 def list_tasks() -> list[TaskView]:
     return [task_view(t) for t in TASKS.values()]
@@ -62,7 +62,7 @@ def list_tasks() -> list[TaskView]:
     "/{name}",
     response_model=TaskView,
     summary="One verification task",
-    responses=problem_responses(P_UNAUTHORIZED, P_RATE_LIMITED, P_NOT_FOUND, P_VALIDATION),
+    responses=problem_responses(*GATE_PROBLEMS, P_NOT_FOUND, P_VALIDATION),
 )
 def get_task(name: str) -> TaskView:
     task = TASKS.get(name)

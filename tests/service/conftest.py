@@ -59,6 +59,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.service)
 
 
+class NullDispatcher:
+    """Commits rows but never enqueues them (a lost message, or an API nobody works for)."""
+
+    def dispatch(self, submission_id: str, gpu_class: str | None) -> None:
+        del submission_id, gpu_class
+
+    def queue_depth(self, gpu_class: str | None) -> int | None:
+        return 0
+
+    def ping(self) -> bool:
+        return True
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -14,20 +14,7 @@ from kernelproof_core.settings import Settings
 from kernelproof_core.store.models import Submission, SubmissionTag
 from kernelproof_core.store.types import utcnow
 from tests.service.candidates import GOOD
-from tests.service.conftest import free_port
-
-
-class NullDispatcher:
-    """Commits rows but never enqueues them (a lost message, or an API nobody works for)."""
-
-    def dispatch(self, submission_id: str, gpu_class: str | None) -> None:
-        del submission_id, gpu_class
-
-    def queue_depth(self, gpu_class: str | None) -> int | None:
-        return 0
-
-    def ping(self) -> bool:
-        return True
+from tests.service.conftest import NullDispatcher, free_port
 
 
 def test_tasks_describe_signatures_cases_and_tolerances(http: httpx.Client) -> None:
