@@ -11,7 +11,6 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.problems import (
-    DATABASE_ERRORS,
     P_BAD_REQUEST,
     P_PAYLOAD_TOO_LARGE,
     P_RATE_LIMITED,
@@ -23,6 +22,7 @@ from api.problems import (
 )
 from api.service import ClientIdentity, ServiceState
 from kernelproof_core.store import keys
+from kernelproof_core.store.session import UNAVAILABLE_ERRORS
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 
@@ -68,7 +68,7 @@ class GateMiddleware:
             return await reject(P_PAYLOAD_TOO_LARGE, f"body is {declared} bytes; the cap is {cap} bytes")
         try:
             client = await self._authenticate(headers)
-        except DATABASE_ERRORS as exc:  # the key cannot be checked: an outage, answered as such (not a 500)
+        except UNAVAILABLE_ERRORS as exc:  # the key cannot be checked: an outage, answered as such (not a 500)
             return await database_unavailable(exc, scope["method"], scope["path"])(scope, receive, send)
         if client is None and settings.api_auth_required:
             return await reject(

@@ -16,9 +16,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from kernelproof_core.store.session import UNAVAILABLE_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +62,9 @@ P_INTERNAL = ProblemType("internal-error", 500, "Internal error")
 P_NOT_READY = ProblemType("not-ready", 503, "A dependency of the service is unreachable")
 P_DATABASE_UNAVAILABLE = ProblemType("database-unavailable", 503, "The database did not answer; retry")
 
-# The database failing to answer (down, failing over, out of pooled connections, SQLite busy past its timeout) is an
-# outage, not a bug: 503 with Retry-After, which clients retry (kernelproof_core.client does, and a submit with its
-# Idempotency-Key creates nothing twice), instead of `internal-error`, which they must not.
-DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, PoolTimeoutError)
+# The database failing to answer (store.session.UNAVAILABLE_ERRORS) is an outage, not a bug: 503 with Retry-After,
+# which clients retry (kernelproof_core.client does, and a submit with its Idempotency-Key creates nothing twice),
+# instead of `internal-error`, which they must not.
 DATABASE_RETRY_AFTER_S = 2
 # What the gate in front of every /v1 operation can answer (api.gate): the key and rate checks, and the key lookup's
 # database.
@@ -208,6 +207,6 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Problem, on_problem)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    for error in DATABASE_ERRORS:
+    for error in UNAVAILABLE_ERRORS:
         app.add_exception_handler(error, on_database)
     app.add_exception_handler(Exception, on_unexpected)

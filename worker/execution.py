@@ -12,15 +12,18 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from kernelproof_core.report.models import Report
 from kernelproof_core.settings import Settings
 from kernelproof_core.store import results, transitions
-from kernelproof_core.store.transitions import ClaimOutcome
+from kernelproof_core.store.session import UNAVAILABLE_ERRORS
+from kernelproof_core.store.transitions import Claim, ClaimOutcome
 from kernelproof_core.verdicts import Verdict
 from worker.job_host import AttemptResult, JobHost
 
 log = logging.getLogger(__name__)
 
 Redispatch = Callable[[str, str | None], None]
+RECORD_BACKOFF_S = (0.5, 10.0)  # first and longest pause between attempts to write a verdict
 
 
 def worker_name(kind: str) -> str:
@@ -64,14 +67,7 @@ def process_submission(
     ):
         first = report.summary.first_failure
         error, report = f"infra_error: {first.message if first else 'no detail'}", None
-    with sessions() as session:
-        if report is not None:
-            recorded = results.finish_with_report(session, claim, report)
-            status = report.summary.verdict.value if recorded else "stale"
-        else:
-            status = transitions.release_failed_attempt(
-                session, claim, error or "unknown failure", settings.job_max_attempts
-            )
+    status = _record(sessions, settings, claim, report, error)
     log.info(
         "submission %s: attempt %d -> %s in %.1f s",
         submission_id,
@@ -82,3 +78,31 @@ def process_submission(
     if status == "requeued":
         redispatch(submission_id, claim.gpu_class)
     return status
+
+
+def _record(sessions: sessionmaker[Session], settings: Settings, claim: Claim, report: Report | None,
+            error: str | None) -> str:
+    """Write the attempt's verdict, or release the attempt. While the database does not answer, keep trying for
+    worker_record_retry_s: the verification already spent its GPU time, and giving up leaves the submission to the
+    sweeper after its deadline, to be verified again. Each try is one transaction, compare-and-set on the claim."""
+    give_up = time.monotonic() + settings.worker_record_retry_s
+    pause, longest = RECORD_BACKOFF_S
+    while True:
+        try:
+            with sessions() as session:
+                if report is not None:
+                    recorded = results.finish_with_report(session, claim, report)
+                    return report.summary.verdict.value if recorded else "stale"
+                return transitions.release_failed_attempt(
+                    session, claim, error or "unknown failure", settings.job_max_attempts
+                )
+        except UNAVAILABLE_ERRORS as exc:
+            if time.monotonic() + pause > give_up:
+                log.error("submission %s: attempt %d could not be recorded (the database did not answer for "
+                          "%.0f s); the sweeper will run it again", claim.submission_id, claim.attempt_no,
+                          settings.worker_record_retry_s)
+                raise
+            log.warning("submission %s: attempt %d not recorded yet, the database did not answer (%s); retrying in "
+                        "%.1f s", claim.submission_id, claim.attempt_no, type(exc).__name__, pause)
+            time.sleep(pause)
+            pause = min(longest, 2 * pause)

@@ -6,11 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelproof_core.settings import Settings
 
 EMBEDDED_DB_NAME = "kernelproof.sqlite3"
+# The database not answering (down, failing over, out of pooled connections, SQLite busy past its timeout): an outage
+# to wait out or report as one (503 in the API, a retried record in the worker), never a bug or a candidate's fault.
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (OperationalError, PoolTimeoutError)
 
 
 def database_url(settings: Settings) -> str:

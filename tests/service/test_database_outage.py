@@ -1,35 +1,57 @@
-"""A database that does not answer is an outage, not a bug: `503 database-unavailable` with Retry-After (API.md),
-which the Python client retries, so a submission sent during the outage lands exactly once when the database is back.
-Here the outage is a database that does not exist yet, on the real PostgreSQL, created and migrated mid-retry."""
+"""A database that does not answer is an outage, not a bug. The API answers `503 database-unavailable` with
+Retry-After (API.md), which the Python client retries, so a submission sent during the outage lands exactly once when
+the database is back; a worker whose verification finished during the outage keeps trying to record the verdict
+(`worker_record_retry_s`) instead of leaving the GPU time to be spent again. Real PostgreSQL throughout: the outage is
+a database that does not exist yet, or one that refuses connections (`ALLOW_CONNECTIONS false`, backends ended)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
+from collections.abc import Iterator
 
 import httpx
 import psycopg
+import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from api.app import create_app
+from kernelproof_core.campaign import Campaign
 from kernelproof_core.client import Client
 from kernelproof_core.settings import Settings
 from kernelproof_core.store.migrate import upgrade
 from kernelproof_core.store.models import Submission
 from kernelproof_core.store.session import make_engine, make_session_factory
+from kernelproof_core.store.submissions import NewSubmission, create_submission
+from kernelproof_core.store.transitions import Claim
 from tests.service.candidates import GOOD
 from tests.service.conftest import PG_ADMIN_DSN, TINY_CAMPAIGN, NullDispatcher, serve_in_thread
+from worker.execution import process_submission
+from worker.job_host import AttemptResult, JobHost
 
 OUTAGE = "urn:kernelproof:problem:database-unavailable"
+ONE_CASE = Campaign(device="interpreter", dtypes=["bfloat16"], case_set="interpreter", case_ids=["n1"], measure=False)
 
 
-def test_an_outage_is_a_retryable_503_and_the_retried_submit_lands_once(settings: Settings) -> None:
+def url_of(name: str) -> str:
+    return f"{PG_ADMIN_DSN.rsplit('/', 1)[0].replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
+
+
+@pytest.fixture
+def admin() -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    with psycopg.connect(PG_ADMIN_DSN, autocommit=True, connect_timeout=5) as conn:
+        yield conn
+
+
+def test_an_outage_is_a_retryable_503_and_the_retried_submit_lands_once(
+        settings: Settings, admin: psycopg.Connection[tuple[object, ...]]) -> None:
     name = f"kernelproof_outage_{uuid.uuid4().hex[:8]}"
-    url = f"{PG_ADMIN_DSN.rsplit('/', 1)[0].replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
+    url = url_of(name)
     app = create_app(settings.model_copy(update={"database_url": url, "api_auth_required": False}),
                      dispatcher=NullDispatcher())
     base, server, thread = serve_in_thread(app)
-    admin = psycopg.connect(PG_ADMIN_DSN, autocommit=True, connect_timeout=5)
     try:
         for method, path, headers in [("GET", f"/v1/submissions/{'a' * 32}", {}),  # a handler's query
                                       ("GET", "/v1/tasks", {"Authorization": "Bearer kp_unknown"})]:  # the gate's
@@ -56,4 +78,62 @@ def test_an_outage_is_a_retryable_503_and_the_retried_submit_lands_once(settings
         server.should_exit = True
         thread.join(timeout=30)
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+
+
+class OutageAfterTheRun(JobHost):
+    """The real job host; as its attempt ends, the database starts refusing connections (every backend of it ended),
+    for `outage_s` (None: until the test ends it). So the worker's verdict meets the outage, deterministically."""
+
+    def __init__(self, admin: psycopg.Connection[tuple[object, ...]], name: str, outage_s: float | None) -> None:
+        super().__init__(persistent=False)
+        self.admin, self.name, self.outage_s = admin, name, outage_s
+        self.restored = threading.Event()
+
+    def run(self, claim: Claim, sandbox: bool) -> AttemptResult:
+        result = super().run(claim, sandbox)
+        self.admin.execute(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS false')
+        self.admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (self.name,))
+        if self.outage_s is not None:
+            threading.Timer(self.outage_s, self.restore).start()
+        return result
+
+    def restore(self) -> None:
+        self.admin.execute(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS true')
+        self.restored.set()
+
+
+@pytest.mark.parametrize("outage_s", [1.5, None], ids=["recovers", "outlasts-the-retries"])
+def test_a_verdict_finished_during_an_outage_is_recorded_when_the_database_returns(
+        settings: Settings, admin: psycopg.Connection[tuple[object, ...]], caplog: pytest.LogCaptureFixture,
+        outage_s: float | None) -> None:
+    name = f"kernelproof_outage_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    upgrade(url_of(name))
+    engine = make_engine(url_of(name))
+    sessions = make_session_factory(engine)
+    host = OutageAfterTheRun(admin, name, outage_s)
+    try:
+        with sessions() as session:
+            sid = create_submission(session, NewSubmission(
+                task="rms_norm", source_text=GOOD, campaign=ONE_CASE, campaign_preset=None, gpu_class=None,
+                metadata={}, client_id=None, request_sha256="0" * 64), reuse_verdicts=False).submission.id
+        patience = settings.model_copy(update={"worker_record_retry_s": 30.0 if outage_s else 2.0})
+        caplog.set_level(logging.WARNING, logger="worker.execution")
+        if outage_s is None:  # the database stays away past the retries: the error reaches Celery (and the sweeper)
+            with pytest.raises(OperationalError):
+                process_submission(sessions, patience, sid, "outage-test", lambda *_: None, host)
+            assert "could not be recorded" in caplog.text
+            host.restore()
+        else:
+            status = process_submission(sessions, patience, sid, "outage-test", lambda *_: None, host)
+            assert status == "pass" and host.restored.is_set()
+            assert "not recorded yet, the database did not answer" in caplog.text
+        with sessions() as session:
+            row = session.get(Submission, sid)
+            assert row is not None and row.attempts == 1
+            assert (row.state, row.verdict) == (("finished", "pass") if outage_s else ("running", None))
+    finally:
+        host.restore()
+        host.close()
+        engine.dispose()
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
