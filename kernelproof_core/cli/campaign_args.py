@@ -57,3 +57,19 @@ def stopping_from_args(args: argparse.Namespace) -> StoppingRule | None:
             raise UsageError(f"{', '.join(STOPPING_OPTIONS[k] for k in given)} need --target-rse")
         return None
     return StoppingRule(target_rse=target, **given)
+
+
+def check_case_ids(campaign: Campaign, task_names: list[str]) -> None:
+    """Every --case must name a case of at least one of the tasks run (in the campaign's case set): a typo would
+    otherwise verify nothing and look like an empty run."""
+    if campaign.case_ids is None:
+        return
+    from kernelproof_core.tasks import get_task
+
+    known: dict[str, None] = {}
+    for name in dict.fromkeys(task_names):
+        known.update(dict.fromkeys(c.case_id for c in get_task(name).cases(campaign.case_set, campaign.seed)))
+    unknown = [c for c in campaign.case_ids if c not in known]
+    if unknown:
+        raise UsageError(f"no case {', '.join(unknown)} in {', '.join(dict.fromkeys(task_names))} "
+                         f"({campaign.case_set.value} set); known: {', '.join(known)}")

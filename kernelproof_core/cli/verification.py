@@ -111,13 +111,16 @@ def _usage(message: str) -> int:
 
 def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], command: str) -> int:
     from kernelproof_core.campaign import CandidateJob
-    from kernelproof_core.cli.campaign_args import campaign_from_args
+    from kernelproof_core.cli.campaign_args import campaign_from_args, check_case_ids
+    from kernelproof_core.cli.report_files import check_writable, write_atomically
     from kernelproof_core.executors import make_executor
     from kernelproof_core.report.markdown import render_markdown
     from kernelproof_core.verify import run_verification
 
     try:
         campaign = campaign_from_args(args)
+        check_case_ids(campaign, [task for task, *_ in jobs])
+        check_writable(args.output, args.markdown)
     except DeviceUnavailable as exc:
         sys.stderr.write(f"kernelproof: {exc}\n")
         return ExitCode.DEVICE_UNAVAILABLE
@@ -140,12 +143,12 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
         return ExitCode.INFRA
     finally:
         executor.close()
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(report.model_dump_json(indent=2))
-    if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(render_markdown(report))
+    displaced = False
+    for path, render in ((args.output, lambda: report.model_dump_json(indent=2)),
+                         (args.markdown, lambda: render_markdown(report))):
+        if path is not None and (written := write_atomically(path, render())) != path:
+            sys.stderr.write(f"kernelproof: could not write {path}; the report is in {written}\n")
+            displaced = True
     s = report.summary
     reward = "n/a" if s.reward is None else f"{s.reward:+.4f}"
     sys.stdout.write(
@@ -154,4 +157,4 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
     )
     if s.first_failure is not None:
         sys.stdout.write(f"first failure: {s.first_failure.code.value}: {s.first_failure.message}\n")
-    return exit_code_for(s.verdict)
+    return ExitCode.INFRA if displaced else exit_code_for(s.verdict)

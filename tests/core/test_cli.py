@@ -132,12 +132,17 @@ def test_cuda_unavailable_exits_3(tmp_path: Path) -> None:
         ("run", "--device", "interpreter", "--target-rse", "0"),
         ("run", "--device", "interpreter", "--overlap", "0"),
         ("run", "--device", "interpreter", "--overlap", "2", "--no-sandbox"),  # only sandboxed children can be held
+        ("run", "--task", "rms_norm", "--device", "interpreter", "--case", "n1", "--case", "n1_typo"),
+        ("run", "--task", "softmax", "--device", "interpreter", "--case", "gpt_oss_2880"),  # rms_norm's, not softmax's
+        ("run", "--device", "interpreter", "--output", "/proc/kernelproof/r.json"),  # cannot be written
+        ("run", "--device", "interpreter", "--markdown", "/tmp"),  # a directory
         ("frobnicate",),
     ],
 )
 def test_usage_errors_exit_64(args: tuple[str, ...]) -> None:
     r = kp(*args)
     assert r.returncode == 64, r.stdout + r.stderr
+    assert "verdict" not in r.stdout  # refused before anything was verified
     assert "error" in r.stderr
 
 
