@@ -8,10 +8,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelproof_core.cli.exit_codes import ExitCode, exit_code_for
+
+if TYPE_CHECKING:  # annotations only: SQLAlchemy is imported inside the handlers
+    from sqlalchemy.orm import Session
 
 
 def register(sub: Any) -> None:
@@ -245,37 +249,66 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return exit_code_for(Verdict(sub["verdict"]))
 
 
+def _on_key_store(args: argparse.Namespace, action: Callable[[Session], int]) -> int:
+    """Run a `keys` action in a session on the service's database, whose schema must be current. The embedded
+    SQLite is migrated here as `serve` does, so keys can be made before the first start; an external database is
+    the operator's to migrate (`kernelproof migrate`). Unreachable: exit 4 with the reason, not a traceback."""
+    from kernelproof_core.store.migrate import at_head, upgrade
+    from kernelproof_core.store.session import UNAVAILABLE_ERRORS, database_url, session_factory_for
+
+    settings = _settings(args.database_url)
+    url = database_url(settings)
+    try:
+        if not settings.database_url.strip():
+            upgrade(url)
+        elif not at_head(url):
+            sys.stderr.write(f"kernelproof: the database ({url.split('://')[0]}) is not at the current schema; "
+                             "run `kernelproof migrate` first\n")
+            return ExitCode.USAGE
+        with session_factory_for(settings)() as session:
+            return action(session)
+    except UNAVAILABLE_ERRORS as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        sys.stderr.write(f"kernelproof: cannot use the database ({url.split('://')[0]}): {reason}\n")
+        return ExitCode.INFRA
+
+
 def cmd_keys_create(args: argparse.Namespace) -> int:
     from kernelproof_core.store import keys
-    from kernelproof_core.store.session import session_factory_for
 
-    with session_factory_for(_settings(args.database_url))() as session:
+    def create(session: Session) -> int:
         new = keys.create_key(session, args.name, args.rate_limit)
-    _out(new.plaintext)
-    sys.stderr.write(f"created key #{new.id} {new.prefix}… ({new.name}); it is shown only this once\n")
-    return ExitCode.OK
+        _out(new.plaintext)
+        sys.stderr.write(f"created key #{new.id} {new.prefix}… ({new.name}); it is shown only this once\n")
+        return ExitCode.OK
+
+    return _on_key_store(args, create)
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
     from kernelproof_core.store import keys
-    from kernelproof_core.store.session import session_factory_for
 
-    with session_factory_for(_settings(args.database_url))() as session:
+    def show(session: Session) -> int:
         for row in keys.list_keys(session):
             status = "revoked" if row.revoked_at else "active"
             limit = row.rate_limit_per_minute or "default"
             _out(f"#{row.id}\t{row.prefix}…\t{status}\t{limit}/min\t{row.name}\t{row.created_at:%Y-%m-%d}")
-    return ExitCode.OK
+        return ExitCode.OK
+
+    return _on_key_store(args, show)
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
     from kernelproof_core.store import keys
-    from kernelproof_core.store.session import session_factory_for
 
-    with session_factory_for(_settings(args.database_url))() as session:
+    def revoke(session: Session) -> int:
         n = keys.revoke_key(session, args.prefix)
-    _out(f"revoked {n} key(s)")
-    return ExitCode.OK if n else ExitCode.USAGE
+        _out(f"revoked {n} key(s)")
+        if not n:
+            sys.stderr.write(f"kernelproof: no active key has the prefix {args.prefix!r} (`kernelproof keys list`)\n")
+        return ExitCode.OK if n else ExitCode.USAGE
+
+    return _on_key_store(args, revoke)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -27,3 +29,16 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 def downgrade(url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(url), revision)
+
+
+def at_head(url: str) -> bool:
+    """Whether the database's schema is at the newest migration (False for an empty database)."""
+    from kernelproof_core.store.session import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            current = set(MigrationContext.configure(conn).get_current_heads())
+    finally:
+        engine.dispose()
+    return current == set(ScriptDirectory.from_config(alembic_config(url)).get_heads())

@@ -146,6 +146,28 @@ def test_migrate_and_key_commands(tmp_path: Path) -> None:
     assert key not in stored and len(stored) == 64
 
 
+
+def test_key_commands_before_the_first_start_and_on_databases_they_cannot_use(tmp_path: Path) -> None:
+    """`keys create` on a fresh embedded data directory migrates it as `serve` would (no traceback on a missing
+    table); an explicit database not yet migrated is the operator's (exit 64, says `kernelproof migrate`); an
+    unreachable one is exit 4 with the reason."""
+    env = clean_env(tmp_path / "fresh")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*CLI, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+    created = run("keys", "create", "--name", "first")
+    assert created.returncode == ExitCode.OK and created.stdout.startswith("kp_"), created.stderr
+    assert "first" in run("keys", "list").stdout
+    missing = run("keys", "revoke", "kp_nothing")
+    assert missing.returncode == ExitCode.USAGE and "no active key has the prefix 'kp_nothing'" in missing.stderr
+    empty = run("keys", "list", "--database-url", f"sqlite:///{tmp_path / 'empty.sqlite3'}")
+    assert empty.returncode == ExitCode.USAGE and "run `kernelproof migrate` first" in empty.stderr
+    assert "Traceback" not in empty.stderr
+    gone = run("keys", "list", "--database-url", f"postgresql://postgres@127.0.0.1:{free_port()}/none")
+    assert gone.returncode == ExitCode.INFRA and "cannot use the database" in gone.stderr
+    assert "Traceback" not in gone.stderr
+
 @pytest.mark.parametrize("embedded", [{"overlap": 2}], indirect=True)
 def test_embedded_service_verifies_submissions_at_once_with_overlap(
         embedded: tuple[str, str, Path, dict[str, str]], tmp_path: Path) -> None:
