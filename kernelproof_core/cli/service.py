@@ -109,7 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from api.app import create_app
     from kernelproof_core.store import keys
     from kernelproof_core.store.migrate import upgrade
-    from kernelproof_core.store.session import database_url, session_factory_for
+    from kernelproof_core.store.session import UNAVAILABLE_ERRORS, database_url, session_factory_for
 
     updates: dict[str, Any] = {"queue_backend": "embedded"}
     if args.device:
@@ -120,14 +120,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         updates["api_auth_required"] = False
     settings = _settings(args.database_url, **updates)
     url = database_url(settings)
-    upgrade(url)
-    if settings.api_auth_required:
-        sessions = session_factory_for(settings)
-        with sessions() as session:
-            if keys.count_active(session) == 0:
-                new = keys.create_key(session, "serve-bootstrap")
-                _out(f"No API keys yet; created one (shown once, stored hashed):\n  {new.plaintext}")
-                _out(f"Use it with: export KERNELPROOF_CLIENT_API_KEY={new.plaintext}")
+    try:
+        upgrade(url)
+        if settings.api_auth_required:
+            sessions = session_factory_for(settings)
+            with sessions() as session:
+                if keys.count_active(session) == 0:
+                    new = keys.create_key(session, "serve-bootstrap")
+                    _out(f"No API keys yet; created one (shown once, stored hashed):\n  {new.plaintext}")
+                    _out(f"Use it with: export KERNELPROOF_CLIENT_API_KEY={new.plaintext}")
+    except UNAVAILABLE_ERRORS as exc:
+        return _database_fault(url, exc)
     _out(
         f"KernelProof embedded service on http://{args.host}:{args.port} (database {url.split('://')[0]}, "
         f"sandbox {'on' if settings.sandbox_enabled else 'OFF'})"
@@ -268,9 +271,14 @@ def _on_key_store(args: argparse.Namespace, action: Callable[[Session], int]) ->
         with session_factory_for(settings)() as session:
             return action(session)
     except UNAVAILABLE_ERRORS as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        sys.stderr.write(f"kernelproof: cannot use the database ({url.split('://')[0]}): {reason}\n")
-        return ExitCode.INFRA
+        return _database_fault(url, exc)
+
+
+def _database_fault(url: str, exc: Exception) -> int:
+    """A database the command cannot reach: the reason on stderr and exit 4, not a traceback."""
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    sys.stderr.write(f"kernelproof: cannot use the database ({url.split('://')[0]}): {reason}\n")
+    return ExitCode.INFRA
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
@@ -313,9 +321,12 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from kernelproof_core.store.migrate import upgrade
-    from kernelproof_core.store.session import database_url
+    from kernelproof_core.store.session import UNAVAILABLE_ERRORS, database_url
 
     url = database_url(_settings(args.database_url))
-    upgrade(url, args.revision)
+    try:
+        upgrade(url, args.revision)
+    except UNAVAILABLE_ERRORS as exc:
+        return _database_fault(url, exc)
     _out(f"database at revision {args.revision} ({url.split('://')[0]})")
     return ExitCode.OK

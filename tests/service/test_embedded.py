@@ -150,7 +150,7 @@ def test_migrate_and_key_commands(tmp_path: Path) -> None:
 def test_key_commands_before_the_first_start_and_on_databases_they_cannot_use(tmp_path: Path) -> None:
     """`keys create` on a fresh embedded data directory migrates it as `serve` would (no traceback on a missing
     table); an explicit database not yet migrated is the operator's (exit 64, says `kernelproof migrate`); an
-    unreachable one is exit 4 with the reason."""
+    unreachable one is exit 4 with the reason, for `keys`, `migrate` and `serve` alike."""
     env = clean_env(tmp_path / "fresh")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -164,9 +164,11 @@ def test_key_commands_before_the_first_start_and_on_databases_they_cannot_use(tm
     empty = run("keys", "list", "--database-url", f"sqlite:///{tmp_path / 'empty.sqlite3'}")
     assert empty.returncode == ExitCode.USAGE and "run `kernelproof migrate` first" in empty.stderr
     assert "Traceback" not in empty.stderr
-    gone = run("keys", "list", "--database-url", f"postgresql://postgres@127.0.0.1:{free_port()}/none")
-    assert gone.returncode == ExitCode.INFRA and "cannot use the database" in gone.stderr
-    assert "Traceback" not in gone.stderr
+    nowhere = f"postgresql://postgres@127.0.0.1:{free_port()}/none"
+    for command in (("keys", "list"), ("migrate",), ("serve", "--port", str(free_port()))):
+        gone = run(*command, "--database-url", nowhere)
+        assert gone.returncode == ExitCode.INFRA and "cannot use the database" in gone.stderr, command
+        assert "Traceback" not in gone.stderr
 
 @pytest.mark.parametrize("embedded", [{"overlap": 2}], indirect=True)
 def test_embedded_service_verifies_submissions_at_once_with_overlap(
