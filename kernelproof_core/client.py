@@ -6,7 +6,8 @@
         print(done["verdict"], done["reward"])
 
 Every submit carries an Idempotency-Key (generated unless given), so the client retries transport errors, 429
-and 503 without ever creating a second submission. Errors are raised as `APIError` with the problem document.
+and 502-504 without ever creating a second submission; `wait` sits such faults out until its own timeout. Errors are
+raised as `APIError` with the problem document.
 """
 
 from __future__ import annotations
@@ -91,6 +92,22 @@ class _Common:
             return min(MAX_BACKOFF_S, float(response.headers["retry-after"]))
         return min(MAX_BACKOFF_S, 0.5 * 2**attempt)
 
+    @staticmethod
+    def _outage_pause(exc: Exception, attempt: int, deadline: float) -> float | None:
+        """While waiting for a verdict, how long to sit out a fault that outlasted the request's own retries (the
+        service unreachable, 429, 502-504: a database failover, a restart); None for anything else, or once the
+        wait's deadline is past. A wait is bounded by its own timeout, not by three retries of one poll."""
+        if isinstance(exc, APIError) and exc.status not in RETRY_STATUSES:
+            return None
+        if not isinstance(exc, (APIError, httpx.TransportError)):
+            return None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        hinted = exc.problem.get("retry_after_s") if isinstance(exc, APIError) else None
+        pause = float(hinted) if isinstance(hinted, (int, float)) else 0.5 * 2**attempt
+        return min(MAX_BACKOFF_S, pause, remaining)
+
 
 class Client(_Common):
     """Synchronous client. `http` lets tests pass their own httpx.Client (e.g. FastAPI's TestClient)."""
@@ -170,11 +187,22 @@ class Client(_Common):
         return result
 
     def wait(self, submission_id: str, timeout: float = 3600.0, poll_s: float = 60.0) -> dict[str, Any]:
-        """Long-poll until the submission is final; TimeoutError after `timeout` seconds."""
+        """Long-poll until the submission is final; TimeoutError after `timeout` seconds. An outage of the service
+        within the wait is waited out (until the deadline, when its last error is raised)."""
         deadline = time.monotonic() + timeout
+        faults = 0
         while True:
             remaining = deadline - time.monotonic()
-            sub = self.get(submission_id, wait=max(0.1, min(poll_s, remaining)))
+            try:
+                sub = self.get(submission_id, wait=max(0.1, min(poll_s, remaining)))
+            except (APIError, httpx.TransportError) as exc:
+                pause = self._outage_pause(exc, faults, deadline)
+                if pause is None:
+                    raise
+                faults += 1
+                time.sleep(pause)
+                continue
+            faults = 0
             if is_final(sub):
                 return sub
             if time.monotonic() >= deadline:
@@ -290,9 +318,19 @@ class AsyncClient(_Common):
 
     async def wait(self, submission_id: str, timeout: float = 3600.0, poll_s: float = 60.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
+        faults = 0
         while True:
             remaining = deadline - time.monotonic()
-            sub = await self.get(submission_id, wait=max(0.1, min(poll_s, remaining)))
+            try:
+                sub = await self.get(submission_id, wait=max(0.1, min(poll_s, remaining)))
+            except (APIError, httpx.TransportError) as exc:
+                pause = self._outage_pause(exc, faults, deadline)
+                if pause is None:
+                    raise
+                faults += 1
+                await asyncio.sleep(pause)
+                continue
+            faults = 0
             if is_final(sub):
                 return sub
             if time.monotonic() >= deadline:

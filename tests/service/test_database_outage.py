@@ -6,8 +6,10 @@ a database that does not exist yet, or one that refuses connections (`ALLOW_CONN
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -19,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from api.app import create_app
 from kernelproof_core.campaign import Campaign
-from kernelproof_core.client import Client
+from kernelproof_core.client import AsyncClient, Client
 from kernelproof_core.settings import Settings
 from kernelproof_core.store.migrate import upgrade
 from kernelproof_core.store.models import Submission
@@ -136,4 +138,50 @@ def test_a_verdict_finished_during_an_outage_is_recorded_when_the_database_retur
         host.restore()
         host.close()
         engine.dispose()
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["Client", "AsyncClient"])
+def test_a_wait_sits_out_an_outage_longer_than_its_polls_retries(
+        settings: Settings, admin: psycopg.Connection[tuple[object, ...]], asynchronous: bool) -> None:
+    """The database refuses connections for about 5 s while a client waits for a verdict with one retry a poll
+    (2 s of Retry-After): the wait rides it out and returns the verdict written once the database is back."""
+    name = f"kernelproof_outage_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    upgrade(url_of(name))
+    app = create_app(settings.model_copy(update={"database_url": url_of(name), "api_auth_required": False,
+                                                 "api_long_poll_interval_s": 0.2}), dispatcher=NullDispatcher())
+    base, server, thread = serve_in_thread(app)
+
+    def outage_then_verdict(sid: str) -> None:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        time.sleep(5.0)
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        with psycopg.connect(url_of(name).replace("+psycopg", ""), autocommit=True) as db:
+            db.execute("UPDATE submissions SET state = 'finished', verdict = 'pass', finished_at = now() "
+                       "WHERE id = %s", (sid,))
+
+    outage: threading.Timer | None = None
+    try:
+        with Client(base, api_key="") as kp:
+            sid = kp.submit("rms_norm", GOOD, campaign=TINY_CAMPAIGN)["id"]
+        outage = threading.Timer(0.5, outage_then_verdict, (sid,))
+        outage.start()
+        if asynchronous:
+            async def wait() -> dict[str, object]:
+                async with AsyncClient(base, api_key="", retries=1) as kp:
+                    return await kp.wait(sid, timeout=60, poll_s=1)
+
+            done = asyncio.run(wait())
+        else:
+            with Client(base, api_key="", retries=1) as kp:
+                done = kp.wait(sid, timeout=60, poll_s=1)
+        assert done["state"] == "finished" and done["verdict"] == "pass"
+    finally:
+        if outage is not None:
+            outage.join()
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        server.should_exit = True
+        thread.join(timeout=30)
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
