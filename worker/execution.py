@@ -10,11 +10,13 @@ import socket
 import time
 from collections.abc import Callable
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelproof_core.report.models import Report
 from kernelproof_core.settings import Settings
 from kernelproof_core.store import results, transitions
+from kernelproof_core.store.models import ReportRow
 from kernelproof_core.store.session import UNAVAILABLE_ERRORS
 from kernelproof_core.store.transitions import Claim, ClaimOutcome
 from kernelproof_core.verdicts import Verdict
@@ -87,10 +89,16 @@ def _record(sessions: sessionmaker[Session], settings: Settings, claim: Claim, r
     sweeper after its deadline, to be verified again. Each try is one transaction, compare-and-set on the claim."""
     give_up = time.monotonic() + settings.worker_record_retry_s
     pause, longest = RECORD_BACKOFF_S
+    retrying = False
     while True:
         try:
             with sessions() as session:
                 if report is not None:
+                    # A commit whose answer was lost may have landed: then this attempt's report is there, and
+                    # finishing again would only fail the compare-and-set and mark the attempt stale.
+                    mine = select(ReportRow.submission_id).where(ReportRow.attempt_id == claim.attempt_id)
+                    if retrying and session.scalar(mine) is not None:
+                        return report.summary.verdict.value
                     recorded = results.finish_with_report(session, claim, report)
                     return report.summary.verdict.value if recorded else "stale"
                 return transitions.release_failed_attempt(
@@ -106,3 +114,4 @@ def _record(sessions: sessionmaker[Session], settings: Settings, claim: Claim, r
                         "%.1f s", claim.submission_id, claim.attempt_no, type(exc).__name__, pause)
             time.sleep(pause)
             pause = min(longest, 2 * pause)
+            retrying = True

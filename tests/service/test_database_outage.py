@@ -16,15 +16,16 @@ from collections.abc import Iterator
 import httpx
 import psycopg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 
 from api.app import create_app
 from kernelproof_core.campaign import Campaign
 from kernelproof_core.client import AsyncClient, Client
 from kernelproof_core.settings import Settings
 from kernelproof_core.store.migrate import upgrade
-from kernelproof_core.store.models import Submission
+from kernelproof_core.store.models import ReportRow, Submission
 from kernelproof_core.store.session import make_engine, make_session_factory
 from kernelproof_core.store.submissions import NewSubmission, create_submission
 from kernelproof_core.store.transitions import Claim
@@ -184,4 +185,52 @@ def test_a_wait_sits_out_an_outage_longer_than_its_polls_retries(
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         server.should_exit = True
         thread.join(timeout=30)
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class AnswerLostAfterCommit:
+    """The real session factory, except that the worker's first recording transaction commits and then loses its
+    connection before the worker hears back (an ambiguous commit): the fault is injected, the database is real."""
+
+    def __init__(self, real: sessionmaker[Session]) -> None:
+        self.real, self.opened = real, 0
+
+    def __call__(self) -> Session:
+        self.opened += 1
+        session = self.real()
+        if self.opened != 2:  # the first session claims; the second records
+            return session
+        close = session.close
+
+        def close_then_drop() -> None:
+            close()
+            raise OperationalError("COMMIT", None, ConnectionError("server closed the connection unexpectedly"))
+
+        session.close = close_then_drop  # type: ignore[method-assign]
+        return session
+
+
+def test_a_verdict_whose_commit_answer_was_lost_is_not_recorded_twice(
+        settings: Settings, admin: psycopg.Connection[tuple[object, ...]]) -> None:
+    name = f"kernelproof_outage_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    upgrade(url_of(name))
+    engine = make_engine(url_of(name))
+    sessions = make_session_factory(engine)
+    host = JobHost(persistent=False)
+    try:
+        with sessions() as session:
+            sid = create_submission(session, NewSubmission(
+                task="rms_norm", source_text=GOOD, campaign=ONE_CASE, campaign_preset=None, gpu_class=None,
+                metadata={}, client_id=None, request_sha256="0" * 64), reuse_verdicts=False).submission.id
+        lossy = AnswerLostAfterCommit(sessions)
+        status = process_submission(lossy, settings, sid, "lost-answer", lambda *_: None, host)  # type: ignore[arg-type]
+        assert status == "pass" and lossy.opened == 3  # claim, the lost answer, the retry that found the report
+        with sessions() as session:
+            outcomes = session.execute(text("SELECT outcome FROM attempts WHERE submission_id = :s"), {"s": sid})
+            assert [r[0] for r in outcomes] == ["finished"]
+            assert session.scalar(select(func.count()).select_from(ReportRow)) == 1
+    finally:
+        host.close()
+        engine.dispose()
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
