@@ -97,11 +97,14 @@ class Settings(BaseSettings):
     api_long_poll_interval_s: float = Field(default=0.5, description="database poll period of ?wait=")
     api_list_max_limit: int = 500
     # Jobs, retries and the sweeper.
-    job_deadline_s: float = Field(default=3600.0, description="a running job past this is presumed dead")
+    job_deadline_s: float = Field(default=3600.0, description="the longest one attempt may run (then it is killed)")
+    job_lease_s: float = Field(
+        default=120.0, gt=0, description="a running attempt's claim lasts this long and is renewed every third of "
+        "it; a worker silent past its lease (killed, preempted) is presumed dead and its job re-queued")
     job_max_attempts: int = Field(default=3, ge=1, description="attempts before a job ends as infra_error")
     worker_record_retry_s: float = Field(
         default=120.0, ge=0, description="how long a finished attempt retries writing its verdict while the database "
-        "does not answer (the GPU time is spent; giving up leaves the job to the sweeper after its deadline)")
+        "does not answer (the GPU time is spent; giving up leaves the job to the sweeper once its lease lapses)")
     sweeper_enabled: bool = Field(default=True, description="workers run the sweeper (safe on many: CAS)")
     sweeper_interval_s: float = 30.0
     sweeper_lost_message_after_s: float = Field(default=300.0, description="queued this long: resend")

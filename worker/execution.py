@@ -21,6 +21,7 @@ from kernelproof_core.store.session import UNAVAILABLE_ERRORS
 from kernelproof_core.store.transitions import Claim, ClaimOutcome
 from kernelproof_core.verdicts import Verdict
 from worker.job_host import AttemptResult, JobHost
+from worker.lease import LeaseKeeper
 
 log = logging.getLogger(__name__)
 
@@ -49,27 +50,29 @@ def process_submission(
             gpu_class=settings.worker_gpu_class,
             deadline_s=settings.job_deadline_s,
             max_attempts=settings.job_max_attempts,
+            lease_s=settings.job_lease_s,
         )
     if outcome is not ClaimOutcome.CLAIMED or claim is None:
         log.info("submission %s: not claimed (%s)", submission_id, outcome.value)
         return outcome.value
     started = time.monotonic()
     log.info("submission %s: attempt %d on %s", submission_id, claim.attempt_no, worker)
-    try:
-        attempt = host.run(claim, settings.sandbox_enabled)
-    except Exception as exc:  # spawning failed (disk full, fork limits): an infrastructure fault
-        log.exception("submission %s: could not run the job process", submission_id)
-        attempt = AttemptResult(None, f"could not run the job process: {type(exc).__name__}: {exc}")
-    report = attempt.report
-    error = attempt.error
-    if (
-        report is not None
-        and report.summary.verdict is Verdict.INFRA_ERROR
-        and (claim.attempt_no < settings.job_max_attempts)
-    ):
-        first = report.summary.first_failure
-        error, report = f"infra_error: {first.message if first else 'no detail'}", None
-    status = _record(sessions, settings, claim, report, error)
+    with LeaseKeeper(sessions, claim, settings.job_lease_s):  # held through the run and the write of its verdict
+        try:
+            attempt = host.run(claim, settings.sandbox_enabled)
+        except Exception as exc:  # spawning failed (disk full, fork limits): an infrastructure fault
+            log.exception("submission %s: could not run the job process", submission_id)
+            attempt = AttemptResult(None, f"could not run the job process: {type(exc).__name__}: {exc}")
+        report = attempt.report
+        error = attempt.error
+        if (
+            report is not None
+            and report.summary.verdict is Verdict.INFRA_ERROR
+            and (claim.attempt_no < settings.job_max_attempts)
+        ):
+            first = report.summary.first_failure
+            error, report = f"infra_error: {first.message if first else 'no detail'}", None
+        status = _record(sessions, settings, claim, report, error)
     log.info(
         "submission %s: attempt %d -> %s in %.1f s",
         submission_id,
@@ -86,7 +89,7 @@ def _record(sessions: sessionmaker[Session], settings: Settings, claim: Claim, r
             error: str | None) -> str:
     """Write the attempt's verdict, or release the attempt. While the database does not answer, keep trying for
     worker_record_retry_s: the verification already spent its GPU time, and giving up leaves the submission to the
-    sweeper after its deadline, to be verified again. Each try is one transaction, compare-and-set on the claim."""
+    sweeper once its lease lapses, to be verified again. Each try is one transaction, compare-and-set on the claim."""
     give_up = time.monotonic() + settings.worker_record_retry_s
     pause, longest = RECORD_BACKOFF_S
     retrying = False

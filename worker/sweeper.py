@@ -1,4 +1,4 @@
-"""The sweeper: re-queues submissions stuck in running past their deadline (their worker died) and re-sends
+"""The sweeper: re-queues submissions stuck in running past their lease (their worker died) and re-sends
 submissions whose queue message was lost. Every step is a compare-and-set, so any number of sweepers may
 run."""
 

@@ -64,10 +64,15 @@ def claim(
     gpu_class: str | None,
     deadline_s: float,
     max_attempts: int,
+    lease_s: float | None = None,
 ) -> tuple[ClaimOutcome, Claim | None]:
-    """Take a queued submission (or one whose running attempt is past its deadline) for a new attempt."""
+    """Take a queued submission (or one whose running attempt is past its lease) for a new attempt. The attempt may
+    run until `deadline_s` (Claim.deadline_at); the row holds it only for `lease_s` at a time (its deadline_at),
+    renewed by renew_lease while the attempt runs, so a dead worker's job is re-queued after a lease, not after the
+    longest an attempt may take. Without lease_s the row holds it until the attempt's deadline."""
     now = utcnow()
     deadline = now + timedelta(seconds=deadline_s)
+    held_until = min(deadline, now + timedelta(seconds=lease_s)) if lease_s else deadline
     result = session.execute(
         update(Submission)
         .where(_claimable(submission_id, now), Submission.attempts < max_attempts)
@@ -75,7 +80,7 @@ def claim(
             state=State.RUNNING.value,
             attempts=Submission.attempts + 1,
             started_at=now,
-            deadline_at=deadline,
+            deadline_at=held_until,
             worker=worker,
             worker_gpu_class=gpu_class,
         )
@@ -161,6 +166,18 @@ def give_up(session: Session, submission_id: str, attempts: int, reason: str) ->
         update(Attempt)
         .where(Attempt.submission_id == submission_id, Attempt.outcome.is_(None))
         .values(outcome="lost", finished_at=now, error="no result before its deadline")
+    )
+    session.commit()
+    return _rowcount(result) == 1
+
+
+def renew_lease(session: Session, claim: Claim, lease_s: float) -> bool:
+    """Hold the row for another `lease_s` (never past the attempt's own deadline) while this attempt still owns it;
+    False if another attempt took it over (this one's result will be discarded as stale)."""
+    held_until = min(claim.deadline_at, utcnow() + timedelta(seconds=lease_s))
+    result = session.execute(
+        update(Submission).where(still_current(claim)).values(deadline_at=held_until)
+        .execution_options(synchronize_session=False)
     )
     session.commit()
     return _rowcount(result) == 1

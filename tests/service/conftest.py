@@ -121,6 +121,7 @@ def service_env(pg_url: str, redis_client: redis.Redis, tmp_path_factory: pytest
         "KERNELPROOF_SANDBOX_ENABLED": "false",
         "KERNELPROOF_SERVICE_DEVICE": "interpreter",
         "KERNELPROOF_JOB_DEADLINE_S": "90",
+        "KERNELPROOF_JOB_LEASE_S": "6",  # every worker here renews leases (every 2 s) through its jobs
         "KERNELPROOF_JOB_MAX_ATTEMPTS": "3",
         "KERNELPROOF_SWEEPER_INTERVAL_S": "1",
         "KERNELPROOF_SWEEPER_LOST_MESSAGE_AFTER_S": "4",

@@ -121,7 +121,9 @@ def test_sigkill_of_the_worker_mid_verification_still_ends_in_one_verdict(
     tmp_path: Path,
 ) -> None:
     queue = [f"kptest{SESSION_TAG}.sigkill"]
-    short = {**service_env, "KERNELPROOF_JOB_DEADLINE_S": "8", "KERNELPROOF_CELERY_VISIBILITY_TIMEOUT_S": "10"}
+    # The attempt may run 90 s (JOB_DEADLINE_S) but holds its row for a 6 s lease at a time (JOB_LEASE_S, conftest):
+    # once the victim stops renewing, the sweeper re-queues the job within a lease, not after the 90 s.
+    short = {**service_env, "KERNELPROOF_CELERY_VISIBILITY_TIMEOUT_S": "10"}
     victim = start_worker(short, queue, tmp_path / "victim.log", f"victim-{SESSION_TAG}")
     mark = tmp_path / "first-attempt-started"
     try:
@@ -135,6 +137,7 @@ def test_sigkill_of_the_worker_mid_verification_still_ends_in_one_verdict(
         assert http.get(f"/v1/submissions/{sid}").json()["state"] == "running"
         assert job_processes_of(victim.pid), "the attempt should run in a job process of the worker"
         os.kill(victim.pid, signal.SIGKILL)  # mid-verification: the job hangs inside the candidate
+        killed_at = time.monotonic()
         victim.wait(10)
         assert wait_until(lambda: not job_processes_of(victim.pid)), "the job process outlived its worker"
     finally:
@@ -145,6 +148,7 @@ def test_sigkill_of_the_worker_mid_verification_still_ends_in_one_verdict(
     finally:
         stop_process(rescuer)
     assert done["state"] == "finished" and done["verdict"] == "pass", done
+    assert time.monotonic() - killed_at < 60, "re-queued after the job deadline, not after the lease"
     assert done["attempts"] == 2
     assert attempts_of(sessions, sid) == ["lost", "finished"]
     assert result_rows(sessions, sid) == (1, 1)
