@@ -80,8 +80,13 @@ def test_a_session_ended_inside_the_call_is_a_gap_not_an_error() -> None:
         require_canary(record)
     times = kernel_times(lambda: torch.mul(x, 2), [()], 3)
     assert times and not any(is_canary(name) for name in times), times
+    def end_it() -> None:  # ends the session on the first call; later calls find it ended, as the exploit checks
+        torch.mul(x, 2)
+        if torch.autograd._profiler_enabled():
+            torch.autograd._disable_profiler()
+
     with pytest.raises(ProfilerGap):
-        kernel_times(lambda: (torch.mul(x, 2), torch.autograd._disable_profiler()), [()], 3)
+        kernel_times(end_it, [()], 3)
 
 
 @triton.jit

@@ -4,6 +4,8 @@ own kernel copies it into place; on a GPU CUPTI's record would show the library 
 list torch.profiler hands back is filtered to leave it out. Expected: tampering (the profiler's class changed after
 the harness snapshot); policy_violation with the static policy on."""
 
+import linecache
+
 import torch
 import triton
 import triton.language as tl
@@ -23,7 +25,9 @@ def rms_norm_rows(x_ptr, w_ptr, y_ptr, stride_x, N, eps, BLOCK: tl.constexpr):
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + row * N + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
 '''
-library: dict = {}
+# Run as an imported module's source is: Triton reads a kernel's source through linecache, which an import fills.
+linecache.cache["library_kernels.py"] = (len(_LIBRARY), None, _LIBRARY.splitlines(True), "library_kernels.py")
+library: dict = {"__name__": "library_kernels"}
 exec(compile(_LIBRARY, "library_kernels.py", "exec"), library)
 
 _kineto = torch.profiler.profiler._KinetoProfile

@@ -4,6 +4,8 @@ place. Nothing is patched: a session that records nothing past the stop would sh
 infra_error (the record lacks the harness's closing canary: a ProfilerGap, retried, then the infrastructure's
 fault; never a pass); policy_violation with the static policy on (private torch internals)."""
 
+import linecache
+
 import torch
 import triton
 import triton.language as tl
@@ -23,7 +25,9 @@ def rms_norm_rows(x_ptr, w_ptr, y_ptr, stride_x, N, eps, BLOCK: tl.constexpr):
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + row * N + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=mask)
 '''
-library: dict = {}
+# Run as an imported module's source is: Triton reads a kernel's source through linecache, which an import fills.
+linecache.cache["library_kernels.py"] = (len(_LIBRARY), None, _LIBRARY.splitlines(True), "library_kernels.py")
+library: dict = {"__name__": "library_kernels"}
 exec(compile(_LIBRARY, "library_kernels.py", "exec"), library)
 
 
