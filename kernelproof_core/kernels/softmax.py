@@ -217,14 +217,8 @@ _CARRY_MAX = gl.constexpr(float(2**29))
 # x as fp16 (p in [0, 1]; M_c the thread's running max times log2 e, kept per chunk in registers), so the output pass
 # takes one exponential a thread a chunk, y = p 2^(M_c - M - log2 sum), instead of one an element: MUFU work on a
 # 65536-wide row drops from 289 to 177 instructions a thread (sm_90 build). It rounds twice (fp16, then the output
-# dtype): at most u(fp16) + u(output) relative, within both 16-bit policies (4u). Planned (_RESIDENT_KEEP forces it
-# everywhere) only where it measured faster: whole aligned rows of up to _KEEP_MAX_ROW_BYTES, one staggered program
-# an SM, every chunk resident. H200, bf16, CUPTI (sweep softmax_resident_keep, evidence/h200/2026-12-05_keep_sweep/
-# 2_*): 1024 x 65536 84.5% of copy against 82.0% (78.4% unstaggered); it lost 1-10 points everywhere else: 683 x
-# 98304 (192 KB rows) 74.4 against 76.2, two programs an SM level (1024 x 40000 82.9 / 83.0), REALIGN windows
-# (1024 x 65535 62.6 / 68.5, 1723 x 64803 60.9 / 69.8), streamed rows (131072, 128256: 4-10 points).
+# dtype): at most u(fp16) + u(output) relative, within both 16-bit policies (4u).
 _RESIDENT_KEEP = False
-_KEEP_MAX_ROW_BYTES = 128 * 1024
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
@@ -1198,8 +1192,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     streaming the rest otherwise. warps / k / per_sm / stagger / budget_bytes (shared memory an SM gives rows)
     override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
     any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look). keep: KEEP
-    (default: where it measured faster, see _KEEP_MAX_ROW_BYTES, or everywhere with _RESIDENT_KEEP; 16-bit rows with
-    CARRY only: the kept exponentials are fp16). hold: HOLD where chunks are streamed (default _RESIDENT_HOLD)."""
+    (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16). hold: HOLD where chunks
+    are streamed (default _RESIDENT_HOLD)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1216,10 +1210,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {room} bytes of shared memory")
     if stagger is None:
         stagger = _RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0
-    if keep is None:
-        whole = n_res == n_chunks and row_bytes <= _KEEP_MAX_ROW_BYTES
-        kept_wins = per_sm == 1 and whole and not realign and stagger > 0
-        keep = (_RESIDENT_KEEP or kept_wins) and carry and elsize == 2
+    keep = (_RESIDENT_KEEP and carry and elsize == 2) if keep is None else keep
     if keep and (elsize != 2 or not carry):
         raise ValueError("KEEP keeps fp16 exponentials over 16-bit rows, under CARRY")
     hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks
