@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from kernelproof_core.settings import Settings
 from kernelproof_core.store import keys
 from kernelproof_core.store.migrate import upgrade
-from kernelproof_core.store.session import session_factory_for
+from kernelproof_core.store.session import make_engine, make_session_factory, session_factory_for
 
 REPO = Path(__file__).resolve().parents[2]
 PG_ADMIN_DSN = os.environ.get("KERNELPROOF_TEST_PG_ADMIN_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -293,3 +293,12 @@ def fresh_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
     yield f"{PG_ADMIN_DSN.rsplit('/', 1)[0].replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
     admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     admin.close()
+
+
+@pytest.fixture
+def db(fresh_database: str) -> Iterator[sessionmaker[Session]]:
+    """Sessions on a fresh, migrated database of its own, on each backend (fresh_database's parameters)."""
+    upgrade(fresh_database)
+    engine = make_engine(fresh_database)
+    yield make_session_factory(engine)
+    engine.dispose()

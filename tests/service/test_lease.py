@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelproof_core.campaign import Campaign
 from kernelproof_core.settings import Settings
 from kernelproof_core.store import transitions
-from kernelproof_core.store.migrate import upgrade
 from kernelproof_core.store.models import Submission
-from kernelproof_core.store.session import make_engine, make_session_factory
 from kernelproof_core.store.submissions import NewSubmission, create_submission
 from kernelproof_core.store.transitions import Claim, ClaimOutcome
 from kernelproof_core.store.types import utcnow
@@ -40,14 +36,6 @@ def candidate(x, weight, eps):
         time.sleep(3.0)  # three leases of 1 s: honest, only slow
     return rms_norm(x, weight, eps)
 """
-
-
-@pytest.fixture
-def db(fresh_database: str) -> Iterator[sessionmaker[Session]]:
-    upgrade(fresh_database)
-    engine = make_engine(fresh_database)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def submit(db: sessionmaker[Session], source: str = GOOD) -> str:

@@ -4,7 +4,6 @@ database of their own per backend. Rewards here are synthetic CUDA rewards: the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,7 @@ from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.executors import make_executor
 from kernelproof_core.report.models import Report, Reward
 from kernelproof_core.store import queries, results, transitions
-from kernelproof_core.store.migrate import upgrade
 from kernelproof_core.store.models import ReportRow, Submission
-from kernelproof_core.store.session import make_engine, make_session_factory
 from kernelproof_core.store.submissions import NewSubmission, create_submission
 from kernelproof_core.store.transitions import ClaimOutcome
 from kernelproof_core.store.types import utcnow
@@ -39,14 +36,6 @@ def template_report() -> Report:
     report = run_verification([job], CAMPAIGN, make_executor(sandbox=False), command="test")
     assert report.summary.verdict.value == "pass"
     return report
-
-
-@pytest.fixture
-def db(fresh_database: str) -> Iterator[sessionmaker[Session]]:
-    upgrade(fresh_database)
-    engine = make_engine(fresh_database)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def new_submission(db: sessionmaker[Session], source: str = GOOD, generator: str = "g", task: str = "rms_norm",
