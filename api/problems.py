@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from kernelproof_core.store.session import UNAVAILABLE_ERRORS
+from kernelproof_core.store.session import UNAVAILABLE_ERRORS, unavailable_reason
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,7 @@ def problem_response(
 def database_unavailable(exc: Exception, method: str, path: str) -> JSONResponse:
     """The answer to a request the database could not serve (logged without the traceback: an outage is not a
     bug, and a failover would otherwise flood the log)."""
-    log.warning("database unavailable on %s %s: %s", method, path, str(exc).splitlines()[0][:300] if str(exc) else
-                type(exc).__name__)
+    log.warning("database unavailable on %s %s: %s", method, path, unavailable_reason(exc))
     return problem_response(
         P_DATABASE_UNAVAILABLE,
         f"the database did not answer ({type(exc).__name__}); retry in {DATABASE_RETRY_AFTER_S} s",

@@ -105,7 +105,7 @@ class _Common:
         if remaining <= 0:
             return None
         hinted = exc.problem.get("retry_after_s") if isinstance(exc, APIError) else None
-        pause = float(hinted) if isinstance(hinted, (int, float)) else 0.5 * 2**attempt
+        pause = float(hinted) if isinstance(hinted, (int, float)) else _Common._backoff(attempt, None)
         return min(MAX_BACKOFF_S, pause, remaining)
 
 

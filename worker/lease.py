@@ -18,12 +18,11 @@ JOIN_S = 10.0  # longest wait for a renewal in flight when the attempt ends
 
 
 class LeaseKeeper:
-    """A thread renewing `claim`'s lease while the `with` block runs. `lost` turns True if another attempt took the
-    submission over (this attempt's result will be discarded as stale by the compare-and-set)."""
+    """A thread renewing `claim`'s lease while the `with` block runs; it stops renewing once another attempt took the
+    submission over (this attempt's result will then be discarded as stale by the compare-and-set)."""
 
     def __init__(self, sessions: sessionmaker[Session], claim: Claim, lease_s: float) -> None:
         self.sessions, self.claim, self.lease_s = sessions, claim, lease_s
-        self.lost = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{claim.submission_id[:8]}", daemon=True)
 
@@ -42,7 +41,6 @@ class LeaseKeeper:
                 with self.sessions() as session:
                     if transitions.renew_lease(session, self.claim, self.lease_s):
                         continue
-                self.lost = True
                 log.warning("submission %s: attempt %d was taken over by another; its result will be discarded",
                             sid, attempt)
                 return

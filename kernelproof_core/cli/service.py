@@ -276,8 +276,9 @@ def _on_key_store(args: argparse.Namespace, action: Callable[[Session], int]) ->
 
 def _database_fault(url: str, exc: Exception) -> int:
     """A database the command cannot reach: the reason on stderr and exit 4, not a traceback."""
-    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    sys.stderr.write(f"kernelproof: cannot use the database ({url.split('://')[0]}): {reason}\n")
+    from kernelproof_core.store.session import unavailable_reason
+
+    sys.stderr.write(f"kernelproof: cannot use the database ({url.split('://')[0]}): {unavailable_reason(exc)}\n")
     return ExitCode.INFRA
 
 

@@ -9,6 +9,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from kernelproof_core.store.session import make_engine
+
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
@@ -33,8 +35,6 @@ def downgrade(url: str, revision: str = "base") -> None:
 
 def at_head(url: str) -> bool:
     """Whether the database's schema is at the newest migration (False for an empty database)."""
-    from kernelproof_core.store.session import make_engine
-
     engine = make_engine(url)
     try:
         with engine.connect() as conn:

@@ -18,6 +18,12 @@ EMBEDDED_DB_NAME = "kernelproof.sqlite3"
 UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (OperationalError, PoolTimeoutError)
 
 
+def unavailable_reason(exc: Exception) -> str:
+    """One line saying why the database did not answer (a driver's message runs to several lines, SQL included)."""
+    text = str(exc)
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
 def database_url(settings: Settings) -> str:
     """The configured URL, psycopg 3 as the Postgres driver; empty means the embedded SQLite file."""
     url = settings.database_url.strip()
