@@ -81,40 +81,121 @@ def _softmax_cluster_rows(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, 
         gl.store(w_ptr + row.to(gl.int64) * G + r, gl.zeros_like(r).to(gl.int64))
 
 
+
+@gluon.jit
+def _row_stats(h: gl.tensor) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # A part's max (-inf when empty), the max used as the shift, exponentials.
+    xf = h.to(gl.float32)
+    m = gl.max(xf, axis=1)
+    m_safe = gl.where(m == float("-inf"), 0.0, m)
+    return m, m_safe, gl.exp2((xf - m_safe[:, None]) * _LOG2E)
+
+
+@gluon.jit
+def _publish(words: gl.tensor, r: gl.tensor, m: gl.tensor, s: gl.tensor, live: gl.tensor) -> None:
+    word = (m.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | s.to(gl.uint32, bitcast=True).to(gl.uint64)
+    gl.store(words + r, word.to(gl.int64, bitcast=True), mask=live)
+
+
+@gluon.jit
+def _softmax_cluster_deferred(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
+                              stride_x: gl.tensor, G: gl.constexpr, PART: gl.constexpr, VEC: gl.constexpr,
+                              KEEP_E: gl.constexpr) -> None:
+    # As _softmax_cluster_rows with the rendezvous a row later: while row r's words travel, the CTA reduces row r + 1
+    # (publishing its word) with row r + 2 in flight, and only then finishes row r, whose words' poll was issued
+    # before row r + 1's reduction so that its round trip overlaps it.
+    W: gl.constexpr = gl.num_warps()
+    layout: gl.constexpr = _parts_layout(VEC, W, G)
+    rep: gl.constexpr = _replicated_layout(W, G)
+    pid = gl.program_id(0)
+    n_prog = gl.num_programs(0)
+    r = gl.arange(0, G, layout=gl.SliceLayout(1, layout))
+    cols = r[:, None] * PART + gl.arange(0, PART, layout=gl.SliceLayout(0, layout))[None, :]
+    mask = cols < N
+    rr = gl.arange(0, G, layout=rep)
+    x0 = gl.load(x_ptr + pid.to(gl.int64) * stride_x + cols, mask=mask & (pid < M), other=float("-inf"))
+    r1 = pid + n_prog
+    x1 = gl.load(x_ptr + r1.to(gl.int64) * stride_x + cols, mask=mask & (r1 < M), other=float("-inf"))
+    m0, m0_safe, e0 = _row_stats(x0)
+    _publish(w_ptr + pid.to(gl.int64) * G, r, m0, gl.sum(e0, axis=1), pid < M)
+    if KEEP_E:
+        h0 = e0
+    else:
+        h0 = x0
+    for row in range(pid, M, n_prog):
+        r1 = row + n_prog
+        r2 = r1 + n_prog
+        x2 = gl.load(x_ptr + r2.to(gl.int64) * stride_x + cols, mask=mask & (r2 < M), other=float("-inf"))
+        words = w_ptr + row.to(gl.int64) * G
+        got = gl.load(words + rr, volatile=True)
+        m1, m1_safe, e1 = _row_stats(x1)
+        _publish(w_ptr + r1.to(gl.int64) * G, r, m1, gl.sum(e1, axis=1), r1 < M)
+        polls = 0
+        while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
+            got = gl.load(words + rr, volatile=True)
+            polls += 1
+        pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+        ps = got.to(gl.int32).to(gl.float32, bitcast=True)
+        big = gl.max(pm, axis=0)
+        total = gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0)
+        scale = gl.exp2((m0_safe - big) * _LOG2E) / total
+        if KEEP_E:
+            y = h0 * scale[:, None]
+            h0 = e1
+        else:
+            y = gl.exp2((h0.to(gl.float32) - m0_safe[:, None]) * _LOG2E) * scale[:, None]
+            h0 = x1
+        gl.store(y_ptr + row.to(gl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        m0_safe = m1_safe
+        x1 = x2
+    _cluster_barrier()
+    for row in range(pid, M, n_prog):
+        gl.store(w_ptr + row.to(gl.int64) * G + r, gl.zeros_like(r).to(gl.int64))
+
+
 def cluster_rows(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, warps: int, clusters: int,
-                 keep_e: bool) -> object:
+                 keep_e: bool, deferred: bool = False) -> object:
     """Softmax of x's rows (2-D, unit column stride) into y (contiguous) on `clusters` persistent clusters of g CTAs;
     words: int64, at least rows x g, zero (the kernel leaves it zero)."""
     m, n = x.shape
     part = triton_next_pow2(-(-n // g))
-    return _softmax_cluster_rows[(clusters,)](x, y, words, m, n, x.stride(0), G=g, PART=part,
-                                              VEC=16 // x.element_size(), KEEP_E=keep_e, num_warps=warps,
-                                              num_ctas=g)
+    kernel = _softmax_cluster_deferred if deferred else _softmax_cluster_rows
+    return kernel[(clusters,)](x, y, words, m, n, x.stride(0), G=g, PART=part,
+                               VEC=16 // x.element_size(), KEEP_E=keep_e, num_warps=warps, num_ctas=g)
 
 
-SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508))
+# Measured on the H200 (bf16, CUPTI, evidence/h200/2026-12-05_cluster_rows/1_*): the rendezvous in the row loop
+# costs 2-4 us a row (an L2 round trip under a saturated memory system, twice): best 64.6% of copy at 1024 x 65536
+# (G=2, planned 81.8%), 55.2% at 1024 x 131072 (75.6%), 51.9% at 512 x 128256 (72.0%); more CTAs a row, slower.
+# Hence the deferred kernel, whose rendezvous overlaps the next row's reduction.
+SHAPES = ((1024, 65536), (1024, 131072), (512, 128256))
+
+
+# (G, warps) of the deferred kernel that build without spilling much for sm_90 (compile-only, ptxas -v): at 65536
+# wide G=4 on 16 warps 128 registers (28-32 bytes spilled), G=8 on 16 warps 85-98, on 8 warps 151-179; at 128256-131072
+# G=8 on 16 warps 128 (28-32 bytes); 64 elements a thread or more spill kilobytes. One CTA an SM each.
+_DEFERRED = {65536: ((4, 16), (8, 16), (8, 8)), 131072: ((8, 16),)}
 
 
 def _configs(n: int, n_sm: int) -> Iterator[tuple[int, int, int, bool]]:
-    for g, warps, per_sm, keep_e in itertools.product((2, 4, 8), (4, 8, 16), (1, 2), (True, False)):
-        per_thread = triton_next_pow2(-(-n // g)) // (32 * warps)
-        if not 8 <= per_thread <= 64 or (keep_e and per_thread > 32) or per_sm * warps > 32:
-            continue
-        yield g, warps, n_sm * per_sm // g, keep_e
+    for g, warps in _DEFERRED[triton_next_pow2(n)]:
+        for clusters, keep_e in itertools.product(sorted({n_sm // g, (n_sm // (2 * g)) * 2}), (True, False)):
+            yield g, warps, clusters, keep_e
 
 
 def softmax_cluster_rows_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_cluster_rows`: the persistent cluster kernel over cluster sizes, warps, clusters an SM's worth
-    and KEEP_E, beside the built-in's planned launch; each config checked against fp32 twice (the second launch
-    relies on the first having cleared its words)."""
+    """Family `softmax_cluster_rows`: the deferred cluster kernel over cluster sizes, warps, clusters and KEEP_E,
+    beside the built-in's planned launch and the undeferred kernel's best config from the first run; each config
+    checked against fp32 twice (the second launch relies on the first having cleared its words)."""
     n_sm = torch.cuda.get_device_properties(device).multi_processor_count
     for m, n in SHAPES:
         x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
         yield planned
         words = torch.zeros(m * 8, dtype=torch.int64, device=device)
-        for g, warps, clusters, keep_e in _configs(n, n_sm):
-            launch = partial(cluster_rows, x, y, words, g, warps, clusters, keep_e)
-            label = f"G={g} warps={warps} clusters={clusters} keep_e={int(keep_e)}"
+        configs = [(2, 16, n_sm // 2, False, False)] + [(*c, True) for c in _configs(n, n_sm)]
+        for g, warps, clusters, keep_e, deferred in configs:
+            launch = partial(cluster_rows, x, y, words, g, warps, clusters, keep_e, deferred)
+            label = f"{'deferred ' if deferred else ''}G={g} warps={warps} clusters={clusters} keep_e={int(keep_e)}"
             name = f"softmax.cluster_rows {m}x{n} {label}"
             if close_to(launch, y, ref, name) and close_to(launch, y, ref, name + " (again)"):
                 yield ("softmax.cluster_rows", (m, n), label, launch, moved, False)
