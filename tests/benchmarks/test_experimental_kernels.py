@@ -469,3 +469,45 @@ def test_two_phase_rms_norm_matches_the_reference_and_replays(m: int, n: int, pa
     torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
     assert torch.equal(out, experimental_rms_two_phase.rms_norm_two_phase(x, w, 1e-6, y, chunk, warps, batches,
                                                                           reverse, hints))
+
+
+_COMPILE_CLUSTER_ROWS = """
+import json, re, sys, torch
+sys.path.insert(0, sys.argv[2])
+import experimental_cluster_rows as cr
+from kernelproof_core.precompile import compile_only
+out = []
+for n, g, warps, deferred in json.loads(sys.argv[1]):
+    x = torch.empty((64, n), dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        kernel = cr.cluster_rows(x, torch.empty_like(x), torch.zeros(64 * g, dtype=torch.int64), g, warps, 4, False,
+                                 deferred)
+    lines = kernel.asm["ptx"].splitlines()
+    polls = [i for i, line in enumerate(lines) if "ld.volatile.global.b64" in line]
+    syncs = [i for i, line in enumerate(lines) if re.search(r"barrier\\.cluster|membar|fence\\.", line)]
+    out.append({"ctas": kernel.metadata.num_ctas, "polls": len(polls), "syncs_before_last_poll":
+                sum(i < polls[-1] for i in syncs) if polls else -1, "syncs": len(syncs),
+                "vec_loads": sum(bool(re.search(r"ld\\.global[^;]*\\.v4", line)) for line in lines),
+                "vec_stores": sum(bool(re.search(r"st\\.global[^;]*\\.v4", line)) for line in lines)})
+print(json.dumps(out))
+"""
+
+
+def test_cluster_rows_meet_without_a_fence_in_the_row_loop() -> None:
+    """The persistent cluster softmax experiments (experimental_cluster_rows) built for the H200's target (no GPU
+    needed; a fresh process): a cluster of G CTAs whose row loop publishes and polls 64-bit words with volatile loads
+    and holds no fence or cluster barrier (one there would wait for the next row's loads); the only cluster barrier
+    is the one before the words are cleared, after the loop; rows read and written 16 bytes at a time. Numbers on
+    the GPU: kernel_sweep.py --only softmax_cluster_rows (evidence/h200/2026-12-05_cluster_rows/)."""
+    import json
+    import os
+    import subprocess
+
+    cases = [(65536, 2, 16, False), (65536, 4, 16, True), (131072, 8, 16, True)]
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_CLUSTER_ROWS, json.dumps(cases), bench], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for (_n, g, _warps, _deferred), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
+        assert r["ctas"] == g and r["polls"] >= 1 and r["syncs_before_last_poll"] == 0 and r["syncs"] >= 1, r
+        assert r["vec_loads"] > 0 and r["vec_stores"] > 0, r
