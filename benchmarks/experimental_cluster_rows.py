@@ -36,50 +36,12 @@ _MAX_POLLS = gl.constexpr(1 << 20)
 
 
 @gluon.jit
-def _softmax_cluster_rows(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
-                          stride_x: gl.tensor, G: gl.constexpr, PART: gl.constexpr, VEC: gl.constexpr,
-                          KEEP_E: gl.constexpr) -> None:
-    W: gl.constexpr = gl.num_warps()
-    layout: gl.constexpr = _parts_layout(VEC, W, G)
-    rep: gl.constexpr = _replicated_layout(W, G)
-    pid = gl.program_id(0)  # the cluster
-    n_prog = gl.num_programs(0)
+def _parts(G: gl.constexpr, PART: gl.constexpr, VEC: gl.constexpr) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # This CTA's part index r (dimension 0 of [G, PART], split over the cluster), its columns, and [G] replicated.
+    layout: gl.constexpr = _parts_layout(VEC, gl.num_warps(), G)
     r = gl.arange(0, G, layout=gl.SliceLayout(1, layout))
     cols = r[:, None] * PART + gl.arange(0, PART, layout=gl.SliceLayout(0, layout))[None, :]
-    mask = cols < N
-    rr = gl.arange(0, G, layout=rep)
-    x = gl.load(x_ptr + pid.to(gl.int64) * stride_x + cols, mask=mask & (pid < M), other=float("-inf"))
-    for row in range(pid, M, n_prog):
-        nxt = row + n_prog
-        x_next = gl.load(x_ptr + nxt.to(gl.int64) * stride_x + cols, mask=mask & (nxt < M), other=float("-inf"))
-        xf = x.to(gl.float32)
-        m = gl.max(xf, axis=1)
-        m_safe = gl.where(m == float("-inf"), 0.0, m)
-        e = gl.exp2((xf - m_safe[:, None]) * _LOG2E)
-        s = gl.sum(e, axis=1)
-        word = (m.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | s.to(gl.uint32, bitcast=True).to(gl.uint64)
-        words = w_ptr + row.to(gl.int64) * G
-        gl.store(words + r, word.to(gl.int64, bitcast=True))
-        got = gl.load(words + rr, volatile=True)
-        polls = 0
-        while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
-            got = gl.load(words + rr, volatile=True)
-            polls += 1
-        pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
-        ps = got.to(gl.int32).to(gl.float32, bitcast=True)
-        big = gl.max(pm, axis=0)
-        total = gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0)
-        scale = gl.exp2((m_safe - big) * _LOG2E) / total
-        if KEEP_E:
-            y = e * scale[:, None]
-        else:
-            y = gl.exp2((xf - m_safe[:, None]) * _LOG2E) * scale[:, None]
-        gl.store(y_ptr + row.to(gl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-        x = x_next
-    _cluster_barrier()  # every CTA of the cluster has read every word it polls: clear this CTA's own
-    for row in range(pid, M, n_prog):
-        gl.store(w_ptr + row.to(gl.int64) * G + r, gl.zeros_like(r).to(gl.int64))
-
+    return r, cols, gl.arange(0, G, layout=_replicated_layout(gl.num_warps(), G))
 
 
 @gluon.jit
@@ -98,21 +60,61 @@ def _publish(words: gl.tensor, r: gl.tensor, m: gl.tensor, s: gl.tensor, live: g
 
 
 @gluon.jit
+def _scale(got: gl.tensor, words: gl.tensor, rr: gl.tensor, m_safe: gl.tensor) -> gl.tensor:
+    # got: the row's G words as first loaded; polled until none is zero, then each part's factor exp(m - max) / sum.
+    polls = 0
+    while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
+        got = gl.load(words + rr, volatile=True)
+        polls += 1
+    pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+    ps = got.to(gl.int32).to(gl.float32, bitcast=True)
+    big = gl.max(pm, axis=0)
+    return gl.exp2((m_safe - big) * _LOG2E) / gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0)
+
+
+@gluon.jit
+def _clear(w_ptr: gl.tensor, r: gl.tensor, pid: gl.tensor, M: gl.tensor, n_prog: gl.tensor, G: gl.constexpr) -> None:
+    _cluster_barrier()  # every CTA of the cluster has read every word it polls: clear this CTA's own
+    for row in range(pid, M, n_prog):
+        gl.store(w_ptr + row.to(gl.int64) * G + r, gl.zeros_like(r).to(gl.int64))
+
+
+@gluon.jit
+def _softmax_cluster_rows(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
+                          stride_x: gl.tensor, G: gl.constexpr, PART: gl.constexpr, VEC: gl.constexpr,
+                          KEEP_E: gl.constexpr) -> None:
+    r, cols, rr = _parts(G, PART, VEC)
+    mask = cols < N
+    pid = gl.program_id(0)  # the cluster
+    n_prog = gl.num_programs(0)
+    x = gl.load(x_ptr + pid.to(gl.int64) * stride_x + cols, mask=mask & (pid < M), other=float("-inf"))
+    for row in range(pid, M, n_prog):
+        nxt = row + n_prog
+        x_next = gl.load(x_ptr + nxt.to(gl.int64) * stride_x + cols, mask=mask & (nxt < M), other=float("-inf"))
+        m, m_safe, e = _row_stats(x)
+        words = w_ptr + row.to(gl.int64) * G
+        _publish(words, r, m, gl.sum(e, axis=1), row < M)
+        scale = _scale(gl.load(words + rr, volatile=True), words, rr, m_safe)
+        if KEEP_E:
+            y = e * scale[:, None]
+        else:
+            y = gl.exp2((x.to(gl.float32) - m_safe[:, None]) * _LOG2E) * scale[:, None]
+        gl.store(y_ptr + row.to(gl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        x = x_next
+    _clear(w_ptr, r, pid, M, n_prog, G)
+
+
+@gluon.jit
 def _softmax_cluster_deferred(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                               stride_x: gl.tensor, G: gl.constexpr, PART: gl.constexpr, VEC: gl.constexpr,
                               KEEP_E: gl.constexpr) -> None:
     # As _softmax_cluster_rows with the rendezvous a row later: while row r's words travel, the CTA reduces row r + 1
     # (publishing its word) with row r + 2 in flight, and only then finishes row r, whose words' poll was issued
     # before row r + 1's reduction so that its round trip overlaps it.
-    W: gl.constexpr = gl.num_warps()
-    layout: gl.constexpr = _parts_layout(VEC, W, G)
-    rep: gl.constexpr = _replicated_layout(W, G)
+    r, cols, rr = _parts(G, PART, VEC)
+    mask = cols < N
     pid = gl.program_id(0)
     n_prog = gl.num_programs(0)
-    r = gl.arange(0, G, layout=gl.SliceLayout(1, layout))
-    cols = r[:, None] * PART + gl.arange(0, PART, layout=gl.SliceLayout(0, layout))[None, :]
-    mask = cols < N
-    rr = gl.arange(0, G, layout=rep)
     x0 = gl.load(x_ptr + pid.to(gl.int64) * stride_x + cols, mask=mask & (pid < M), other=float("-inf"))
     r1 = pid + n_prog
     x1 = gl.load(x_ptr + r1.to(gl.int64) * stride_x + cols, mask=mask & (r1 < M), other=float("-inf"))
@@ -130,15 +132,7 @@ def _softmax_cluster_deferred(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
         got = gl.load(words + rr, volatile=True)
         m1, m1_safe, e1 = _row_stats(x1)
         _publish(w_ptr + r1.to(gl.int64) * G, r, m1, gl.sum(e1, axis=1), r1 < M)
-        polls = 0
-        while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
-            got = gl.load(words + rr, volatile=True)
-            polls += 1
-        pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
-        ps = got.to(gl.int32).to(gl.float32, bitcast=True)
-        big = gl.max(pm, axis=0)
-        total = gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0)
-        scale = gl.exp2((m0_safe - big) * _LOG2E) / total
+        scale = _scale(got, words, rr, m0_safe)
         if KEEP_E:
             y = h0 * scale[:, None]
             h0 = e1
@@ -148,9 +142,7 @@ def _softmax_cluster_deferred(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
         gl.store(y_ptr + row.to(gl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
         m0_safe = m1_safe
         x1 = x2
-    _cluster_barrier()
-    for row in range(pid, M, n_prog):
-        gl.store(w_ptr + row.to(gl.int64) * G + r, gl.zeros_like(r).to(gl.int64))
+    _clear(w_ptr, r, pid, M, n_prog, G)
 
 
 def cluster_rows(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, warps: int, clusters: int,
