@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import experimental_kernels
 from experimental_cluster import softmax_cluster_trials
+from experimental_cluster_resident import softmax_cluster_resident_trials
 from experimental_cluster_rows import softmax_cluster_rows_trials
 from experimental_copy_rows import copy_rows_trials, softmax_rows_simple_trials
 from experimental_resident_ring import softmax_resident_ring_trials
@@ -414,6 +415,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_budget": softmax_resident_budget_trials, "swiglu_odd": swiglu_odd_trials,
             "softmax_cluster": softmax_cluster_trials,
             "copy_rows": copy_rows_trials, "softmax_cluster_rows": softmax_cluster_rows_trials,
+            "softmax_cluster_resident": softmax_cluster_resident_trials,
             "softmax_rows_simple": softmax_rows_simple_trials,
             "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
             "softmax_resident_keep": softmax_resident_keep_trials,

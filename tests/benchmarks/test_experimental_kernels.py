@@ -471,43 +471,72 @@ def test_two_phase_rms_norm_matches_the_reference_and_replays(m: int, n: int, pa
                                                                           reverse, hints))
 
 
-_COMPILE_CLUSTER_ROWS = """
+_COMPILE_CLUSTER_SOFTMAX = """
 import json, re, sys, torch
 sys.path.insert(0, sys.argv[2])
+import experimental_cluster_resident as cres
 import experimental_cluster_rows as cr
 from kernelproof_core.precompile import compile_only
 out = []
-for n, g, warps, deferred in json.loads(sys.argv[1]):
+for kind, n, g, warps, deferred in json.loads(sys.argv[1]):
     x = torch.empty((64, n), dtype=torch.bfloat16)
+    y, words = torch.empty_like(x), torch.zeros(64 * g, dtype=torch.int64)
     with compile_only("cuda", 90, 32):
-        kernel = cr.cluster_rows(x, torch.empty_like(x), torch.zeros(64 * g, dtype=torch.int64), g, warps, 4, False,
-                                 deferred)
+        if kind == "rows":
+            kernel = cr.cluster_rows(x, y, words, g, warps, 4, False, deferred)
+        else:
+            kernel = cres.cluster_resident(x, y, words, g, warps, 4)
     lines = kernel.asm["ptx"].splitlines()
     polls = [i for i, line in enumerate(lines) if "ld.volatile.global.b64" in line]
     syncs = [i for i, line in enumerate(lines) if re.search(r"barrier\\.cluster|membar|fence\\.", line)]
     out.append({"ctas": kernel.metadata.num_ctas, "polls": len(polls), "syncs_before_last_poll":
                 sum(i < polls[-1] for i in syncs) if polls else -1, "syncs": len(syncs),
                 "vec_loads": sum(bool(re.search(r"ld\\.global[^;]*\\.v4", line)) for line in lines),
-                "vec_stores": sum(bool(re.search(r"st\\.global[^;]*\\.v4", line)) for line in lines)})
+                "vec_stores": sum(bool(re.search(r"st\\.global[^;]*\\.v4", line)) for line in lines),
+                "copies": sum("cp.async.cg.shared.global" in line for line in lines),
+                "local": sum(".local" in line for line in lines), "shared": kernel.metadata.shared})
 print(json.dumps(out))
 """
+
+
+def _compile_cluster_softmax(cases: list[tuple[str, int, int, int, bool]]) -> list[dict[str, int]]:
+    import json
+    import os
+    import subprocess
+
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_CLUSTER_SOFTMAX, json.dumps(cases), bench],
+                          capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results: list[dict[str, int]] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(results) == len(cases)
+    for (_kind, _n, g, _warps, _deferred), r in zip(cases, results, strict=True):
+        # Parts meet by polled words, never by a fence or cluster barrier in the row loop: one there would wait for
+        # the next rows' loads; the only cluster barrier comes after the last poll, before the words are cleared.
+        assert r["ctas"] == g and r["polls"] >= 1 and r["syncs_before_last_poll"] == 0 and r["syncs"] >= 1, r
+        assert r["vec_stores"] > 0 and r["local"] == 0, r
+    return results
 
 
 def test_cluster_rows_meet_without_a_fence_in_the_row_loop() -> None:
     """The persistent cluster softmax experiments (experimental_cluster_rows) built for the H200's target (no GPU
     needed; a fresh process): a cluster of G CTAs whose row loop publishes and polls 64-bit words with volatile loads
-    and holds no fence or cluster barrier (one there would wait for the next row's loads); the only cluster barrier
-    is the one before the words are cleared, after the loop; rows read and written 16 bytes at a time. Numbers on
-    the GPU: kernel_sweep.py --only softmax_cluster_rows (evidence/h200/2026-12-05_cluster_rows/)."""
-    import json
-    import os
-    import subprocess
+    and holds no fence or cluster barrier; rows read and written 16 bytes at a time. Numbers on the GPU:
+    kernel_sweep.py --only softmax_cluster_rows (evidence/h200/2026-12-05_cluster_rows/)."""
+    results = _compile_cluster_softmax([("rows", 65536, 2, 16, False), ("rows", 65536, 4, 16, True),
+                                        ("rows", 131072, 8, 16, True)])
+    assert all(r["vec_loads"] > 0 for r in results), results
 
-    cases = [(65536, 2, 16, False), (65536, 4, 16, True), (131072, 8, 16, True)]
-    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
-    done = subprocess.run([sys.executable, "-c", _COMPILE_CLUSTER_ROWS, json.dumps(cases), bench], capture_output=True,
-                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    for (_n, g, _warps, _deferred), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
-        assert r["ctas"] == g and r["polls"] >= 1 and r["syncs_before_last_poll"] == 0 and r["syncs"] >= 1, r
-        assert r["vec_loads"] > 0 and r["vec_stores"] > 0, r
+
+def test_cluster_resident_softmax_holds_three_parts_in_shared_memory_without_a_fence() -> None:
+    """experimental_cluster_resident built for sm_90: every part copied by 16-byte cp.async (NCH chunks a part, the
+    first two rows' parts before the loop and one part for each of the three rows an iteration), three parts' slots
+    within one CTA's shared memory (two CTAs an SM where parts are 16384 wide), no fence in the row loop, nothing in
+    local memory. Numbers on the GPU: kernel_sweep.py --only softmax_cluster_resident."""
+    cases = [("resident", 65536, 2, 16, False), ("resident", 65536, 4, 8, False), ("resident", 128256, 8, 16, False)]
+    for (_kind, n, g, warps, _d), r in zip(cases, _compile_cluster_softmax(cases), strict=True):
+        part_bytes = -(-n // (g * 32 * warps * 8)) * 32 * warps * 8 * 2
+        nch = part_bytes // (32 * warps * 16)
+        assert r["copies"] == 5 * nch, r
+        assert 3 * part_bytes <= r["shared"] <= 3 * part_bytes + 1024 and r["shared"] <= 227 * 1024, r

@@ -1,0 +1,187 @@
+"""Softmax rows held in shared memory across a thread-block cluster, two rows ahead in flight (sweep family
+`softmax_cluster_resident`; built and compiled for sm_90, to be measured on the H200 before any of it ships).
+
+Why (benchmarks/NOTES.md, `Rows over a persistent cluster`): a wide row's work is held up by the bytes an SM keeps in
+flight, not by the rendezvous. Holding rows in registers (experimental_cluster_rows.py) left one 16-32 KB part an SM
+in flight per loaded-memory latency (26-65% of copy); the resident kernel's cp.async slots hold a 65536-wide row in
+an SM's shared memory but leave no room for the next one (84%), where 32768-wide rows with the whole next row in
+flight reached 90.5%. Here a cluster of G CTAs cuts each row in G parts (65536 / 2, or 128256-131072 / 4: 32768
+elements, 64 KB of 16-bit values) and each CTA keeps three parts' slots (192 KB): while it writes row r's part it
+reduces row r + 1's (landed) and row r + 2's copies fly, so a part's 64 KB of reads stay in flight through the whole
+iteration, with no register held by them. Parts meet as in experimental_cluster_rows.py's deferred kernel (64-bit
+words that are their own flags, polled a row later; no fence in the loop, so nothing waits for the copies), and the
+output is y = 2^((x - max) log2 e - log2 sum) with the row's max and sum from the G words (exact for every finite
+logit: nothing is folded into one shift).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from experimental_cluster_rows import _LOG2E, _clear, _publish, _scale
+from sweep_common import Trial, close_to, softmax_inputs
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+
+
+@gluon.constexpr_function
+def _layout(k: int, warps: int, g: int) -> gl.BlockedLayout:
+    # [G, T, K]: CTA bit i selects part 2^i, each thread K contiguous elements of a chunk of T x K.
+    return gl.BlockedLayout([1, 1, k], [1, 32, 1], [1, warps, 1], [2, 1, 0],
+                            [[1 << i, 0, 0] for i in range(int(math.log2(g)))])
+
+
+@gluon.constexpr_function
+def _slot_layout(g: int) -> gl.SwizzledSharedLayout:
+    # [G, T, K]: each CTA holds its own part's slot. Gluon 3.6 cannot index or slice a buffer of slots split over
+    # a cluster's CTAs ("rank must be equal to or one less than the shape size"; "non-trivial block dimension"),
+    # so every slot is its own allocation, held in a tuple, and the three sets are chosen statically.
+    return gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0], [[1 << i, 0, 0] for i in range(int(math.log2(g)))])
+
+
+@gluon.constexpr_function
+def _replicated(warps: int, g: int) -> gl.BlockedLayout:
+    return gl.BlockedLayout([1], [32], [warps], [0], [[0] for _ in range(int(math.log2(g)))])
+
+
+@gluon.jit
+def _copy_part(slots: gl.tuple, FIRST: gl.constexpr, src: gl.tensor, cols: gl.tensor, N: gl.tensor,
+               live: gl.tensor, NCH: gl.constexpr, CHUNK: gl.constexpr) -> None:
+    # A part's NCH chunks into slots FIRST .. FIRST + NCH - 1, a copy group each (past the last row: no traffic, but
+    # the groups are committed all the same, so the counts the waits rely on hold).
+    for c in gl.static_range(NCH):
+        at = cols + c * CHUNK
+        cp.async_copy_global_to_shared(slots[FIRST + c], src + at, mask=(at < N) & live)
+        cp.commit_group()
+
+
+@gluon.jit
+def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.tensor, G: gl.constexpr,
+                NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+    # The part's max (-inf when empty) and sum of 2^((x - max) log2 e), chunk c reduced as its group lands (the
+    # next part's NCH groups committed after it), per-thread running values, one CTA-wide reduction at the end.
+    T: gl.constexpr = 32 * gl.num_warps()
+    m_t = gl.full([G, T], float("-inf"), gl.float32, gl.SliceLayout(2, layout))
+    s_t = gl.zeros([G, T], gl.float32, gl.SliceLayout(2, layout))
+    for c in gl.static_range(NCH):
+        cp.wait_group(2 * NCH - 1 - c)
+        x = slots[FIRST + c].load(layout).to(gl.float32)
+        x = gl.where(cols + c * CHUNK < N, x, float("-inf"))  # masked copies zero-fill
+        m_new = gl.maximum(m_t, gl.max(x, axis=2))
+        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+        s_t = s_t * gl.exp2((m_t - m_use) * _LOG2E) + gl.sum(gl.exp2((x - m_use[:, :, None]) * _LOG2E), axis=2)
+        m_t = m_new
+    m = gl.max(m_t, axis=1)
+    m_use = gl.where(m == float("-inf"), 0.0, m)
+    return m, gl.sum(s_t * gl.exp2((m_t - m_use[:, None]) * _LOG2E), axis=1)
+
+
+@gluon.jit
+def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.constexpr, row: gl.tensor,
+          n_prog: gl.tensor, x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
+          stride_x: gl.tensor, cols: gl.tensor, r: gl.tensor, rr: gl.tensor, m_use: gl.tensor, G: gl.constexpr,
+          NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+    # One row: row + 2 n_prog's copies into set COPY, row + n_prog's part reduced from set STATS and published,
+    # then row's words (polled before that reduction) and its output from set OUT. Returns row + n_prog's shift.
+    r1 = row + n_prog
+    r2 = r1 + n_prog
+    _copy_part(slots, COPY * NCH, x_ptr + r2.to(gl.int64) * stride_x, cols, N, r2 < M, NCH, CHUNK)
+    words = w_ptr + row.to(gl.int64) * G
+    got = gl.load(words + rr, mask=row < M, other=1, volatile=True)  # in flight through row r1's reduction
+    m1, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout)
+    _publish(w_ptr + r1.to(gl.int64) * G, r, m1, s1, r1 < M)
+    if row < M:
+        scale = _scale(got, words, rr, m_use)  # exp(m_part - max) / sum for this CTA's part
+        shift = m_use[:, None, None]
+        lscale = gl.log2(scale)[:, None, None]
+        y_row = y_ptr + row.to(gl.int64) * N
+        for c in gl.static_range(NCH):
+            at = cols + c * CHUNK
+            x = slots[OUT * NCH + c].load(layout).to(gl.float32)
+            gl.store(y_row + at, gl.exp2((x - shift) * _LOG2E + lscale).to(y_ptr.dtype.element_ty), mask=at < N)
+    return gl.where(m1 == float("-inf"), 0.0, m1)
+
+
+@gluon.jit
+def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
+                              stride_x: gl.tensor, G: gl.constexpr, NCH: gl.constexpr, K: gl.constexpr) -> None:
+    W: gl.constexpr = gl.num_warps()
+    T: gl.constexpr = 32 * W
+    CHUNK: gl.constexpr = T * K
+    PART: gl.constexpr = NCH * CHUNK
+    layout: gl.constexpr = _layout(K, W, G)
+    slots = ()
+    for _ in gl.static_range(3 * NCH):
+        slots = slots + (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [G, T, K], _slot_layout(G)),)  # noqa: RUF005
+    r = gl.arange(0, G, layout=gl.SliceLayout(1, gl.SliceLayout(2, layout)))
+    t = gl.arange(0, T, layout=gl.SliceLayout(0, gl.SliceLayout(2, layout)))
+    k = gl.arange(0, K, layout=gl.SliceLayout(0, gl.SliceLayout(1, layout)))
+    cols = r[:, None, None] * PART + t[None, :, None] * K + k[None, None, :]  # chunk 0 of each part
+    rr = gl.arange(0, G, layout=_replicated(W, G))
+    pid = gl.program_id(0)  # the cluster
+    n_prog = gl.num_programs(0)
+    r1 = pid + n_prog
+    _copy_part(slots, 0, x_ptr + pid.to(gl.int64) * stride_x, cols, N, pid < M, NCH, CHUNK)
+    _copy_part(slots, NCH, x_ptr + r1.to(gl.int64) * stride_x, cols, N, r1 < M, NCH, CHUNK)
+    m0, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout)
+    _publish(w_ptr + pid.to(gl.int64) * G, r, m0, s0, pid < M)
+    m_use = gl.where(m0 == float("-inf"), 0.0, m0)
+    for row in range(pid, M, 3 * n_prog):  # three rows an iteration, so that each set's role is static
+        m_use = _step(slots, 0, 1, 2, row, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use, G, NCH,
+                      CHUNK, layout)
+        m_use = _step(slots, 1, 2, 0, row + n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use,
+                      G, NCH, CHUNK, layout)
+        m_use = _step(slots, 2, 0, 1, row + 2 * n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr,
+                      m_use, G, NCH, CHUNK, layout)
+    cp.wait_group(0)
+    _clear(w_ptr, r, pid, M, n_prog, G)
+
+
+def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, warps: int,
+                     clusters: int) -> object:
+    """Softmax of x's rows (2-D, unit column stride, rows 16-byte aligned) into y (contiguous) on `clusters`
+    persistent clusters of g CTAs; words: int64, at least rows x g, zero (the kernel leaves it zero)."""
+    m, n = x.shape
+    k = 16 // x.element_size()
+    chunk = 32 * warps * k
+    nch = -(-n // (g * chunk))
+    return _softmax_cluster_resident[(clusters,)](x, y, words, m, n, x.stride(0), G=g, NCH=nch, K=k,
+                                                  num_warps=warps, num_ctas=g)
+
+
+SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (2048, 32768))
+# (G, warps, CTAs an SM) per shape: three parts of 32768 16-bit elements (192 KB) hold one CTA an SM; of 16384
+# (96 KB) two, from two clusters. sm_90 builds (compile-only, ptxas -v): 63-64 registers on 16 warps, 80 on 8, no
+# spills, 196-197 KB or 98-99 KB of shared memory a CTA.
+_CONFIGS = {65536: ((2, 16, 1), (2, 8, 1), (4, 16, 2), (4, 8, 2)),
+            131072: ((4, 16, 1), (4, 8, 1), (8, 16, 2), (8, 8, 2)),
+            128256: ((4, 16, 1), (4, 8, 1), (8, 16, 2), (8, 8, 2)),
+            32768: ((2, 16, 1), (2, 16, 2), (2, 8, 2))}
+
+
+def _configs(n: int, n_sm: int) -> Iterator[tuple[int, int, int]]:
+    # Clusters: an SM's worth, and whole pairs of clusters (a GPC of 18 SMs holds four clusters of four, not 4.5).
+    for g, warps, per_sm in _CONFIGS[n]:
+        for clusters in sorted({n_sm * per_sm // g, (n_sm // (2 * g)) * 2 * per_sm}):
+            yield g, warps, clusters
+
+
+def softmax_cluster_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_cluster_resident`: the kernel over cluster sizes, warps and clusters (an SM's worth each, and
+    whole pairs), beside the built-in's planned launch; each config checked against fp32 twice (the second launch
+    relies on the first having cleared its words)."""
+    n_sm = torch.cuda.get_device_properties(device).multi_processor_count
+    for m, n in SHAPES:
+        x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
+        yield planned
+        words = torch.zeros(m * 8, dtype=torch.int64, device=device)
+        for g, warps, clusters in _configs(n, n_sm):
+            launch = partial(cluster_resident, x, y, words, g, warps, clusters)
+            label = f"G={g} warps={warps} clusters={clusters}"
+            name = f"softmax.cluster_resident {m}x{n} {label}"
+            if close_to(launch, y, ref, name) and close_to(launch, y, ref, name + " (again)"):
+                yield ("softmax.cluster_resident", (m, n), label, launch, moved, False)
