@@ -114,6 +114,8 @@ def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
     CHUNK: gl.constexpr = T * K
     PART: gl.constexpr = NCH * CHUNK
     layout: gl.constexpr = _layout(K, W, G)
+    N = (N // K) * K  # the host guarantees K divides N and the stride: Triton then sees K-element-aligned rows
+    stride_x = (stride_x // K) * K
     slots = ()
     for _ in gl.static_range(3 * NCH):
         slots = slots + (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [G, T, K], _slot_layout(G)),)  # noqa: RUF005
@@ -143,24 +145,31 @@ def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
 
 def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, warps: int,
                      clusters: int) -> object:
-    """Softmax of x's rows (2-D, unit column stride, rows 16-byte aligned) into y (contiguous) on `clusters`
-    persistent clusters of g CTAs; words: int64, at least rows x g, zero (the kernel leaves it zero)."""
+    """Softmax of x's rows (2-D, unit column stride, rows starting on 4-byte boundaries at least) into y (contiguous)
+    on `clusters` persistent clusters of g CTAs; words: int64, at least rows x g, zero (the kernel leaves it zero).
+    Copies are 16 bytes where rows start on 16-byte boundaries, else 8 or 4 (cp.async copies nothing smaller)."""
     m, n = x.shape
-    k = 16 // x.element_size()
+    size = x.element_size()
+    k = 16 // size
+    while k * size > 4 and (n % k or x.stride(0) % k or x.data_ptr() % (k * size) or y.data_ptr() % (k * size)):
+        k //= 2
+    if n % k or x.stride(0) % k or x.data_ptr() % (k * size) or y.data_ptr() % (k * size):
+        raise ValueError(f"rows of {n} (stride {x.stride(0)}) do not start on 4-byte boundaries")
     chunk = 32 * warps * k
     nch = -(-n // (g * chunk))
     return _softmax_cluster_resident[(clusters,)](x, y, words, m, n, x.stride(0), G=g, NCH=nch, K=k,
                                                   num_warps=warps, num_ctas=g)
 
 
-SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (2048, 32768))
+SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508), (2048, 32768))
 # (G, warps, CTAs an SM) per shape: three parts of 32768 16-bit elements (192 KB) hold one CTA an SM; of 16384
-# (96 KB) two, from two clusters. sm_90 builds (compile-only, ptxas -v): 63-64 registers on 16 warps, 80 on 8, no
+# (96 KB) two, from two clusters; random2's 1991 x 33508 (rows on 8-byte boundaries: 8-byte copies) in two parts of
+# 18432 (108 KB). sm_90 builds (compile-only, ptxas -v): 63-64 registers on 16 warps, 80 on 8, no
 # spills, 196-197 KB or 98-99 KB of shared memory a CTA.
 _CONFIGS = {65536: ((2, 16, 1), (2, 8, 1), (4, 16, 2), (4, 8, 2)),
             131072: ((4, 16, 1), (4, 8, 1), (8, 16, 2), (8, 8, 2)),
             128256: ((4, 16, 1), (4, 8, 1), (8, 16, 2), (8, 8, 2)),
-            32768: ((2, 16, 1), (2, 16, 2), (2, 8, 2))}
+            33508: ((2, 16, 1), (2, 16, 2), (2, 8, 2)), 32768: ((2, 16, 1), (2, 16, 2), (2, 8, 2))}
 
 
 def _configs(n: int, n_sm: int) -> Iterator[tuple[int, int, int]]:
