@@ -164,12 +164,14 @@ def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: i
 SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508), (2048, 32768))
 # (G, warps, CTAs an SM) per shape: three parts of 32768 16-bit elements (192 KB) hold one CTA an SM; of 16384
 # (96 KB) two, from two clusters; random2's 1991 x 33508 (rows on 8-byte boundaries: 8-byte copies) in two parts of
-# 18432 (108 KB). sm_90 builds (compile-only, ptxas -v): 63-64 registers on 16 warps, 80 on 8, no
-# spills, 196-197 KB or 98-99 KB of shared memory a CTA.
+# 18432 (108 KB). G = 1 is the same three-deep pipeline on one SM (a launch without a cluster; every CTA is a
+# cluster of one): 32768-33508-wide rows whole, three of them in 192-204 KB. sm_90 builds (compile-only, ptxas -v):
+# 47-64 registers on 16-32 warps, 80 on 8, no spills.
 _CONFIGS = {65536: ((2, 16, 1), (2, 8, 1), (4, 16, 2), (4, 8, 2)),
             131072: ((4, 16, 1), (4, 8, 1), (8, 16, 2), (8, 8, 2)),
             128256: ((4, 16, 1), (4, 8, 1), (8, 16, 2), (8, 8, 2)),
-            33508: ((2, 16, 1), (2, 16, 2), (2, 8, 2)), 32768: ((2, 16, 1), (2, 16, 2), (2, 8, 2))}
+            33508: ((1, 16, 1), (2, 16, 1), (2, 16, 2), (2, 8, 2)),
+            32768: ((1, 16, 1), (1, 32, 1), (2, 16, 1), (2, 16, 2), (2, 8, 2))}
 
 
 def _configs(n: int, n_sm: int) -> Iterator[tuple[int, int, int]]:

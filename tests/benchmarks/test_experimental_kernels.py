@@ -534,7 +534,8 @@ def test_cluster_resident_softmax_holds_three_parts_in_shared_memory_without_a_f
     first two rows' parts before the loop and one part for each of the three rows an iteration), three parts' slots
     within one CTA's shared memory (two CTAs an SM where parts are 16384 wide), no fence in the row loop, nothing in
     local memory. Numbers on the GPU: kernel_sweep.py --only softmax_cluster_resident."""
-    cases = [("resident", 65536, 2, 16, False), ("resident", 65536, 4, 8, False), ("resident", 128256, 8, 16, False)]
+    cases = [("resident", 65536, 2, 16, False), ("resident", 65536, 4, 8, False), ("resident", 128256, 8, 16, False),
+             ("resident", 32768, 1, 16, False)]
     for (_kind, n, g, warps, _d), r in zip(cases, _compile_cluster_softmax(cases), strict=True):
         part_bytes = -(-n // (g * 32 * warps * 8)) * 32 * warps * 8 * 2
         nch = part_bytes // (32 * warps * 16)
