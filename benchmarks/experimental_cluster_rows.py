@@ -75,7 +75,8 @@ def _scale(got: gl.tensor, words: gl.tensor, rr: gl.tensor, m_safe: gl.tensor) -
 
 @gluon.jit
 def _clear(w_ptr: gl.tensor, r: gl.tensor, pid: gl.tensor, M: gl.tensor, n_prog: gl.tensor, G: gl.constexpr) -> None:
-    _cluster_barrier()  # every CTA of the cluster has read every word it polls: clear this CTA's own
+    if G > 1:  # every CTA of the cluster has read every word it polls: clear this CTA's own
+        _cluster_barrier()
     for row in range(pid, M, n_prog):
         gl.store(w_ptr + row.to(gl.int64) * G + r, gl.zeros_like(r).to(gl.int64))
 

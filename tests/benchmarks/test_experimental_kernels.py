@@ -513,8 +513,10 @@ def _compile_cluster_softmax(cases: list[tuple[str, int, int, int, bool]]) -> li
     assert len(results) == len(cases)
     for (_kind, _n, g, _warps, _deferred), r in zip(cases, results, strict=True):
         # Parts meet by polled words, never by a fence or cluster barrier in the row loop: one there would wait for
-        # the next rows' loads; the only cluster barrier comes after the last poll, before the words are cleared.
-        assert r["ctas"] == g and r["polls"] >= 1 and r["syncs_before_last_poll"] == 0 and r["syncs"] >= 1, r
+        # the next rows' loads; the only cluster barrier comes after the last poll, before the words are cleared
+        # (none in a cluster of one, a launch without clusters).
+        assert r["ctas"] == g and r["polls"] >= 1 and r["syncs_before_last_poll"] == 0, r
+        assert (r["syncs"] >= 1) == (g > 1), r
         assert r["vec_stores"] > 0 and r["local"] == 0, r
     return results
 
