@@ -175,9 +175,14 @@ _CONFIGS = {65536: ((2, 16, 1), (2, 8, 1), (4, 16, 2), (4, 8, 2)),
 
 
 def _configs(n: int, n_sm: int) -> Iterator[tuple[int, int, int]]:
-    # Clusters: an SM's worth, and whole pairs of clusters (a GPC of 18 SMs holds four clusters of four, not 4.5).
+    # Clusters: an SM's worth, and whole pairs of clusters (a GPC of 18 SMs holds four clusters of four, not 4.5);
+    # pairs of SMs one short where a GPC's SM count is odd. A cluster that cannot start until another has finished
+    # all its rows doubles the time, so these fix what the sweep's best can reach more than they tune it.
     for g, warps, per_sm in _CONFIGS[n]:
-        for clusters in sorted({n_sm * per_sm // g, (n_sm // (2 * g)) * 2 * per_sm}):
+        counts = {n_sm * per_sm // g, (n_sm // (2 * g)) * 2 * per_sm}
+        if g == 2 and n >= 65536:
+            counts.add((n_sm // g - 2) * per_sm)
+        for clusters in sorted(counts):
             yield g, warps, clusters
 
 
