@@ -22,7 +22,7 @@ from functools import partial
 
 import torch
 from experimental_cluster_rows import _LOG2E, _clear, _publish, _scale
-from sweep_common import Trial, close_to, softmax_inputs
+from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
@@ -199,5 +199,5 @@ def softmax_cluster_resident_trials(device: torch.device, dtype: torch.dtype) ->
             launch = partial(cluster_resident, x, y, words, g, warps, clusters)
             label = f"G={g} warps={warps} clusters={clusters}"
             name = f"softmax.cluster_resident {m}x{n} {label}"
-            if close_to(launch, y, ref, name) and close_to(launch, y, ref, name + " (again)"):
+            if close_twice(launch, y, ref, name):
                 yield ("softmax.cluster_resident", (m, n), label, launch, moved, False)

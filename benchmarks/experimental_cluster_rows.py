@@ -25,7 +25,7 @@ from functools import partial
 
 import torch
 from experimental_cluster import _cluster_barrier, _parts_layout, _replicated_layout, triton_next_pow2
-from sweep_common import Trial, close_to, softmax_inputs
+from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
@@ -191,5 +191,5 @@ def softmax_cluster_rows_trials(device: torch.device, dtype: torch.dtype) -> Ite
             launch = partial(cluster_rows, x, y, words, g, warps, clusters, keep_e, deferred)
             label = f"{'deferred ' if deferred else ''}G={g} warps={warps} clusters={clusters} keep_e={int(keep_e)}"
             name = f"softmax.cluster_rows {m}x{n} {label}"
-            if close_to(launch, y, ref, name) and close_to(launch, y, ref, name + " (again)"):
+            if close_twice(launch, y, ref, name):
                 yield ("softmax.cluster_rows", (m, n), label, launch, moved, False)

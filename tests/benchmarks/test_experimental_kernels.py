@@ -543,3 +543,26 @@ def test_cluster_resident_softmax_holds_three_parts_in_shared_memory_without_a_f
         nch = part_bytes // (32 * warps * 16)
         assert r["copies"] == 5 * nch, r
         assert 3 * part_bytes <= r["shared"] <= 3 * part_bytes + 1024 and r["shared"] <= 227 * 1024, r
+
+
+def test_close_twice_needs_two_right_launches_and_survives_a_failing_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """The sweeps' check before timing (sweep_common.close_twice): both launches must write the reference (the
+    second is how a workspace left dirty by the first shows), and a launch that raises is reported, not fatal."""
+    from sweep_common import close_twice
+
+    ref = torch.softmax(torch.randn(4, 64), dim=-1)
+    y = torch.empty_like(ref)
+    calls: list[int] = []
+
+    def right_once() -> None:
+        calls.append(1)
+        y.copy_(ref if len(calls) == 1 else torch.zeros_like(ref))
+
+    def raises() -> None:
+        raise RuntimeError("out of resource: shared memory")
+
+    assert close_twice(partial(y.copy_, ref), y, ref, "right")
+    assert not close_twice(right_once, y, ref, "once") and len(calls) == 2
+    assert not close_twice(raises, y, ref, "broken")
+    out = capsys.readouterr().out
+    assert "once (again): WRONG" in out and "broken: ERROR RuntimeError: out of resource" in out
