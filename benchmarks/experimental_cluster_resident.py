@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
+from experimental_cluster import _replicated_layout
 from experimental_cluster_rows import _LOG2E, _clear, _publish, _scale
 from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
@@ -43,11 +44,6 @@ def _slot_layout(g: int) -> gl.SwizzledSharedLayout:
     return gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0], [[1 << i, 0, 0] for i in range(int(math.log2(g)))])
 
 
-@gluon.constexpr_function
-def _replicated(warps: int, g: int) -> gl.BlockedLayout:
-    return gl.BlockedLayout([1], [32], [warps], [0], [[0] for _ in range(int(math.log2(g)))])
-
-
 @gluon.jit
 def _copy_part(slots: gl.tuple, FIRST: gl.constexpr, src: gl.tensor, cols: gl.tensor, N: gl.tensor,
                live: gl.tensor, NCH: gl.constexpr, CHUNK: gl.constexpr) -> None:
@@ -61,9 +57,11 @@ def _copy_part(slots: gl.tuple, FIRST: gl.constexpr, src: gl.tensor, cols: gl.te
 
 @gluon.jit
 def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.tensor, G: gl.constexpr,
-                NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # The part's max (-inf when empty) and sum of 2^((x - max) log2 e), chunk c reduced as its group lands (the
-    # next part's NCH groups committed after it), per-thread running values, one CTA-wide reduction at the end.
+                NCH: gl.constexpr, CHUNK: gl.constexpr,
+                layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # The part's max (-inf when empty), the max used as the shift (0 then) and the sum of 2^((x - shift) log2 e),
+    # chunk c reduced as its group lands (the next part's NCH groups committed after it), per-thread running
+    # values, one CTA-wide reduction at the end.
     T: gl.constexpr = 32 * gl.num_warps()
     m_t = gl.full([G, T], float("-inf"), gl.float32, gl.SliceLayout(2, layout))
     s_t = gl.zeros([G, T], gl.float32, gl.SliceLayout(2, layout))
@@ -77,7 +75,7 @@ def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.ten
         m_t = m_new
     m = gl.max(m_t, axis=1)
     m_use = gl.where(m == float("-inf"), 0.0, m)
-    return m, gl.sum(s_t * gl.exp2((m_t - m_use[:, None]) * _LOG2E), axis=1)
+    return m, m_use, gl.sum(s_t * gl.exp2((m_t - m_use[:, None]) * _LOG2E), axis=1)
 
 
 @gluon.jit
@@ -92,7 +90,7 @@ def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.cons
     _copy_part(slots, COPY * NCH, x_ptr + r2.to(gl.int64) * stride_x, cols, N, r2 < M, NCH, CHUNK)
     words = w_ptr + row.to(gl.int64) * G
     got = gl.load(words + rr, mask=row < M, other=1, volatile=True)  # in flight through row r1's reduction
-    m1, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout)
+    m1, m1_use, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout)
     _publish(w_ptr + r1.to(gl.int64) * G, r, m1, s1, r1 < M)
     if row < M:
         scale = _scale(got, words, rr, m_use)  # exp(m_part - max) / sum for this CTA's part
@@ -103,7 +101,7 @@ def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.cons
             at = cols + c * CHUNK
             x = slots[OUT * NCH + c].load(layout).to(gl.float32)
             gl.store(y_row + at, gl.exp2((x - shift) * _LOG2E + lscale).to(y_ptr.dtype.element_ty), mask=at < N)
-    return gl.where(m1 == float("-inf"), 0.0, m1)
+    return m1_use
 
 
 @gluon.jit
@@ -123,15 +121,14 @@ def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
     t = gl.arange(0, T, layout=gl.SliceLayout(0, gl.SliceLayout(2, layout)))
     k = gl.arange(0, K, layout=gl.SliceLayout(0, gl.SliceLayout(1, layout)))
     cols = r[:, None, None] * PART + t[None, :, None] * K + k[None, None, :]  # chunk 0 of each part
-    rr = gl.arange(0, G, layout=_replicated(W, G))
+    rr = gl.arange(0, G, layout=_replicated_layout(W, G))
     pid = gl.program_id(0)  # the cluster
     n_prog = gl.num_programs(0)
     r1 = pid + n_prog
     _copy_part(slots, 0, x_ptr + pid.to(gl.int64) * stride_x, cols, N, pid < M, NCH, CHUNK)
     _copy_part(slots, NCH, x_ptr + r1.to(gl.int64) * stride_x, cols, N, r1 < M, NCH, CHUNK)
-    m0, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout)
+    m0, m_use, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout)
     _publish(w_ptr + pid.to(gl.int64) * G, r, m0, s0, pid < M)
-    m_use = gl.where(m0 == float("-inf"), 0.0, m0)
     for row in range(pid, M, 3 * n_prog):  # three rows an iteration, so that each set's role is static
         m_use = _step(slots, 0, 1, 2, row, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use, G, NCH,
                       CHUNK, layout)
@@ -150,10 +147,14 @@ def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: i
     Copies are 16 bytes where rows start on 16-byte boundaries, else 8 or 4 (cp.async copies nothing smaller)."""
     m, n = x.shape
     size = x.element_size()
+
+    def misaligned(k: int) -> bool:
+        return bool(n % k or x.stride(0) % k or x.data_ptr() % (k * size) or y.data_ptr() % (k * size))
+
     k = 16 // size
-    while k * size > 4 and (n % k or x.stride(0) % k or x.data_ptr() % (k * size) or y.data_ptr() % (k * size)):
+    while k * size > 4 and misaligned(k):
         k //= 2
-    if n % k or x.stride(0) % k or x.data_ptr() % (k * size) or y.data_ptr() % (k * size):
+    if misaligned(k):
         raise ValueError(f"rows of {n} (stride {x.stride(0)}) do not start on 4-byte boundaries")
     chunk = 32 * warps * k
     nch = -(-n // (g * chunk))

@@ -158,10 +158,11 @@ def cluster_rows(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, 
                                VEC=16 // x.element_size(), KEEP_E=keep_e, num_warps=warps, num_ctas=g)
 
 
-# Measured on the H200 (bf16, CUPTI, evidence/h200/2026-12-05_cluster_rows/1_*): the rendezvous in the row loop
-# costs 2-4 us a row (an L2 round trip under a saturated memory system, twice): best 64.6% of copy at 1024 x 65536
+# Measured on the H200 (bf16, CUPTI, evidence/h200/2026-12-05_cluster_rows/): best 64.6% of copy at 1024 x 65536
 # (G=2, planned 81.8%), 55.2% at 1024 x 131072 (75.6%), 51.9% at 512 x 128256 (72.0%); more CTAs a row, slower.
-# Hence the deferred kernel, whose rendezvous overlaps the next row's reduction.
+# The deferred kernel, its rendezvous overlapping the next row's reduction, was slower still (26-38%, `2_*`): about
+# 3 us a row whatever the part's size, so what holds both back is one register-held part an SM in flight per
+# loaded-memory latency, not the rendezvous (benchmarks/NOTES.md; experimental_cluster_resident.py follows from it).
 SHAPES = ((1024, 65536), (1024, 131072), (512, 128256))
 
 
