@@ -57,22 +57,23 @@ def _copy_part(slots: gl.tuple, FIRST: gl.constexpr, src: gl.tensor, cols: gl.te
 
 @gluon.jit
 def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.tensor, G: gl.constexpr,
-                NCH: gl.constexpr, CHUNK: gl.constexpr,
-                layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+                NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr,
+                COPY_ONLY: gl.constexpr = False) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
     # The part's max (-inf when empty), the max used as the shift (0 then) and the sum of 2^((x - shift) log2 e),
     # chunk c reduced as its group lands (the next part's NCH groups committed after it), per-thread running
-    # values, one CTA-wide reduction at the end.
+    # values, one CTA-wide reduction at the end. COPY_ONLY: only the waits (the pipeline's memory side alone).
     T: gl.constexpr = 32 * gl.num_warps()
     m_t = gl.full([G, T], float("-inf"), gl.float32, gl.SliceLayout(2, layout))
     s_t = gl.zeros([G, T], gl.float32, gl.SliceLayout(2, layout))
     for c in gl.static_range(NCH):
         cp.wait_group(2 * NCH - 1 - c)
-        x = slots[FIRST + c].load(layout).to(gl.float32)
-        x = gl.where(cols + c * CHUNK < N, x, float("-inf"))  # masked copies zero-fill
-        m_new = gl.maximum(m_t, gl.max(x, axis=2))
-        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
-        s_t = s_t * gl.exp2((m_t - m_use) * _LOG2E) + gl.sum(gl.exp2((x - m_use[:, :, None]) * _LOG2E), axis=2)
-        m_t = m_new
+        if not COPY_ONLY:
+            x = slots[FIRST + c].load(layout).to(gl.float32)
+            x = gl.where(cols + c * CHUNK < N, x, float("-inf"))  # masked copies zero-fill
+            m_new = gl.maximum(m_t, gl.max(x, axis=2))
+            m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+            s_t = s_t * gl.exp2((m_t - m_use) * _LOG2E) + gl.sum(gl.exp2((x - m_use[:, :, None]) * _LOG2E), axis=2)
+            m_t = m_new
     m = gl.max(m_t, axis=1)
     m_use = gl.where(m == float("-inf"), 0.0, m)
     return m, m_use, gl.sum(s_t * gl.exp2((m_t - m_use[:, None]) * _LOG2E), axis=1)
@@ -82,31 +83,42 @@ def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.ten
 def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.constexpr, row: gl.tensor,
           n_prog: gl.tensor, x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
           stride_x: gl.tensor, cols: gl.tensor, r: gl.tensor, rr: gl.tensor, m_use: gl.tensor, G: gl.constexpr,
-          NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+          l_sum: gl.tensor, NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr,
+          LOCAL: gl.constexpr, COPY_ONLY: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
     # One row: row + 2 n_prog's copies into set COPY, row + n_prog's part reduced from set STATS and published,
-    # then row's words (polled before that reduction) and its output from set OUT. Returns row + n_prog's shift.
+    # then row's words (polled before that reduction) and its output from set OUT. Returns row + n_prog's shift and
+    # log2 of its part's sum. LOCAL (G = 1 only): no words; the row's own max and sum scale it, which separates the
+    # three-deep pipeline's cost from the rendezvous'. COPY_ONLY (with LOCAL): y = x through the same slots and waits.
     r1 = row + n_prog
     r2 = r1 + n_prog
     _copy_part(slots, COPY * NCH, x_ptr + r2.to(gl.int64) * stride_x, cols, N, r2 < M, NCH, CHUNK)
     words = w_ptr + row.to(gl.int64) * G
-    got = gl.load(words + rr, mask=row < M, other=1, volatile=True)  # in flight through row r1's reduction
-    m1, m1_use, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout)
-    _publish(w_ptr + r1.to(gl.int64) * G, r, m1, s1, r1 < M)
+    if not LOCAL:
+        got = gl.load(words + rr, mask=row < M, other=1, volatile=True)  # in flight through row r1's reduction
+    m1, m1_use, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout, COPY_ONLY)
+    if not LOCAL:
+        _publish(w_ptr + r1.to(gl.int64) * G, r, m1, s1, r1 < M)
     if row < M:
-        scale = _scale(got, words, rr, m_use)  # exp(m_part - max) / sum for this CTA's part
+        if LOCAL:
+            lscale = -l_sum[:, None, None]
+        else:
+            lscale = gl.log2(_scale(got, words, rr, m_use))[:, None, None]  # exp(m_part - max) / sum, this part
         shift = m_use[:, None, None]
-        lscale = gl.log2(scale)[:, None, None]
         y_row = y_ptr + row.to(gl.int64) * N
         for c in gl.static_range(NCH):
             at = cols + c * CHUNK
-            x = slots[OUT * NCH + c].load(layout).to(gl.float32)
-            gl.store(y_row + at, gl.exp2((x - shift) * _LOG2E + lscale).to(y_ptr.dtype.element_ty), mask=at < N)
-    return m1_use
+            if COPY_ONLY:
+                gl.store(y_row + at, slots[OUT * NCH + c].load(layout), mask=at < N)
+            else:
+                x = slots[OUT * NCH + c].load(layout).to(gl.float32)
+                gl.store(y_row + at, gl.exp2((x - shift) * _LOG2E + lscale).to(y_ptr.dtype.element_ty), mask=at < N)
+    return m1_use, gl.log2(s1)
 
 
 @gluon.jit
 def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
-                              stride_x: gl.tensor, G: gl.constexpr, NCH: gl.constexpr, K: gl.constexpr) -> None:
+                              stride_x: gl.tensor, G: gl.constexpr, NCH: gl.constexpr, K: gl.constexpr,
+                              LOCAL: gl.constexpr, COPY_ONLY: gl.constexpr) -> None:
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W
     CHUNK: gl.constexpr = T * K
@@ -127,24 +139,31 @@ def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
     r1 = pid + n_prog
     _copy_part(slots, 0, x_ptr + pid.to(gl.int64) * stride_x, cols, N, pid < M, NCH, CHUNK)
     _copy_part(slots, NCH, x_ptr + r1.to(gl.int64) * stride_x, cols, N, r1 < M, NCH, CHUNK)
-    m0, m_use, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout)
-    _publish(w_ptr + pid.to(gl.int64) * G, r, m0, s0, pid < M)
+    m0, m_use, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout, COPY_ONLY)
+    if not LOCAL:
+        _publish(w_ptr + pid.to(gl.int64) * G, r, m0, s0, pid < M)
+    l_sum = gl.log2(s0)
     for row in range(pid, M, 3 * n_prog):  # three rows an iteration, so that each set's role is static
-        m_use = _step(slots, 0, 1, 2, row, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use, G, NCH,
-                      CHUNK, layout)
-        m_use = _step(slots, 1, 2, 0, row + n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use,
-                      G, NCH, CHUNK, layout)
-        m_use = _step(slots, 2, 0, 1, row + 2 * n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr,
-                      m_use, G, NCH, CHUNK, layout)
+        m_use, l_sum = _step(slots, 0, 1, 2, row, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use, G,
+                             l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY)
+        m_use, l_sum = _step(slots, 1, 2, 0, row + n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr,
+                             m_use, G, l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY)
+        m_use, l_sum = _step(slots, 2, 0, 1, row + 2 * n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r,
+                             rr, m_use, G, l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY)
     cp.wait_group(0)
-    _clear(w_ptr, r, pid, M, n_prog, G)
+    if not LOCAL:
+        _clear(w_ptr, r, pid, M, n_prog, G)
 
 
 def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, warps: int,
-                     clusters: int) -> object:
+                     clusters: int, local: bool = False, copy: bool = False) -> object:
     """Softmax of x's rows (2-D, unit column stride, rows starting on 4-byte boundaries at least) into y (contiguous)
     on `clusters` persistent clusters of g CTAs; words: int64, at least rows x g, zero (the kernel leaves it zero).
-    Copies are 16 bytes where rows start on 16-byte boundaries, else 8 or 4 (cp.async copies nothing smaller)."""
+    Copies are 16 bytes where rows start on 16-byte boundaries, else 8 or 4 (cp.async copies nothing smaller).
+    local (g = 1 only): no words, each row scaled by its own stats (the pipeline without the rendezvous); copy (with
+    local): y = x through the same pipeline, no arithmetic (its memory side alone)."""
+    if (local or copy) and (g != 1 or not local):
+        raise ValueError("local needs a cluster of one, copy needs local")
     m, n = x.shape
     size = x.element_size()
 
@@ -159,7 +178,7 @@ def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: i
     chunk = 32 * warps * k
     nch = -(-n // (g * chunk))
     return _softmax_cluster_resident[(clusters,)](x, y, words, m, n, x.stride(0), G=g, NCH=nch, K=k,
-                                                  num_warps=warps, num_ctas=g)
+                                                  LOCAL=local, COPY_ONLY=copy, num_warps=warps, num_ctas=g)
 
 
 SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508), (2048, 32768))
@@ -202,3 +221,21 @@ def softmax_cluster_resident_trials(device: torch.device, dtype: torch.dtype) ->
             name = f"softmax.cluster_resident {m}x{n} {label}"
             if close_twice(launch, y, ref, name):
                 yield ("softmax.cluster_resident", (m, n), label, launch, moved, False)
+
+
+def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_pipeline_local`: why G = 1 (three 32768-wide rows in shared memory on one SM, 64 KB of copies
+    always in flight) measured 68% where the register plan reaches 92% (`2026-12-05_cluster_resident`): the same
+    pipeline with words, without them (each row its own stats) and as a plain copy (y = x, checked against x), beside
+    the planned launch, 16 and 32 warps, one CTA an SM."""
+    n_sm = torch.cuda.get_device_properties(device).multi_processor_count
+    for m, n in ((2048, 32768), (1991, 33508)):
+        x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
+        yield planned
+        words = torch.zeros(m * 8, dtype=torch.int64, device=device)
+        for warps in (16, 32):
+            for mode, local, copy in (("words", False, False), ("local", True, False), ("copy", True, True)):
+                launch = partial(cluster_resident, x, y, words, 1, warps, n_sm, local, copy)
+                label = f"{mode} warps={warps} ctas={n_sm}"
+                if close_twice(launch, y, x if copy else ref, f"softmax.pipeline {m}x{n} {label}"):
+                    yield ("softmax.pipeline", (m, n), label, launch, moved, False)

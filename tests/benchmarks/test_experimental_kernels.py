@@ -485,7 +485,7 @@ for kind, n, g, warps, deferred in json.loads(sys.argv[1]):
         if kind == "rows":
             kernel = cr.cluster_rows(x, y, words, g, warps, 4, False, deferred)
         else:
-            kernel = cres.cluster_resident(x, y, words, g, warps, 4)
+            kernel = cres.cluster_resident(x, y, words, g, warps, 4, kind != "resident", kind == "copy")
     lines = kernel.asm["ptx"].splitlines()
     polls = [i for i, line in enumerate(lines) if "ld.volatile.global.b64" in line]
     syncs = [i for i, line in enumerate(lines) if re.search(r"barrier\\.cluster|membar|fence\\.", line)]
@@ -494,7 +494,8 @@ for kind, n, g, warps, deferred in json.loads(sys.argv[1]):
                 "vec_loads": sum(bool(re.search(r"ld\\.global[^;]*\\.v4", line)) for line in lines),
                 "vec_stores": sum(bool(re.search(r"st\\.global[^;]*\\.v4", line)) for line in lines),
                 "copies": sum("cp.async.cg.shared.global" in line for line in lines),
-                "local": sum(".local" in line for line in lines), "shared": kernel.metadata.shared})
+                "local": sum(".local" in line for line in lines), "shared": kernel.metadata.shared,
+                "ex2": sum("ex2.approx" in line for line in lines)})
 print(json.dumps(out))
 """
 
@@ -511,13 +512,16 @@ def _compile_cluster_softmax(cases: list[tuple[str, int, int, int, bool]]) -> li
     assert done.returncode == 0, done.stderr[-2000:]
     results: list[dict[str, int]] = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(results) == len(cases)
-    for (_kind, _n, g, _warps, _deferred), r in zip(cases, results, strict=True):
+    for (kind, _n, g, _warps, _deferred), r in zip(cases, results, strict=True):
+        assert r["vec_stores"] > 0 and r["local"] == 0, r
+        if kind in ("local", "copy"):  # the pipeline alone: no words, so no poll and no fence
+            assert r["polls"] == 0 and r["syncs"] == 0, r
+            continue
         # Parts meet by polled words, never by a fence or cluster barrier in the row loop: one there would wait for
         # the next rows' loads; the only cluster barrier comes after the last poll, before the words are cleared
         # (none in a cluster of one, a launch without clusters).
         assert r["ctas"] == g and r["polls"] >= 1 and r["syncs_before_last_poll"] == 0, r
         assert (r["syncs"] >= 1) == (g > 1), r
-        assert r["vec_stores"] > 0 and r["local"] == 0, r
     return results
 
 
@@ -543,6 +547,15 @@ def test_cluster_resident_softmax_holds_three_parts_in_shared_memory_without_a_f
         nch = part_bytes // (32 * warps * 16)
         assert r["copies"] == 5 * nch, r
         assert 3 * part_bytes <= r["shared"] <= 3 * part_bytes + 1024 and r["shared"] <= 227 * 1024, r
+
+
+def test_pipeline_alone_keeps_the_copies_and_drops_the_rendezvous_or_the_arithmetic() -> None:
+    """softmax_pipeline_local's two controls, built for sm_90: the cluster-of-one pipeline with each row scaled by
+    its own stats (no words polled) and as a plain copy through the same slots (no exponential), both with the
+    resident kernel's 16-byte copies, so that the H200 can tell the rendezvous' cost and the arithmetic's apart."""
+    local, copy = _compile_cluster_softmax([("local", 32768, 1, 16, False), ("copy", 32768, 1, 16, False)])
+    assert local["copies"] == copy["copies"] == 5 * 8, (local, copy)  # 32768 = 8 chunks of 512 x 8
+    assert local["ex2"] > 0 and copy["ex2"] == 0, (local, copy)
 
 
 def test_close_twice_needs_two_right_launches_and_survives_a_failing_one(capsys: pytest.CaptureFixture[str]) -> None:
