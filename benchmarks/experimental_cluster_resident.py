@@ -23,6 +23,7 @@ from functools import partial
 import torch
 from experimental_cluster import _replicated_layout
 from experimental_cluster_rows import _LOG2E, _clear, _publish, _scale
+from experimental_tma_rows import LANES, tma_rows
 from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -226,9 +227,12 @@ def softmax_cluster_resident_trials(device: torch.device, dtype: torch.dtype) ->
 def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_pipeline_local`: why G = 1 (three 32768-wide rows in shared memory on one SM, 64 KB of copies
     always in flight) measured 68% where the register plan reaches 92% (`2026-12-05_cluster_resident`): the same
-    pipeline with words, without them (each row its own stats) and as a plain copy (y = x, checked against x), beside
-    the planned launch, 16 and 32 warps, one CTA an SM."""
+    pipeline with words, without them (each row its own stats) and as a plain copy (y = x, checked against x), then
+    the rows fed by TMA instead of cp.async (experimental_tma_rows.py; aligned 256-multiple rows only, so not at
+    33508), beside the planned launch, 16 and 32 warps, one CTA an SM. The TMA trials come last: a wrong barrier
+    phase would hang the process, and the stage's box would then cost only them."""
     n_sm = torch.cuda.get_device_properties(device).multi_processor_count
+    tma_trials: list[Trial] = []
     for m, n in ((2048, 32768), (1991, 33508)):
         x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
         yield planned
@@ -239,3 +243,12 @@ def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> I
                 label = f"{mode} warps={warps} ctas={n_sm}"
                 if close_twice(launch, y, x if copy else ref, f"softmax.pipeline {m}x{n} {label}"):
                     yield ("softmax.pipeline", (m, n), label, launch, moved, False)
+        if n % LANES == 0:
+            tma_trials += [("softmax.pipeline", (m, n), f"tma boxes={boxes} warps={warps} ctas={n_sm}",
+                            partial(tma_rows, x, y, warps, n_sm, boxes), moved, False)
+                           for warps in (16, 32) for boxes in (1, 4)]
+            tma_checks = (x, y, ref)
+    x, y, ref = tma_checks
+    for trial in tma_trials:
+        if close_twice(trial[3], y, ref, f"softmax.pipeline {trial[1][0]}x{trial[1][1]} {trial[2]}"):
+            yield trial
