@@ -1,21 +1,36 @@
-"""Softmax rows copied into shared memory by TMA, three rows deep on one SM (a control of sweep family
-`softmax_pipeline_local`; built and compiled for sm_90, to be measured on the H200 before any of it ships).
+"""Softmax rows copied into shared memory by TMA, three rows deep, a row on one SM or cut over G CTAs (sweep family
+`softmax_pipeline_local`'s TMA controls and family `softmax_tma_parts`; built and compiled for sm_90, to be measured
+on the H200 before any of it ships).
 
 Why (benchmarks/NOTES.md, `Parts in shared memory over a cluster`): the same three-deep pipeline fed by cp.async
 measured 67.9% of copy at 2048 x 32768 where the register plan reaches 91.6%. cp.async costs every thread an
 instruction per 16 bytes and a wait plus a CTA barrier per chunk; a TMA copy costs one thread one instruction per
-row (or per box) and completes on an mbarrier that the readers wait on once. If this form runs near copy speed where
-cp.async does not, the wide rows' next design is TMA-fed; if it does not, shared-memory pipelines are not the lever.
+part (or per box) and completes on an mbarrier that the readers wait on once. If this form runs near copy speed where
+cp.async does not, the wide rows (65536-131072: no SM holds two of them) can be cut into G parts of 32768 over G
+CTAs, each three parts deep, which is what `softmax_tma_parts` measures; if it does not, shared-memory pipelines are
+not the lever.
 
-Rows are viewed as [M, N / 256, 256] (TMA boxes are at most 256 elements a dimension) so that one box carries a
-whole 32768-wide row; rows must be 16-byte aligned and N a multiple of 256 (TMA does not realign). Rows past the
-last are not copied: a plain arrival completes their slot's barrier phase, so every slot's phase advances once an
-iteration whatever the row count.
+Rows are viewed as [M, N / 256, 256] (a TMA box is at most 256 elements a dimension); a part is P box rows, one box
+(or BOXES) of [1, P / BOXES, 256]. Rows must start on 16 bytes and N be a multiple of 256 (TMA does not realign);
+the last part may run past the row (128256 = 501 box rows in 4 parts of 128): TMA fills past the tensor with zeros,
+which the kernel masks. A part past the last row is not copied: a plain arrival completes its slot's barrier phase,
+so every slot's phase advances once an iteration whatever the row count.
+
+Parts meet as in experimental_cluster_rows.py (a 64-bit word that is its own flag, polled a row later, no fence),
+but the G CTAs are ordinary CTAs, one an SM (192 KB of slots), all resident because the grid is at most an SM each.
+Without a cluster there is no barrier to clear the words behind, so they are double-buffered: a launch reads and
+writes one buffer and clears its own words in the other, which the previous launch used and the next one will.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+
 import torch
+from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
@@ -24,6 +39,9 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 _LOG2E = gl.constexpr(1.4426950408889634)
 LANES = 256  # the inner box dimension: a row is N / 256 box rows of 256 elements
 _LANES = gl.constexpr(LANES)
+# As experimental_cluster_rows: a sibling that never publishes gives a wrong row (reported by the check before
+# timing), not a hung device call.
+_MAX_POLLS = gl.constexpr(1 << 14)
 
 
 @gluon.constexpr_function
@@ -32,105 +50,207 @@ def _layout(warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([1, 1, 8], [1, 1, 32], [1, warps, 1], [2, 1, 0])
 
 
+@gluon.constexpr_function
+def _words_layout(warps: int) -> gl.BlockedLayout:
+    # A row's G words, held whole by every thread (each needs all of them).
+    return gl.BlockedLayout([1], [32], [warps], [0])
+
+
 @gluon.jit
-def _issue(desc: gl.tensor, slot: gl.tensor, bar: gl.tensor, row: gl.tensor, M: gl.tensor, R: gl.constexpr,
-           BOXES: gl.constexpr) -> None:
+def _issue(desc: gl.tensor, slot: gl.tensor, bar: gl.tensor, row: gl.tensor, M: gl.tensor, first: gl.tensor,
+           P: gl.constexpr, BOXES: gl.constexpr) -> None:
     # Every thread has finished reading this slot (the caller's barrier); the copies land in the async proxy. A row
-    # past the last is not copied; a plain arrival completes the barrier's phase instead, so that every slot's phase
-    # advances once an iteration whatever the row count.
+    # past the last is not copied; a plain arrival completes the barrier's phase instead.
     live = row < M
     fence_async_shared()
-    mbarrier.expect(bar, R * _LANES * desc.dtype.primitive_bitwidth // 8, pred=live)
+    mbarrier.expect(bar, P * _LANES * desc.dtype.primitive_bitwidth // 8, pred=live)
     for b in gl.static_range(BOXES):
-        tma.async_copy_global_to_shared(desc, [row, b * (R // BOXES), 0], bar,
-                                        slot.slice(b * (R // BOXES), R // BOXES, dim=1), pred=live)
+        tma.async_copy_global_to_shared(desc, [row, first + b * (P // BOXES), 0], bar,
+                                        slot.slice(b * (P // BOXES), P // BOXES, dim=1), pred=live)
     mbarrier.arrive(bar, pred=row >= M)
 
 
 @gluon.jit
-def _stats(slot: gl.tensor, bar: gl.tensor, phase: gl.tensor, R: gl.constexpr,
-           layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # The row's max (0 for an empty row, the shift) and log2 of its sum of 2^((x - max) log2 e): per-thread running
-    # values over the row's R / W slices, one CTA-wide reduction at the end.
+def _stats(slot: gl.tensor, bar: gl.tensor, phase: gl.tensor, cols: gl.tensor, N: gl.tensor, P: gl.constexpr,
+           MASKED: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # The part's max (-inf when empty), its shift (the max, or 0) and its sum of 2^((x - shift) log2 e): per-thread
+    # running values over the part's P / W slices, one CTA-wide reduction at the end.
     W: gl.constexpr = gl.num_warps()
     mbarrier.wait(bar, phase)
     m_t = gl.full([1, W], float("-inf"), gl.float32, gl.SliceLayout(2, layout))
     s_t = gl.zeros([1, W], gl.float32, gl.SliceLayout(2, layout))
-    for c in gl.static_range(R // W):
+    for c in gl.static_range(P // W):
         x = slot.slice(c * W, W, dim=1).load(layout).to(gl.float32)
+        if MASKED:
+            x = gl.where(cols + c * W * _LANES < N, x, float("-inf"))  # TMA's zeros past the row
         m_new = gl.maximum(m_t, gl.max(x, axis=2))
-        s_t = s_t * gl.exp2((m_t - m_new) * _LOG2E) + gl.sum(gl.exp2((x - m_new[:, :, None]) * _LOG2E), axis=2)
+        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+        s_t = s_t * gl.exp2((m_t - m_use) * _LOG2E) + gl.sum(gl.exp2((x - m_use[:, :, None]) * _LOG2E), axis=2)
         m_t = m_new
     m = gl.max(gl.max(m_t, axis=1), axis=0)
-    m = gl.where(m == float("-inf"), 0.0, m)
-    return m, gl.log2(gl.sum(gl.sum(s_t * gl.exp2((m_t - m) * _LOG2E), axis=1), axis=0))
+    m_use = gl.where(m == float("-inf"), 0.0, m)
+    return m, m_use, gl.sum(gl.sum(s_t * gl.exp2((m_t - m_use) * _LOG2E), axis=1), axis=0)
+
+
+@gluon.jit
+def _row_scale(got: gl.tensor, words: gl.tensor, gw: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
+    # got: the row's G words as first loaded, polled until none is zero; the row's shift and log2 of its sum.
+    polls = 0
+    while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
+        got = gl.load(words + gw, volatile=True)
+        polls += 1
+    pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+    ps = got.to(gl.int32).to(gl.float32, bitcast=True)
+    big = gl.max(pm, axis=0)
+    big = gl.where(big == float("-inf"), 0.0, big)
+    return big, gl.log2(gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0))
 
 
 @gluon.jit
 def _step(desc: gl.tensor, slots: gl.tuple, bars: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr,
-          COPY: gl.constexpr, phase: gl.tensor, row: gl.tensor, n_prog: gl.tensor, y_ptr: gl.tensor, M: gl.tensor,
-          stride_y: gl.tensor, offs: gl.tensor, m: gl.tensor, l_sum: gl.tensor, R: gl.constexpr,
-          BOXES: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # Row row + 2 n_prog copied into set COPY (last step's output set, so after a CTA barrier), row + n_prog's
-    # stats from set STATS (its barrier's phase `phase`), then row's output from set OUT with its stats m, l_sum.
+          COPY: gl.constexpr, phase: gl.tensor, row: gl.tensor, n_rows: gl.tensor, y_ptr: gl.tensor,
+          w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_y: gl.tensor, part: gl.tensor, cols: gl.tensor,
+          gw: gl.tensor, m: gl.tensor, l_sum: gl.tensor, G: gl.constexpr, P: gl.constexpr, BOXES: gl.constexpr,
+          MASKED: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+    # Row + 2 n_rows' part copied into set COPY (last step's output set, so after a CTA barrier), row + n_rows'
+    # part reduced from set STATS (its barrier's phase `phase`) and published, then row's part written from set OUT.
+    # With G = 1, m and l_sum are row's own stats (returned for the next row); with G > 1 they are unused and row's
+    # come from its words, whose load is issued before the reduction so that its round trip overlaps it.
     W: gl.constexpr = gl.num_warps()
+    r1 = row + n_rows
     gl.thread_barrier()
-    _issue(desc, slots[COPY], bars[COPY], row + 2 * n_prog, M, R, BOXES)
-    m1, l1 = _stats(slots[STATS], bars[STATS], phase, R, layout)
+    _issue(desc, slots[COPY], bars[COPY], r1 + n_rows, M, part * P, P, BOXES)
+    words = w_ptr + row.to(gl.int64) * G
+    if G > 1:
+        got = gl.load(words + gw, mask=row < M, other=1, volatile=True)
+    m1, m1_use, s1 = _stats(slots[STATS], bars[STATS], phase, cols, N, P, MASKED, layout)
+    if G > 1:
+        if r1 < M:
+            word = (m1.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | s1.to(gl.uint32, bitcast=True).to(gl.uint64)
+            gl.store(w_ptr + r1.to(gl.int64) * G + part, word.to(gl.int64, bitcast=True))
     if row < M:
+        if G > 1:
+            m, l_sum = _row_scale(got, words, gw)
         y_row = y_ptr + row.to(gl.int64) * stride_y
-        for c in gl.static_range(R // W):
+        for c in gl.static_range(P // W):
             x = slots[OUT].slice(c * W, W, dim=1).load(layout).to(gl.float32)
-            y = gl.exp2((x - m) * _LOG2E - l_sum)
-            gl.store(y_row + offs + c * W * _LANES, y.to(y_ptr.dtype.element_ty))
-    return m1, l1
+            y = gl.exp2((x - m) * _LOG2E - l_sum).to(y_ptr.dtype.element_ty)
+            if MASKED:
+                gl.store(y_row + cols + c * W * _LANES, y, mask=cols + c * W * _LANES < N)
+            else:
+                gl.store(y_row + cols + c * W * _LANES, y)
+    return m1_use, gl.log2(s1)
 
 
 @gluon.jit
-def _softmax_tma_rows(desc: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, stride_y: gl.tensor, R: gl.constexpr,
-                      BOXES: gl.constexpr) -> None:
+def _softmax_tma_parts(desc: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, w_clear_ptr: gl.tensor, M: gl.tensor,
+                       N: gl.tensor, stride_y: gl.tensor, G: gl.constexpr, P: gl.constexpr, BOXES: gl.constexpr,
+                       MASKED: gl.constexpr) -> None:
     W: gl.constexpr = gl.num_warps()
     layout: gl.constexpr = _layout(W)
     slots = ()
     bars = ()
     for _ in gl.static_range(3):
-        slots = slots + (gl.allocate_shared_memory(desc.dtype, [1, R, _LANES], desc.layout),)  # noqa: RUF005
+        slots = slots + (gl.allocate_shared_memory(desc.dtype, [1, P, _LANES], desc.layout),)  # noqa: RUF005
         bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         mbarrier.init(bar, count=1)
         bars = bars + (bar,)  # noqa: RUF005
     fence_async_shared()
+    pid = gl.program_id(0)
+    part = pid % G
+    group = pid // G
+    n_rows = gl.num_programs(0) // G
     w = gl.arange(0, W, layout=gl.SliceLayout(0, gl.SliceLayout(2, layout)))
     k = gl.arange(0, _LANES, layout=gl.SliceLayout(0, gl.SliceLayout(1, layout)))
-    offs = w[None, :, None] * _LANES + k[None, None, :]  # slice c of a row: offs + c W 256
-    pid = gl.program_id(0)
-    n_prog = gl.num_programs(0)
-    _issue(desc, slots[0], bars[0], pid, M, R, BOXES)
-    _issue(desc, slots[1], bars[1], pid + n_prog, M, R, BOXES)
-    m, l_sum = _stats(slots[0], bars[0], 0, R, layout)
+    cols = part * P * _LANES + w[None, :, None] * _LANES + k[None, None, :]  # slice c of the part: + c W 256
+    gw = gl.arange(0, G, layout=_words_layout(W))
+    if G > 1:  # the other buffer's words of this CTA: the last launch's, the next one's to poll
+        for row in range(group, M, n_rows):
+            gl.store(w_clear_ptr + row.to(gl.int64) * G + part, 0)
+    _issue(desc, slots[0], bars[0], group, M, part * P, P, BOXES)
+    _issue(desc, slots[1], bars[1], group + n_rows, M, part * P, P, BOXES)
+    m0, m, s0 = _stats(slots[0], bars[0], 0, cols, N, P, MASKED, layout)
+    if G > 1:
+        word = (m0.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | s0.to(gl.uint32, bitcast=True).to(gl.uint64)
+        gl.store(w_ptr + group.to(gl.int64) * G + part, word.to(gl.int64, bitcast=True), mask=group < M)
+    l_sum = gl.log2(s0)
     it = 0
     # Slot uses: 0 and 1 once before the loop; in iteration i, slot 2 (step A), 0 (B), 1 (C). So A waits slot 1's
     # use i, B slot 2's use i, C slot 0's use i + 1: phases i & 1, i & 1, (i + 1) & 1.
-    for row in range(pid, M, 3 * n_prog):
+    for row in range(group, M, 3 * n_rows):
         p = it & 1
-        m, l_sum = _step(desc, slots, bars, 0, 1, 2, p, row, n_prog, y_ptr, M, stride_y, offs, m, l_sum, R, BOXES,
-                         layout)
-        m, l_sum = _step(desc, slots, bars, 1, 2, 0, p, row + n_prog, n_prog, y_ptr, M, stride_y, offs, m, l_sum,
-                         R, BOXES, layout)
-        m, l_sum = _step(desc, slots, bars, 2, 0, 1, p ^ 1, row + 2 * n_prog, n_prog, y_ptr, M, stride_y, offs, m,
-                         l_sum, R, BOXES, layout)
+        m, l_sum = _step(desc, slots, bars, 0, 1, 2, p, row, n_rows, y_ptr, w_ptr, M, N, stride_y, part, cols, gw,
+                         m, l_sum, G, P, BOXES, MASKED, layout)
+        m, l_sum = _step(desc, slots, bars, 1, 2, 0, p, row + n_rows, n_rows, y_ptr, w_ptr, M, N, stride_y, part,
+                         cols, gw, m, l_sum, G, P, BOXES, MASKED, layout)
+        m, l_sum = _step(desc, slots, bars, 2, 0, 1, p ^ 1, row + 2 * n_rows, n_rows, y_ptr, w_ptr, M, N, stride_y,
+                         part, cols, gw, m, l_sum, G, P, BOXES, MASKED, layout)
         it += 1
     mbarrier.wait(bars[1], it & 1)  # slot 1's last phase (a copy or an arrival) completes before the CTA leaves
 
 
-def tma_rows(x: torch.Tensor, y: torch.Tensor, warps: int, ctas: int, boxes: int = 1) -> object:
-    """Softmax of x's rows (16-bit, N a multiple of 256 and at most 65536, rows 16-byte aligned) into y (same shape,
-    unit column stride) on `ctas` persistent CTAs, each row copied by `boxes` TMA boxes."""
+@dataclass
+class PartWords:
+    """The double-buffered words of `softmax_tma_parts` (two buffers of rows x G int64, zero when allocated) and
+    which one the next launch uses."""
+
+    buffers: torch.Tensor
+    launches: int = field(default=0)
+
+    @classmethod
+    def for_rows(cls, rows: int, g: int, device: torch.device) -> PartWords:
+        return cls(torch.zeros((2, rows * g), dtype=torch.int64, device=device))
+
+
+def tma_parts(x: torch.Tensor, y: torch.Tensor, words: PartWords | None, g: int, warps: int, ctas: int,
+              boxes: int = 1) -> object:
+    """Softmax of x's rows (16-bit, N a multiple of 256, rows on 16 bytes) into y (same shape, unit column stride),
+    each row cut into g parts of P box rows (the row's share rounded up to whole warp slices and boxes; a box is at
+    most 256 box rows, three parts at most 227 KB) on `ctas` persistent CTAs (a multiple of g, at most one an SM, so
+    that a row's parts are resident together); words: needed when g > 1."""
     m, n = x.shape
-    if x.element_size() != 2 or n % LANES or n // LANES > 256 or x.stride(1) != 1 or y.stride(1) != 1:
-        raise ValueError(f"TMA rows need 16-bit rows of a multiple of 256 elements up to 65536, not {tuple(x.shape)}")
+    if x.element_size() != 2 or n % LANES or x.stride(1) != 1 or y.stride(1) != 1:
+        raise ValueError(f"TMA rows need 16-bit rows of a multiple of 256 elements, not {tuple(x.shape)}")
     r = n // LANES
-    if r % boxes or (r // boxes) % warps:
-        raise ValueError(f"{r} box rows do not split into {boxes} boxes of whole {warps}-row slices")
+    step = math.lcm(warps, boxes)
+    share = -(-r // g)
+    p = -(-share // step) * step  # box rows a part: the row's share, rounded up to whole slices and boxes
+    if p // boxes > 256 or 3 * p * LANES * x.element_size() > 227 * 1024 or ctas % g:
+        raise ValueError(f"{r} box rows do not fit {g} parts of {boxes} boxes (at most 256 box rows each) on {ctas}")
+    if g > 1 and words is None:
+        raise ValueError("parts of a row meet by words: pass a PartWords")
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
-    desc = TensorDescriptor(x, [m, r, LANES], [x.stride(0), LANES, 1], [1, r // boxes, LANES], layout)
-    return _softmax_tma_rows[(ctas,)](desc, y, m, y.stride(0), R=r, BOXES=boxes, num_warps=warps)
+    desc = TensorDescriptor(x, [m, r, LANES], [x.stride(0), LANES, 1], [1, p // boxes, LANES], layout)
+    if words is None:
+        use = clear = torch.empty(1, dtype=torch.int64, device=x.device)
+    else:
+        use, clear = words.buffers[words.launches % 2], words.buffers[(words.launches + 1) % 2]
+        words.launches += 1
+    return _softmax_tma_parts[(ctas,)](desc, y, use, clear, m, n, y.stride(0), G=g, P=p, BOXES=boxes,
+                                       MASKED=g * p != r, num_warps=warps)
+
+
+def tma_rows(x: torch.Tensor, y: torch.Tensor, warps: int, ctas: int, boxes: int = 1) -> object:
+    """A row on one SM (g = 1: no words, each row scaled by its own stats)."""
+    return tma_parts(x, y, None, 1, warps, ctas, boxes)
+
+
+
+SHAPES = ((1024, 65536, 2), (1024, 131072, 4), (512, 128256, 4))
+
+
+def softmax_tma_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_tma_parts`: the wide rows cut into parts of 32768 (128256: four parts of 128 box rows, the
+    last one masked) over G CTAs, 16 and 32 warps, one and two boxes a part, one CTA an SM, beside the built-in's
+    planned launch; each config checked against fp32 twice (the second launch reads the buffer the first cleared)."""
+    n_sm = torch.cuda.get_device_properties(device).multi_processor_count
+    for m, n, g in SHAPES:
+        x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
+        yield planned
+        words = PartWords.for_rows(m, g, device)
+        ctas = n_sm // g * g
+        for warps, boxes in ((16, 1), (16, 2), (32, 1), (32, 2)):
+            launch = partial(tma_parts, x, y, words, g, warps, ctas, boxes)
+            label = f"G={g} warps={warps} boxes={boxes} ctas={ctas}"
+            if close_twice(launch, y, ref, f"softmax.tma_parts {m}x{n} {label}"):
+                yield ("softmax.tma_parts", (m, n), label, launch, moved, False)

@@ -43,6 +43,7 @@ from experimental_rms_cluster import rms_norm_cluster_trials
 from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
 from experimental_rms_two_phase import rms_norm_two_phase_narrow_trials, rms_norm_two_phase_trials
 from experimental_swiglu import swiglu_odd_trials, swiglu_shifted_parts_trials, swiglu_shifted_trials
+from experimental_tma_rows import softmax_tma_parts_trials
 from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
 from sweep_grid import softmax_grid_trials
 from sweep_mid import softmax_mid_trials
@@ -418,6 +419,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "copy_rows": copy_rows_trials, "softmax_cluster_rows": softmax_cluster_rows_trials,
             "softmax_cluster_resident": softmax_cluster_resident_trials,
             "softmax_pipeline_local": softmax_pipeline_local_trials,
+            "softmax_tma_parts": softmax_tma_parts_trials,
             "softmax_rows_simple": softmax_rows_simple_trials,
             "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
             "softmax_resident_keep": softmax_resident_keep_trials,

@@ -587,49 +587,59 @@ sys.path.insert(0, sys.argv[2])
 import experimental_tma_rows as t
 from kernelproof_core.precompile import compile_only
 out = []
-for n, warps, boxes in json.loads(sys.argv[1]):
+for n, g, warps, boxes in json.loads(sys.argv[1]):
     x = torch.empty((64, n), dtype=torch.bfloat16)
+    words = t.PartWords.for_rows(64, g, x.device) if g > 1 else None
     with compile_only("cuda", 90, 32):
-        kernel = t.tma_rows(x, torch.empty_like(x), warps, 4, boxes)
+        kernel = t.tma_parts(x, torch.empty_like(x), words, g, warps, 4 * g, boxes)
     ptx = kernel.asm["ptx"]
     out.append({"copies": ptx.count("cp.async.bulk.tensor.3d"), "waits": ptx.count("mbarrier.try_wait.parity"),
                 "arrivals": ptx.count("mbarrier.arrive.shared"), "expects": ptx.count("mbarrier.arrive.expect_tx"),
                 "per_thread_copies": ptx.count("cp.async.cg"), "local": ptx.count(".local"),
+                "polls": ptx.count("ld.volatile.global"), "fences": ptx.count("membar") + ptx.count("fence.acq_rel")
+                + ptx.count("fence.sc"), "launches": words.launches if words else 0,
                 "shared": kernel.metadata.shared})
 print(json.dumps(out))
 """
 
 
-def test_tma_rows_copy_a_row_with_one_thread_and_advance_every_phase() -> None:
-    """experimental_tma_rows built for sm_90: each row's copy is `boxes` TMA boxes issued once (two rows before the
+def test_tma_rows_copy_a_part_with_one_thread_and_advance_every_phase() -> None:
+    """experimental_tma_rows built for sm_90: each part's copy is `boxes` TMA boxes issued once (two rows before the
     loop, one for each of the three rows an iteration), with no per-thread cp.async; each issue either expects the
-    row's bytes or, past the last row, arrives plainly, so every slot's phase advances; three 64 KB slots. Numbers
-    on the GPU: kernel_sweep.py --only softmax_pipeline_local."""
+    part's bytes or, past the last row, arrives plainly, so every slot's phase advances; three 64 KB slots. Rows cut
+    over G CTAs poll their words (three steps an iteration and the first row) with no fence anywhere, and a launch
+    moves to the other word buffer. Numbers on the GPU: kernel_sweep.py --only softmax_pipeline_local,
+    softmax_tma_parts."""
     import json
     import os
     import subprocess
 
-    cases = [(32768, 16, 1), (32768, 32, 4)]
+    cases = [(32768, 1, 16, 1), (32768, 1, 32, 4), (65536, 2, 16, 1), (128256, 4, 32, 2)]
     bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
     done = subprocess.run([sys.executable, "-c", _COMPILE_TMA_ROWS, json.dumps(cases), bench], capture_output=True,
                           text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert done.returncode == 0, done.stderr[-2000:]
-    for (_n, _warps, boxes), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
+    for (_n, g, _warps, boxes), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
         assert r["copies"] == 5 * boxes and r["expects"] == r["arrivals"] == 5, r
         assert r["waits"] == 5 and r["per_thread_copies"] == 0 and r["local"] == 0, r  # prologue, A, B, C, the last
         assert 3 * 65536 <= r["shared"] <= 3 * 65536 + 1024, r
+        assert r["polls"] == (6 if g > 1 else 0) and r["fences"] == 0 and r["launches"] == (g > 1), r
 
 
 def test_tma_rows_refuse_rows_a_box_cannot_carry() -> None:
-    """TMA does not realign: rows that are not whole 256-element box rows, or wider than 256 of them, are refused
-    on the host before anything is built."""
+    """TMA does not realign: rows that are not whole 256-element box rows are refused on the host before anything is
+    built, as are parts whose three slots exceed shared memory and parts of a row without words to meet by."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import experimental_tma_rows as t
 
-    for shape in ((4, 33508), (4, 65792)):
-        x = torch.empty(shape, dtype=torch.bfloat16)
-        with pytest.raises(ValueError, match="multiple of 256"):
-            t.tma_rows(x, torch.empty_like(x), 16, 4)
+    x = torch.empty((4, 33508), dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="multiple of 256"):
+        t.tma_rows(x, torch.empty_like(x), 16, 4)
+    x = torch.empty((4, 65536), dtype=torch.bfloat16)  # three whole rows are 384 KB; two parts of 64 KB fit
+    with pytest.raises(ValueError, match="do not fit"):
+        t.tma_rows(x, torch.empty_like(x), 16, 4)
+    with pytest.raises(ValueError, match="words"):
+        t.tma_parts(x, torch.empty_like(x), None, 2, 16, 4)
     x = torch.empty((4, 32768), dtype=torch.float32)
     with pytest.raises(ValueError, match="16-bit"):
         t.tma_rows(x, torch.empty_like(x), 16, 4)
