@@ -45,6 +45,22 @@ def _slot_layout(g: int) -> gl.SwizzledSharedLayout:
     return gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0], [[1 << i, 0, 0] for i in range(int(math.log2(g)))])
 
 
+@gluon.constexpr_function
+def _wait_asm(pending: int) -> str:
+    return f"cp.async.wait_group {pending};\n\tmov.u32 $0, 0;"
+
+
+@gluon.jit
+def _wait(pending: gl.constexpr, probe: gl.tensor, FREE: gl.constexpr) -> None:
+    # Until at most `pending` of this thread's copy groups are in flight. FREE: the wait alone, without the CTA
+    # barrier Gluon's wait adds for data that other threads copied: every thread here reads only the bytes it copied
+    # itself (one layout for the copies and the loads), so the barrier orders nothing, and the control measures it.
+    if FREE:
+        gl.inline_asm_elementwise(_wait_asm(pending), "=r,r", [probe], dtype=gl.int32, is_pure=False, pack=1)
+    else:
+        cp.wait_group(pending)
+
+
 @gluon.jit
 def _copy_part(slots: gl.tuple, FIRST: gl.constexpr, src: gl.tensor, cols: gl.tensor, N: gl.tensor,
                live: gl.tensor, NCH: gl.constexpr, CHUNK: gl.constexpr) -> None:
@@ -58,8 +74,8 @@ def _copy_part(slots: gl.tuple, FIRST: gl.constexpr, src: gl.tensor, cols: gl.te
 
 @gluon.jit
 def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.tensor, G: gl.constexpr,
-                NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr,
-                COPY_ONLY: gl.constexpr = False) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+                NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr, COPY_ONLY: gl.constexpr = False,
+                FREE: gl.constexpr = False) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
     # The part's max (-inf when empty), the max used as the shift (0 then) and the sum of 2^((x - shift) log2 e),
     # chunk c reduced as its group lands (the next part's NCH groups committed after it), per-thread running
     # values, one CTA-wide reduction at the end. COPY_ONLY: only the waits (the pipeline's memory side alone).
@@ -67,7 +83,7 @@ def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.ten
     m_t = gl.full([G, T], float("-inf"), gl.float32, gl.SliceLayout(2, layout))
     s_t = gl.zeros([G, T], gl.float32, gl.SliceLayout(2, layout))
     for c in gl.static_range(NCH):
-        cp.wait_group(2 * NCH - 1 - c)
+        _wait(2 * NCH - 1 - c, gl.min(cols, axis=2), FREE)
         if not COPY_ONLY:
             x = slots[FIRST + c].load(layout).to(gl.float32)
             x = gl.where(cols + c * CHUNK < N, x, float("-inf"))  # masked copies zero-fill
@@ -85,7 +101,7 @@ def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.cons
           n_prog: gl.tensor, x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
           stride_x: gl.tensor, cols: gl.tensor, r: gl.tensor, rr: gl.tensor, m_use: gl.tensor, G: gl.constexpr,
           l_sum: gl.tensor, NCH: gl.constexpr, CHUNK: gl.constexpr, layout: gl.constexpr,
-          LOCAL: gl.constexpr, COPY_ONLY: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+          LOCAL: gl.constexpr, COPY_ONLY: gl.constexpr, FREE: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
     # One row: row + 2 n_prog's copies into set COPY, row + n_prog's part reduced from set STATS and published,
     # then row's words (polled before that reduction) and its output from set OUT. Returns row + n_prog's shift and
     # log2 of its part's sum. LOCAL (G = 1 only): no words; the row's own max and sum scale it, which separates the
@@ -96,7 +112,7 @@ def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.cons
     words = w_ptr + row.to(gl.int64) * G
     if not LOCAL:
         got = gl.load(words + rr, mask=row < M, other=1, volatile=True)  # in flight through row r1's reduction
-    m1, m1_use, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout, COPY_ONLY)
+    m1, m1_use, s1 = _part_stats(slots, STATS * NCH, cols, N, G, NCH, CHUNK, layout, COPY_ONLY, FREE)
     if not LOCAL:
         _publish(w_ptr + r1.to(gl.int64) * G, r, m1, s1, r1 < M)
     if row < M:
@@ -119,7 +135,7 @@ def _step(slots: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr, COPY: gl.cons
 @gluon.jit
 def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                               stride_x: gl.tensor, G: gl.constexpr, NCH: gl.constexpr, K: gl.constexpr,
-                              LOCAL: gl.constexpr, COPY_ONLY: gl.constexpr) -> None:
+                              LOCAL: gl.constexpr, COPY_ONLY: gl.constexpr, FREE: gl.constexpr) -> None:
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W
     CHUNK: gl.constexpr = T * K
@@ -140,29 +156,30 @@ def _softmax_cluster_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tens
     r1 = pid + n_prog
     _copy_part(slots, 0, x_ptr + pid.to(gl.int64) * stride_x, cols, N, pid < M, NCH, CHUNK)
     _copy_part(slots, NCH, x_ptr + r1.to(gl.int64) * stride_x, cols, N, r1 < M, NCH, CHUNK)
-    m0, m_use, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout, COPY_ONLY)
+    m0, m_use, s0 = _part_stats(slots, 0, cols, N, G, NCH, CHUNK, layout, COPY_ONLY, FREE)
     if not LOCAL:
         _publish(w_ptr + pid.to(gl.int64) * G, r, m0, s0, pid < M)
     l_sum = gl.log2(s0)
     for row in range(pid, M, 3 * n_prog):  # three rows an iteration, so that each set's role is static
         m_use, l_sum = _step(slots, 0, 1, 2, row, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr, m_use, G,
-                             l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY)
+                             l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY, FREE)
         m_use, l_sum = _step(slots, 1, 2, 0, row + n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r, rr,
-                             m_use, G, l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY)
+                             m_use, G, l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY, FREE)
         m_use, l_sum = _step(slots, 2, 0, 1, row + 2 * n_prog, n_prog, x_ptr, y_ptr, w_ptr, M, N, stride_x, cols, r,
-                             rr, m_use, G, l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY)
+                             rr, m_use, G, l_sum, NCH, CHUNK, layout, LOCAL, COPY_ONLY, FREE)
     cp.wait_group(0)
     if not LOCAL:
         _clear(w_ptr, r, pid, M, n_prog, G)
 
 
 def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: int, warps: int,
-                     clusters: int, local: bool = False, copy: bool = False) -> object:
+                     clusters: int, local: bool = False, copy: bool = False, free: bool = False) -> object:
     """Softmax of x's rows (2-D, unit column stride, rows starting on 4-byte boundaries at least) into y (contiguous)
     on `clusters` persistent clusters of g CTAs; words: int64, at least rows x g, zero (the kernel leaves it zero).
     Copies are 16 bytes where rows start on 16-byte boundaries, else 8 or 4 (cp.async copies nothing smaller).
     local (g = 1 only): no words, each row scaled by its own stats (the pipeline without the rendezvous); copy (with
-    local): y = x through the same pipeline, no arithmetic (its memory side alone)."""
+    local): y = x through the same pipeline, no arithmetic (its memory side alone); free: the chunk waits without
+    Gluon's CTA barrier (each thread reads only what it copied)."""
     if (local or copy) and (g != 1 or not local):
         raise ValueError("local needs a cluster of one, copy needs local")
     m, n = x.shape
@@ -179,7 +196,7 @@ def cluster_resident(x: torch.Tensor, y: torch.Tensor, words: torch.Tensor, g: i
     chunk = 32 * warps * k
     nch = -(-n // (g * chunk))
     return _softmax_cluster_resident[(clusters,)](x, y, words, m, n, x.stride(0), G=g, NCH=nch, K=k,
-                                                  LOCAL=local, COPY_ONLY=copy, num_warps=warps, num_ctas=g)
+                                                  LOCAL=local, COPY_ONLY=copy, FREE=free, num_warps=warps, num_ctas=g)
 
 
 SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508), (2048, 32768))
@@ -227,7 +244,8 @@ def softmax_cluster_resident_trials(device: torch.device, dtype: torch.dtype) ->
 def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_pipeline_local`: why G = 1 (three 32768-wide rows in shared memory on one SM, 64 KB of copies
     always in flight) measured 68% where the register plan reaches 92% (`2026-12-05_cluster_resident`): the same
-    pipeline with words, without them (each row its own stats) and as a plain copy (y = x, checked against x), then
+    pipeline with words, without them (each row its own stats) and as a plain copy (y = x, checked against x), the
+    last two also with the chunk waits free of Gluon's CTA barrier, then
     the rows fed by TMA instead of cp.async (experimental_tma_rows.py; aligned 256-multiple rows only, so not at
     33508), beside the planned launch, 16 and 32 warps, one CTA an SM. The TMA trials come last: a wrong barrier
     phase would hang the process, and the stage's box would then cost only them."""
@@ -238,8 +256,10 @@ def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> I
         yield planned
         words = torch.zeros(m * 8, dtype=torch.int64, device=device)
         for warps in (16, 32):
-            for mode, local, copy in (("words", False, False), ("local", True, False), ("copy", True, True)):
-                launch = partial(cluster_resident, x, y, words, 1, warps, n_sm, local, copy)
+            for mode, local, copy, free in (("words", False, False, False), ("local", True, False, False),
+                                            ("copy", True, True, False), ("local free", True, False, True),
+                                            ("copy free", True, True, True)):
+                launch = partial(cluster_resident, x, y, words, 1, warps, n_sm, local, copy, free)
                 label = f"{mode} warps={warps} ctas={n_sm}"
                 if close_twice(launch, y, x if copy else ref, f"softmax.pipeline {m}x{n} {label}"):
                     yield ("softmax.pipeline", (m, n), label, launch, moved, False)

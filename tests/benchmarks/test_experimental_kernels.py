@@ -485,7 +485,8 @@ for kind, n, g, warps, deferred in json.loads(sys.argv[1]):
         if kind == "rows":
             kernel = cr.cluster_rows(x, y, words, g, warps, 4, False, deferred)
         else:
-            kernel = cres.cluster_resident(x, y, words, g, warps, 4, kind != "resident", kind == "copy")
+            kernel = cres.cluster_resident(x, y, words, g, warps, 4, kind != "resident", kind.startswith("copy"),
+                                           kind.endswith("free"))
     lines = kernel.asm["ptx"].splitlines()
     polls = [i for i, line in enumerate(lines) if "ld.volatile.global.b64" in line]
     syncs = [i for i, line in enumerate(lines) if re.search(r"barrier\\.cluster|membar|fence\\.", line)]
@@ -495,7 +496,8 @@ for kind, n, g, warps, deferred in json.loads(sys.argv[1]):
                 "vec_stores": sum(bool(re.search(r"st\\.global[^;]*\\.v4", line)) for line in lines),
                 "copies": sum("cp.async.cg.shared.global" in line for line in lines),
                 "local": sum(".local" in line for line in lines), "shared": kernel.metadata.shared,
-                "ex2": sum("ex2.approx" in line for line in lines)})
+                "ex2": sum("ex2.approx" in line for line in lines), "bars": sum("bar.sync" in line for line in lines),
+                "waits": sum("cp.async.wait_group" in line for line in lines)})
 print(json.dumps(out))
 """
 
@@ -514,7 +516,7 @@ def _compile_cluster_softmax(cases: list[tuple[str, int, int, int, bool]]) -> li
     assert len(results) == len(cases)
     for (kind, _n, g, _warps, _deferred), r in zip(cases, results, strict=True):
         assert r["vec_stores"] > 0 and r["local"] == 0, r
-        if kind in ("local", "copy"):  # the pipeline alone: no words, so no poll and no fence
+        if kind not in ("resident", "rows"):  # the pipeline alone: no words, so no poll and no fence
             assert r["polls"] == 0 and r["syncs"] == 0, r
             continue
         # Parts meet by polled words, never by a fence or cluster barrier in the row loop: one there would wait for
@@ -550,12 +552,18 @@ def test_cluster_resident_softmax_holds_three_parts_in_shared_memory_without_a_f
 
 
 def test_pipeline_alone_keeps_the_copies_and_drops_the_rendezvous_or_the_arithmetic() -> None:
-    """softmax_pipeline_local's two controls, built for sm_90: the cluster-of-one pipeline with each row scaled by
-    its own stats (no words polled) and as a plain copy through the same slots (no exponential), both with the
-    resident kernel's 16-byte copies, so that the H200 can tell the rendezvous' cost and the arithmetic's apart."""
-    local, copy = _compile_cluster_softmax([("local", 32768, 1, 16, False), ("copy", 32768, 1, 16, False)])
-    assert local["copies"] == copy["copies"] == 5 * 8, (local, copy)  # 32768 = 8 chunks of 512 x 8
+    """softmax_pipeline_local's controls, built for sm_90: the cluster-of-one pipeline with each row scaled by its
+    own stats (no words polled) and as a plain copy through the same slots (no exponential), both with the resident
+    kernel's 16-byte copies and both also without the barrier after each chunk's wait, so that the H200 can tell
+    the rendezvous', the arithmetic's and the barriers' costs apart."""
+    local, copy, local_free, copy_free = _compile_cluster_softmax(
+        [(kind, 32768, 1, 16, False) for kind in ("local", "copy", "local_free", "copy_free")])
+    assert local["copies"] == copy["copies"] == copy_free["copies"] == 5 * 8, (local, copy)  # 8 chunks of 512 x 8
     assert local["ex2"] > 0 and copy["ex2"] == 0, (local, copy)
+    # The free forms wait as often, without Gluon's barrier after each wait: a barrier a step (before its copies
+    # overwrite the slots last read) and the CTA-wide reductions' remain.
+    assert local_free["waits"] == local["waits"] and copy_free["waits"] == copy["waits"], (local_free, local)
+    assert copy_free["bars"] <= copy["bars"] - 3 * 8 and local_free["bars"] <= local["bars"] - 3 * 8, (copy_free, copy)
 
 
 def test_close_twice_needs_two_right_launches_and_survives_a_failing_one(capsys: pytest.CaptureFixture[str]) -> None:
