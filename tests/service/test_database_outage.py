@@ -224,7 +224,11 @@ def test_a_verdict_whose_commit_answer_was_lost_is_not_recorded_twice(
                 task="rms_norm", source_text=GOOD, campaign=ONE_CASE, campaign_preset=None, gpu_class=None,
                 metadata={}, client_id=None, request_sha256="0" * 64), reuse_verdicts=False).submission.id
         lossy = AnswerLostAfterCommit(sessions)
-        status = process_submission(lossy, settings, sid, "lost-answer", lambda *_: None, host)  # type: ignore[arg-type]
+        # A lease long enough that no renewal (a session of its own, from the lease thread) lands between the claim
+        # and the recording, however slow the host: under load one did (a 40 s verification), took the injected
+        # fault, and the count below was 4.
+        calm = settings.model_copy(update={"job_lease_s": 3600.0})
+        status = process_submission(lossy, calm, sid, "lost-answer", lambda *_: None, host)  # type: ignore[arg-type]
         assert status == "pass" and lossy.opened == 3  # claim, the lost answer, the retry that found the report
         with sessions() as session:
             outcomes = session.execute(text("SELECT outcome FROM attempts WHERE submission_id = :s"), {"s": sid})
