@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -449,6 +450,7 @@ def main() -> int:
         return 0
     from triton.testing import do_bench
 
+    started = time.monotonic()
     device = torch.device("cuda")
     dtype = getattr(torch, args.dtype)
     copy = copy_bandwidth_gbps()
@@ -487,6 +489,8 @@ def main() -> int:
     if args.output:
         args.output.write_text(json.dumps({"copy_gbps": copy, "dtype": args.dtype,
                                            "timing": "cupti" if args.cupti else "do_bench", "rows": rows}, indent=1))
+    # gpu-check logs the stage's own time: a stage much longer than this did not leave when its work was done
+    print(f"kernel_sweep: done after {time.monotonic() - started:.0f} s", flush=True)
     return 0
 
 
