@@ -61,14 +61,19 @@ def _publish(words: gl.tensor, r: gl.tensor, m: gl.tensor, s: gl.tensor, live: g
 
 
 @gluon.jit
-def _scale(got: gl.tensor, words: gl.tensor, rr: gl.tensor, m_safe: gl.tensor) -> gl.tensor:
-    # got: the row's G words as first loaded; polled until none is zero, then each part's factor exp(m - max) / sum.
+def _poll(got: gl.tensor, words: gl.tensor, rr: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
+    # got: the row's G words as first loaded; polled until none is zero, then each part's max and sum.
     polls = 0
     while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
         got = gl.load(words + rr, volatile=True)
         polls += 1
-    pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
-    ps = got.to(gl.int32).to(gl.float32, bitcast=True)
+    return (got >> 32).to(gl.int32).to(gl.float32, bitcast=True), got.to(gl.int32).to(gl.float32, bitcast=True)
+
+
+@gluon.jit
+def _scale(got: gl.tensor, words: gl.tensor, rr: gl.tensor, m_safe: gl.tensor) -> gl.tensor:
+    # This CTA's part's factor exp(m - max) / sum, from the row's words (_poll).
+    pm, ps = _poll(got, words, rr)
     big = gl.max(pm, axis=0)
     return gl.exp2((m_safe - big) * _LOG2E) / gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0)
 

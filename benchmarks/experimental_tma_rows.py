@@ -30,18 +30,15 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import torch
+from experimental_cluster_rows import _LOG2E, _poll, _publish
 from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-_LOG2E = gl.constexpr(1.4426950408889634)
 LANES = 256  # the inner box dimension: a row is N / 256 box rows of 256 elements
 _LANES = gl.constexpr(LANES)
-# As experimental_cluster_rows: a sibling that never publishes gives a wrong row (reported by the check before
-# timing), not a hung device call.
-_MAX_POLLS = gl.constexpr(1 << 14)
 
 
 @gluon.constexpr_function
@@ -94,13 +91,8 @@ def _stats(slot: gl.tensor, bar: gl.tensor, phase: gl.tensor, cols: gl.tensor, N
 
 @gluon.jit
 def _row_scale(got: gl.tensor, words: gl.tensor, gw: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
-    # got: the row's G words as first loaded, polled until none is zero; the row's shift and log2 of its sum.
-    polls = 0
-    while (gl.min((got != 0).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
-        got = gl.load(words + gw, volatile=True)
-        polls += 1
-    pm = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
-    ps = got.to(gl.int32).to(gl.float32, bitcast=True)
+    # The row's shift and log2 of its sum, from its G words (experimental_cluster_rows._poll).
+    pm, ps = _poll(got, words, gw)
     big = gl.max(pm, axis=0)
     big = gl.where(big == float("-inf"), 0.0, big)
     return big, gl.log2(gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0))
@@ -125,9 +117,8 @@ def _step(desc: gl.tensor, slots: gl.tuple, bars: gl.tuple, OUT: gl.constexpr, S
         got = gl.load(words + gw, mask=row < M, other=1, volatile=True)
     m1, m1_use, s1 = _stats(slots[STATS], bars[STATS], phase, cols, N, P, MASKED, layout)
     if G > 1:
-        if r1 < M:
-            word = (m1.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | s1.to(gl.uint32, bitcast=True).to(gl.uint64)
-            gl.store(w_ptr + r1.to(gl.int64) * G + part, word.to(gl.int64, bitcast=True))
+        if r1 < M:  # a branch, not a masked store: 8 registers fewer at 32 warps (where 64 is the cap)
+            _publish(w_ptr + r1.to(gl.int64) * G, part, m1, s1, True)
     if row < M:
         if G > 1:
             m, l_sum = _row_scale(got, words, gw)
@@ -171,8 +162,7 @@ def _softmax_tma_parts(desc: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, w_cl
     _issue(desc, slots[1], bars[1], group + n_rows, M, part * P, P, BOXES)
     m0, m, s0 = _stats(slots[0], bars[0], 0, cols, N, P, MASKED, layout)
     if G > 1:
-        word = (m0.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | s0.to(gl.uint32, bitcast=True).to(gl.uint64)
-        gl.store(w_ptr + group.to(gl.int64) * G + part, word.to(gl.int64, bitcast=True), mask=group < M)
+        _publish(w_ptr + group.to(gl.int64) * G, part, m0, s0, group < M)
     l_sum = gl.log2(s0)
     it = 0
     # Slot uses: 0 and 1 once before the loop; in iteration i, slot 2 (step A), 0 (B), 1 (C). So A waits slot 1's
