@@ -12,7 +12,10 @@ instead of them.
 
 A shape is TASK:MxN or TASK:MxN+PAD (rows padded by PAD elements), optionally followed by @NAME=VALUE,... to set
 plan constants of the task's kernel module in the profiled process only (softmax:1024x65536@_RESIDENT_KEEP=True:
-an unshipped option's counters beside the shipped plan's, both in one run). DIR gets one details CSV per shape
+an unshipped option's counters beside the shipped plan's, both in one run). Or sweep:FAMILY:MxN:LABEL, one trial
+of a kernel_sweep.py family (bf16, its label with spaces written as _, e.g.
+sweep:softmax_pipeline_local:2048x32768:copy_warps=16_ctas=132): an experiment's counters, after the family's own
+correctness checks of the trials before it. DIR gets one details CSV per shape
 (ncu's own output) and counters.json (the summary printed as a table). Needs CUDA and ncu (on the H200 image under
 /opt/nvidia/nsight-compute); without them it says so and exits 0.
 """
@@ -54,7 +57,21 @@ METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.
 WARMUP_CALLS = 3
 
 
+def parse_trial(text: str) -> tuple[str, str, int, int, str]:
+    """sweep:FAMILY:MxN:LABEL -> (task of the family, family, M, N, label with spaces as _)."""
+    _, family, dims, label = [*text.split(":", 3), "", "", ""][:4]
+    task = next((t for t in ("softmax", "rms_norm", "swiglu") if family.startswith(t)), "")
+    m, _, n = dims.partition("x")
+    if not task or not m.isdigit() or not n.isdigit() or not label:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: expected sweep:FAMILY:MxN:LABEL, FAMILY of softmax, "
+                                         "rms_norm or swiglu")
+    return task, family, int(m), int(n), label
+
+
 def parse_shape(text: str) -> tuple[str, int, int, int]:
+    if text.startswith("sweep:"):
+        task, _, m, n, _ = parse_trial(text)
+        return task, m, n, 0
     task, _, dims = text.partition(":")
     dims, _, pad = dims.partition("@")[0].partition("+")
     m, _, n = dims.partition("x")
@@ -65,6 +82,8 @@ def parse_shape(text: str) -> tuple[str, int, int, int]:
 
 def plan_options(text: str) -> dict[str, Any]:
     """The @NAME=VALUE,... part of a shape: kernel-module constants (names starting with _, values Python literals)."""
+    if text.startswith("sweep:"):
+        return {}
     _, _, spec = text.partition("@")
     options: dict[str, Any] = {}
     for item in filter(None, spec.split(",")):
@@ -84,10 +103,31 @@ def min_bytes(task: str, m: int, n: int, elsize: int) -> int:
     return (reads + m * n) * elsize
 
 
+def trial_call(text: str) -> Any:
+    """The launch of a kernel_sweep.py family's trial named by sweep:FAMILY:MxN:LABEL (the family builds its inputs
+    and checks every trial it yields up to that one)."""
+    import kernel_sweep
+
+    _, family, m, n, label = parse_trial(text)
+    if family not in kernel_sweep.FAMILIES:
+        raise SystemExit(f"kernel_sweep.py has no family {family}")
+    labels = []
+    for _kind, shape, name, launch, _moved, _chosen in kernel_sweep.FAMILIES[family](torch.device("cuda"),
+                                                                                     torch.bfloat16):
+        if shape == (m, n):
+            labels.append(name.replace(" ", "_"))
+            if labels[-1] == label:
+                return launch
+    raise SystemExit(f"{family} has no trial {label} at {m}x{n} (its trials there: {', '.join(labels)})")
+
+
 def child(shape: str) -> None:
     """Run inside ncu: warm-up calls untraced, then one call between cudaProfilerStart and cudaProfilerStop."""
     from kernelproof_core.kernels import rms_norm, softmax, swiglu
 
+    if shape.startswith("sweep:"):
+        _profile(trial_call(shape))
+        return
     task, m, n, pad = parse_shape(shape)
     module = {"softmax": softmax, "rms_norm": rms_norm, "swiglu": swiglu}[task]
     for name, value in plan_options(shape).items():
@@ -110,6 +150,10 @@ def child(shape: str) -> None:
     else:
         g, u = rows(), rows()
         call = lambda: swiglu.candidate(g, u)  # noqa: E731
+    _profile(call)
+
+
+def _profile(call: Any) -> None:
     for _ in range(WARMUP_CALLS):
         call()
     torch.cuda.synchronize()

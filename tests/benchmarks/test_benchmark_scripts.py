@@ -118,6 +118,15 @@ def test_hardware_counters_reads_real_ncu_output() -> None:
             hardware_counters.plan_options(bad)
     with pytest.raises(Exception, match="TASK:MxN"):
         hardware_counters.parse_shape("gemm:1x2")
+    # A sweep family's trial: its task from the family's name, no plan options, the label kept whole (colons too).
+    trial = "sweep:softmax_tma_parts:1024x65536:G=2_warps=16_boxes=1_ctas=132"
+    assert hardware_counters.parse_shape(trial) == ("softmax", 1024, 65536, 0)
+    assert hardware_counters.parse_trial(trial) == ("softmax", "softmax_tma_parts", 1024, 65536,
+                                                    "G=2_warps=16_boxes=1_ctas=132")
+    assert hardware_counters.plan_options(trial) == {}
+    for bad in ("sweep:copy_rows:8x8:a", "sweep:softmax_x:8x8", "sweep:softmax_x:8by8:a"):
+        with pytest.raises(argparse.ArgumentTypeError, match="sweep:FAMILY:MxN:LABEL"):
+            hardware_counters.parse_shape(bad)
 
 
 def test_file_evidence_compresses_big_reports_and_never_overwrites(tmp_path: Path) -> None:
