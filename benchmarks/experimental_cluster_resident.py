@@ -23,6 +23,7 @@ from functools import partial
 import torch
 from experimental_cluster import _replicated_layout
 from experimental_cluster_rows import _LOG2E, _clear, _publish, _scale
+from experimental_tma_flat import tma_flat_rows
 from experimental_tma_rows import LANES, tma_rows
 from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
@@ -247,8 +248,9 @@ def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> I
     pipeline with words, without them (each row its own stats) and as a plain copy (y = x, checked against x), the
     last two also with the chunk waits free of Gluon's CTA barrier, then
     the rows fed by TMA instead of cp.async (experimental_tma_rows.py; aligned 256-multiple rows only, so not at
-    33508), beside the planned launch, 16 and 32 warps, one CTA an SM. The TMA trials come last: a wrong barrier
-    phase would hang the process, and the stage's box would then cost only them."""
+    33508), and through the flat view of contiguous rows of any width (experimental_tma_flat.py: also random0's
+    1723 x 25249), beside the planned launch, one CTA an SM. The TMA trials come last: a wrong barrier phase would
+    hang the process, and the stage's box would then cost only them."""
     n_sm = torch.cuda.get_device_properties(device).multi_processor_count
     tma_trials: list[Trial] = []
     for m, n in ((2048, 32768), (1991, 33508)):
@@ -272,3 +274,14 @@ def softmax_pipeline_local_trials(device: torch.device, dtype: torch.dtype) -> I
     for trial in tma_trials:
         if close_twice(trial[3], y, ref, f"softmax.pipeline {trial[1][0]}x{trial[1][1]} {trial[2]}"):
             yield trial
+    # Contiguous rows of any width through the flat view (experimental_tma_flat.py): random2's and random0's shapes,
+    # and 32768 beside the aligned TMA rows above.
+    for m, n in ((2048, 32768), (1991, 33508), (1723, 25249)):
+        x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)
+        if n == 25249:
+            yield planned
+        for warps in (16, 8):
+            label = f"tma flat warps={warps} ctas={n_sm}"
+            launch = partial(tma_flat_rows, x, y, warps, n_sm)
+            if close_twice(launch, y, ref, f"softmax.pipeline {m}x{n} {label}"):
+                yield ("softmax.pipeline", (m, n), label, launch, moved, False)

@@ -651,3 +651,41 @@ def test_tma_rows_refuse_rows_a_box_cannot_carry() -> None:
     x = torch.empty((4, 32768), dtype=torch.float32)
     with pytest.raises(ValueError, match="16-bit"):
         t.tma_rows(x, torch.empty_like(x), 16, 4)
+
+
+_COMPILE_TMA_FLAT = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import experimental_tma_flat as f
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, warps in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        kernel = f.tma_flat_rows(x, torch.empty_like(x), warps, 4)
+    ptx = kernel.asm["ptx"]
+    out.append({"copies": ptx.count("cp.async.bulk.tensor.3d"), "vec_stores": ptx.count("st.global.v4"),
+                "per_thread_copies": ptx.count("cp.async.cg"), "shared": kernel.metadata.shared})
+print(json.dumps(out))
+"""
+
+
+def test_tma_flat_rows_copy_any_width_in_boxes_and_store_whole_vectors() -> None:
+    """experimental_tma_flat built for sm_90 at random2's and random0's widths (rows off the 16-byte grid): a row's
+    copy is NB boxes of W box rows of the flat view (two rows before the loop, one a row in it, emitted for each of
+    the three slots), three slots of NB boxes in shared memory, no per-thread copies, and the output written in
+    16-byte vectors (the vectors wholly inside the row; its two edge vectors element by element)."""
+    import json
+    import os
+    import subprocess
+
+    cases = [(1991, 33508, 16), (1723, 25249, 8)]
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_TMA_FLAT, json.dumps(cases), bench], capture_output=True,
+                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for (_m, n, warps), r in zip(cases, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
+        nb = -(-((n + 510) // 256) // warps)  # box rows a row can touch, ceil((n + 255) / 256), in boxes of W
+        assert r["copies"] == 5 * nb and r["per_thread_copies"] == 0, r
+        assert r["vec_stores"] >= 3 * nb, r  # each slot's output loop stores its NB boxes a vector at a time
+        assert 3 * nb * warps * 512 <= r["shared"] <= 3 * nb * warps * 512 + 1024, r
