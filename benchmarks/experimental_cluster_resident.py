@@ -52,12 +52,14 @@ def _wait_asm(pending: int) -> str:
 
 
 @gluon.jit
-def _wait(pending: gl.constexpr, probe: gl.tensor, FREE: gl.constexpr) -> None:
+def _wait(pending: gl.constexpr, cols: gl.tensor, FREE: gl.constexpr) -> None:
     # Until at most `pending` of this thread's copy groups are in flight. FREE: the wait alone, without the CTA
     # barrier Gluon's wait adds for data that other threads copied: every thread here reads only the bytes it copied
     # itself (one layout for the copies and the loads), so the barrier orders nothing, and the control measures it.
     if FREE:
-        gl.inline_asm_elementwise(_wait_asm(pending), "=r,r", [probe], dtype=gl.int32, is_pure=False, pack=1)
+        # one element a thread (cols reduced over its own K), so the wait is emitted once a thread
+        gl.inline_asm_elementwise(_wait_asm(pending), "=r,r", [gl.min(cols, axis=2)], dtype=gl.int32, is_pure=False,
+                                  pack=1)
     else:
         cp.wait_group(pending)
 
@@ -84,7 +86,7 @@ def _part_stats(slots: gl.tuple, FIRST: gl.constexpr, cols: gl.tensor, N: gl.ten
     m_t = gl.full([G, T], float("-inf"), gl.float32, gl.SliceLayout(2, layout))
     s_t = gl.zeros([G, T], gl.float32, gl.SliceLayout(2, layout))
     for c in gl.static_range(NCH):
-        _wait(2 * NCH - 1 - c, gl.min(cols, axis=2), FREE)
+        _wait(2 * NCH - 1 - c, cols, FREE)
         if not COPY_ONLY:
             x = slots[FIRST + c].load(layout).to(gl.float32)
             x = gl.where(cols + c * CHUNK < N, x, float("-inf"))  # masked copies zero-fill
