@@ -5,15 +5,11 @@ that must fit shared memory and keep the copies 16 bytes wide (compiled in a fre
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 from kernelproof_core.kernels import softmax
 from tests.core.h200_topology import H200_SMEM_PER_SM, H200_SMS
+from tests.sm90_build import compile_for_sm90
 
 
 @pytest.mark.parametrize(("m", "n", "align", "expected"), [
@@ -154,10 +150,7 @@ def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
     """The Gluon kernel built for the H200's target (no GPU needed; a fresh process, in case this one interprets):
     every plan's shared memory fits a block's 227 KB, and copies are as wide as the rows' alignment allows."""
     shapes = [(1024, 65536, 65536), (512, 131072, 131072), (1991, 33508, 33508), (7, 40000, 40002)]
-    done = subprocess.run([sys.executable, "-c", _COMPILE_RESIDENT, json.dumps(shapes)], capture_output=True,
-                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
+    results = compile_for_sm90(_COMPILE_RESIDENT, shapes)
     assert all(r["shared"] <= 227 * 1024 for r in results), results
     assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results
 
@@ -189,10 +182,8 @@ def test_resident_softmax_keep_and_hold_compile_for_sm90() -> None:
     131072. Their speed is the sweep's (kernel_sweep.py --only softmax_resident_keep)."""
     configs = [(1024, 65536, 0, False, False), (1024, 65536, 0, True, False), (1024, 131072, 16, False, False),
                (1024, 131072, 16, False, True), (1024, 131072, 16, True, True)]
-    done = subprocess.run([sys.executable, "-c", _COMPILE_KEEP_HOLD, json.dumps(configs)], capture_output=True,
-                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    plain, keep, streamed, hold, both = json.loads(done.stdout.strip().splitlines()[-1])
+    results = compile_for_sm90(_COMPILE_KEEP_HOLD, configs)
+    plain, keep, streamed, hold, both = results
     assert plain["nres"] == plain["nchunk"] == 16 and plain["f16_stores"] == 0
     assert keep["f16_stores"] == keep["nres"], keep
     assert keep["ex2"] < 0.7 * plain["ex2"], (plain, keep)
@@ -236,10 +227,8 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
     cases = [(1991, 33508, 33508, True), (1991, 33508, 33508, False), (1024, 40001, 40001, True),
              (1024, 40001, 40001, False), (1024, 40001, 40003, True), (1024, 65536, 65536, True),
              (64, 131071, 131071, True), (64, 131071, 131071, False)]
-    done = subprocess.run([sys.executable, "-c", _PLAN_ON_H200, json.dumps(cases)], capture_output=True, text=True,
-                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+    results = compile_for_sm90(_PLAN_ON_H200, cases)
+    assert results == [
         {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
         {"path": "resident", "realign": False, "stagger": 0, "copies": ["0x8"]},
         {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},

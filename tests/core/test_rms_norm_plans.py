@@ -5,16 +5,12 @@ needed), never a split under the interpreter, and short rows' tiles.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from kernelproof_core.kernels import rms_norm
 from tests.core.h200_topology import H200_SMS
+from tests.sm90_build import compile_for_sm90
 
 
 def test_interpreted_rms_norm_never_takes_the_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,10 +89,7 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_split_through_vector_windows() -
     32769 wide or more: the split is checked as the plan makes it without.)"""
     cases = [(425, 52717, 52717, 2, 0), (7, 40001, 40006, 2, 0), (7, 40001, 40009, 2, 0), (1024, 65536, 65536, 2, 0),
              (7, 40000, 40003, 2, 0), (64, 40001, 40001, 4, 0), (425, 52717, 52717, 2, 1), (7, 40001, 40006, 2, 1)]
-    done = subprocess.run([sys.executable, "-c", _RMS_SPLIT_ON_H200, json.dumps(cases)], capture_output=True,
-                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = compile_for_sm90(_RMS_SPLIT_ON_H200, cases)
     assert [(r["realign"], r["parts"], r["chunk"]) for r in got] == [
         (True, 13, 4096), (True, 10, 4096), (True, 10, 4096), (False, 8, 8192), (True, 10, 4096), (False, 10, 4096),
         (True, 13, 4096), (True, 10, 4096)]
@@ -144,10 +137,7 @@ def test_wide_16_bit_rms_norm_rows_off_the_grid_take_the_two_phase_path() -> Non
     cases = [(345, 64803, 64803), (289, 65494, 65494), (7, 50000, 50003), (3, 49153, 49153), (1, 600001, 600001),
              (3, 40001, 40001), (500, 33001, 33001), (4096, 52717, 52717), (3, 24577, 24577),
              (512, 65536, 65536), (1024, 65536, 65544), (9, 24569, 24569), (2048, 20001, 20001)]
-    done = subprocess.run([sys.executable, "-c", _RMS_TWO_PHASE_ON_H200, json.dumps(cases)], capture_output=True,
-                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = compile_for_sm90(_RMS_TWO_PHASE_ON_H200, cases)
     assert [r["plan"] for r in got] == ["_TwoPhase"] * 9 + ["_Split"] * 4, got
     assert [(r["parts"], r["rows_b"], r["chunk"], r["warps"], r["per_sm"]) for r in got[:9]] == [
         (16, 66, 4096, 4, 8), (16, 66, 4096, 4, 8), (13, 7, 4096, 4, 8), (13, 3, 4096, 4, 8), (147, 1, 4096, 4, 8),

@@ -9,15 +9,11 @@ the tensors claim. Tests named "on an h200" compile for sm_90 in a fresh process
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from kernelproof_core.kernels import rms_norm, softmax
+from tests.sm90_build import compile_for_sm90
 
 
 @pytest.mark.parametrize("n", [32769, 65536, 131072])
@@ -265,10 +261,7 @@ def test_thread_stats_plans_compile_for_sm90_with_one_reduction_a_row() -> None:
     where it keeps two reductions, 6 times or more."""
     cases = [(1, 25249, "bfloat16"), (5, 8191, "bfloat16"), (3, 3001, "bfloat16"), (7, 22001, "float16"),
              (1, 25249, "float16"), (5, 8191, "float16"), (3, 18001, "float16")]
-    done = subprocess.run([sys.executable, "-c", _THREAD_STATS_ON_H200, json.dumps(cases)], capture_output=True,
-                          text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = compile_for_sm90(_THREAD_STATS_ON_H200, cases)
     assert [planned for planned, _bars in out] == [True, True, True, True, True, False, True]
     assert all(bars == 3 if planned else bars >= 6 for planned, bars in out), out
 
@@ -283,10 +276,8 @@ def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faste
     cases = [(1029, 16655, 16658), (1024, 20000, 20003), (700, 24001, 24002), (620, 30001, 30008),
              (4096, 3001, 3004), (8192, 2501, 2506), (4096, 5001, 5002), (2048, 9001, 9006), (1500, 12001, 12007),
              (2048, 16655, 16663), (2048, 8001, 8007), (3000, 7001, 7003)]
-    done = subprocess.run([sys.executable, "-c", _PADDED_ON_H200, json.dumps(cases)], capture_output=True, text=True,
-                          timeout=600, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+    results = compile_for_sm90(_PADDED_ON_H200, cases)
+    assert results == [
         [[16384, 2048, 0], 8, True], [[16384, 4096, 0], 8, True], [[16384, 8192, 0], 8, False],
         [[32768, 0, 0], 16, True], [[4096, 0, 0], 4, True], [[4096, 0, 0], 4, True], [[4096, 1024, 0], 4, False],
         [[8192, 1024, 0], 8, True], [[8192, 4096, 0], 8, False], [[16384, 4096, 0], 16, False],
