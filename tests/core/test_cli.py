@@ -1,4 +1,5 @@
-"""The `kernelproof` command line, run as a user would: a real subprocess, real files, real exit codes."""
+"""The `kernelproof` command line, run as a user would: a real subprocess, real files, real exit codes (usage errors
+also in this process, where each would otherwise pay an interpreter start)."""
 
 from __future__ import annotations
 
@@ -139,11 +140,26 @@ def test_cuda_unavailable_exits_3(tmp_path: Path) -> None:
         ("frobnicate",),
     ],
 )
-def test_usage_errors_exit_64(args: tuple[str, ...]) -> None:
+def test_usage_errors_exit_64(args: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process (the entry point's own exit code is the subprocess test below): one interpreter start a
+    case would be most of this test's time."""
+    from kernelproof_core.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's refusals
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert code == 64, out + err
+    assert "verdict" not in out  # refused before anything was verified
+    assert "error" in err
+
+
+@pytest.mark.parametrize("args", [("frobnicate",), ("run", "--dtype", "int8", "--device", "interpreter")])
+def test_usage_errors_exit_64_from_the_command(args: tuple[str, ...]) -> None:
     r = kp(*args)
     assert r.returncode == 64, r.stdout + r.stderr
-    assert "verdict" not in r.stdout  # refused before anything was verified
-    assert "error" in r.stderr
+    assert "verdict" not in r.stdout and "error" in r.stderr
 
 
 def test_run_overlapped_verifies_every_task_at_once_in_the_sandbox(tmp_path: Path) -> None:
