@@ -16,10 +16,15 @@ the last part may run past the row (128256 = 501 box rows in 4 parts of 128): TM
 which the kernel masks. A part past the last row is not copied: a plain arrival completes its slot's barrier phase,
 so every slot's phase advances once an iteration whatever the row count.
 
-Parts meet as in experimental_cluster_rows.py (a 64-bit word that is its own flag, polled a row later, no fence),
-but the G CTAs are ordinary CTAs, one an SM (192 KB of slots), all resident because the grid is at most an SM each.
-Without a cluster there is no barrier to clear the words behind, so they are double-buffered: a launch reads and
-writes one buffer and clears its own words in the other, which the previous launch used and the next one will.
+Parts meet as in experimental_cluster_rows.py (a 64-bit word a part, polled a row later, no fence), but the G CTAs
+are ordinary CTAs, one an SM (192 KB of slots), all resident because the grid is at most an SM each. Without a
+cluster there is no barrier to clear the words behind, so a word carries its launch's tag instead of being its own
+flag: the low byte of the sum's bits is the launch's epoch mod 255 plus one (the sum keeps 15 mantissa bits, 3e-5
+relative, far under a 16-bit output's rounding), and a poll waits for the row's G words to carry this launch's tag.
+The epoch lives on the device (`PartWords.state`: the epoch and a count of CTAs done; the last CTA to finish moves
+the epoch on), never on the host, so a CUDA graph replaying the launch (the harness times candidates that way) tags
+every replay afresh: a host-side buffer switch would be frozen into the graph and, over an odd number of calls a
+sample, a replay would read the words its predecessor left.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import torch
-from experimental_cluster_rows import _LOG2E, _poll, _publish
+from experimental_cluster_rows import _LOG2E, _MAX_POLLS
 from sweep_common import Trial, close_twice, softmax_inputs
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -90,9 +95,28 @@ def _stats(slot: gl.tensor, bar: gl.tensor, phase: gl.tensor, cols: gl.tensor, N
 
 
 @gluon.jit
-def _row_scale(got: gl.tensor, words: gl.tensor, gw: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
-    # The row's shift and log2 of its sum, from its G words (experimental_cluster_rows._poll).
-    pm, ps = _poll(got, words, gw)
+def _publish(words: gl.tensor, part: gl.tensor, m: gl.tensor, s: gl.tensor, tag: gl.tensor) -> None:
+    # One 64-bit store: the part's max over its sum, the sum's low byte replaced by this launch's tag.
+    bits = (s.to(gl.uint32, bitcast=True) & 0xFFFFFF00) | tag.to(gl.uint32)
+    word = (m.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | bits.to(gl.uint64)
+    gl.store(words + part, word.to(gl.int64, bitcast=True))
+
+
+@gluon.jit
+def _poll(got: gl.tensor, words: gl.tensor, gw: gl.tensor, tag: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
+    # got: the row's G words as first loaded; polled until all carry this launch's tag (capped, as in
+    # experimental_cluster_rows: a lost word then shows as a wrong row, never a hang), then each part's max and sum.
+    polls = 0
+    while (gl.min(((got & 0xFF) == tag).to(gl.int32), axis=0) == 0) & (polls < _MAX_POLLS):
+        got = gl.load(words + gw, volatile=True)
+        polls += 1
+    return (got >> 32).to(gl.int32).to(gl.float32, bitcast=True), got.to(gl.int32).to(gl.float32, bitcast=True)
+
+
+@gluon.jit
+def _row_scale(got: gl.tensor, words: gl.tensor, gw: gl.tensor, tag: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
+    # The row's shift and log2 of its sum, from its G words.
+    pm, ps = _poll(got, words, gw, tag)
     big = gl.max(pm, axis=0)
     big = gl.where(big == float("-inf"), 0.0, big)
     return big, gl.log2(gl.sum(ps * gl.exp2((pm - big) * _LOG2E), axis=0))
@@ -102,8 +126,8 @@ def _row_scale(got: gl.tensor, words: gl.tensor, gw: gl.tensor) -> tuple[gl.tens
 def _step(desc: gl.tensor, slots: gl.tuple, bars: gl.tuple, OUT: gl.constexpr, STATS: gl.constexpr,
           COPY: gl.constexpr, phase: gl.tensor, row: gl.tensor, n_rows: gl.tensor, y_ptr: gl.tensor,
           w_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_y: gl.tensor, part: gl.tensor, cols: gl.tensor,
-          gw: gl.tensor, m: gl.tensor, l_sum: gl.tensor, G: gl.constexpr, P: gl.constexpr, BOXES: gl.constexpr,
-          MASKED: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+          gw: gl.tensor, tag: gl.tensor, m: gl.tensor, l_sum: gl.tensor, G: gl.constexpr, P: gl.constexpr,
+          BOXES: gl.constexpr, MASKED: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
     # Row + 2 n_rows' part copied into set COPY (last step's output set, so after a CTA barrier), row + n_rows'
     # part reduced from set STATS (its barrier's phase `phase`) and published, then row's part written from set OUT.
     # With G = 1, m and l_sum are row's own stats (returned for the next row); with G > 1 they are unused and row's
@@ -114,14 +138,14 @@ def _step(desc: gl.tensor, slots: gl.tuple, bars: gl.tuple, OUT: gl.constexpr, S
     _issue(desc, slots[COPY], bars[COPY], r1 + n_rows, M, part * P, P, BOXES)
     words = w_ptr + row.to(gl.int64) * G
     if G > 1:
-        got = gl.load(words + gw, mask=row < M, other=1, volatile=True)
+        got = gl.load(words + gw, mask=row < M, other=0, volatile=True)
     m1, m1_use, s1 = _stats(slots[STATS], bars[STATS], phase, cols, N, P, MASKED, layout)
     if G > 1:
         if r1 < M:  # a branch, not a masked store: 8 registers fewer at 32 warps (where 64 is the cap)
-            _publish(w_ptr + r1.to(gl.int64) * G, part, m1, s1, True)
+            _publish(w_ptr + r1.to(gl.int64) * G, part, m1, s1, tag)
     if row < M:
         if G > 1:
-            m, l_sum = _row_scale(got, words, gw)
+            m, l_sum = _row_scale(got, words, gw, tag)
         y_row = y_ptr + row.to(gl.int64) * stride_y
         for c in gl.static_range(P // W):
             x = slots[OUT].slice(c * W, W, dim=1).load(layout).to(gl.float32)
@@ -134,7 +158,7 @@ def _step(desc: gl.tensor, slots: gl.tuple, bars: gl.tuple, OUT: gl.constexpr, S
 
 
 @gluon.jit
-def _softmax_tma_parts(desc: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, w_clear_ptr: gl.tensor, M: gl.tensor,
+def _softmax_tma_parts(desc: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, state_ptr: gl.tensor, M: gl.tensor,
                        N: gl.tensor, stride_y: gl.tensor, G: gl.constexpr, P: gl.constexpr, BOXES: gl.constexpr,
                        MASKED: gl.constexpr) -> None:
     W: gl.constexpr = gl.num_warps()
@@ -155,14 +179,16 @@ def _softmax_tma_parts(desc: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, w_cl
     k = gl.arange(0, _LANES, layout=gl.SliceLayout(0, gl.SliceLayout(1, layout)))
     cols = part * P * _LANES + w[None, :, None] * _LANES + k[None, None, :]  # slice c of the part: + c W 256
     gw = gl.arange(0, G, layout=_words_layout(W))
-    if G > 1:  # the other buffer's words of this CTA: the last launch's, the next one's to poll
-        for row in range(group, M, n_rows):
-            gl.store(w_clear_ptr + row.to(gl.int64) * G + part, 0)
+    epoch = 0
+    if G > 1:
+        epoch = gl.load(state_ptr)  # moved on by the last CTA of the previous launch
+    tag = epoch % 255 + 1
     _issue(desc, slots[0], bars[0], group, M, part * P, P, BOXES)
     _issue(desc, slots[1], bars[1], group + n_rows, M, part * P, P, BOXES)
     m0, m, s0 = _stats(slots[0], bars[0], 0, cols, N, P, MASKED, layout)
     if G > 1:
-        _publish(w_ptr + group.to(gl.int64) * G, part, m0, s0, group < M)
+        if group < M:
+            _publish(w_ptr + group.to(gl.int64) * G, part, m0, s0, tag)
     l_sum = gl.log2(s0)
     it = 0
     # Slot uses: 0 and 1 once before the loop; in iteration i, slot 2 (step A), 0 (B), 1 (C). So A waits slot 1's
@@ -170,26 +196,31 @@ def _softmax_tma_parts(desc: gl.tensor, y_ptr: gl.tensor, w_ptr: gl.tensor, w_cl
     for row in range(group, M, 3 * n_rows):
         p = it & 1
         m, l_sum = _step(desc, slots, bars, 0, 1, 2, p, row, n_rows, y_ptr, w_ptr, M, N, stride_y, part, cols, gw,
-                         m, l_sum, G, P, BOXES, MASKED, layout)
+                         tag, m, l_sum, G, P, BOXES, MASKED, layout)
         m, l_sum = _step(desc, slots, bars, 1, 2, 0, p, row + n_rows, n_rows, y_ptr, w_ptr, M, N, stride_y, part,
-                         cols, gw, m, l_sum, G, P, BOXES, MASKED, layout)
+                         cols, gw, tag, m, l_sum, G, P, BOXES, MASKED, layout)
         m, l_sum = _step(desc, slots, bars, 2, 0, 1, p ^ 1, row + 2 * n_rows, n_rows, y_ptr, w_ptr, M, N, stride_y,
-                         part, cols, gw, m, l_sum, G, P, BOXES, MASKED, layout)
+                         part, cols, gw, tag, m, l_sum, G, P, BOXES, MASKED, layout)
         it += 1
     mbarrier.wait(bars[1], it & 1)  # slot 1's last phase (a copy or an arrival) completes before the CTA leaves
+    if G > 1:  # every CTA has read the epoch by the time the last one is done: that one moves it on
+        if gl.atomic_add(state_ptr + 1, 1) == gl.num_programs(0) - 1:
+            gl.store(state_ptr + 1, 0)
+            gl.store(state_ptr, epoch + 1)
 
 
 @dataclass
 class PartWords:
-    """The double-buffered words of `softmax_tma_parts` (two buffers of rows x G int64, zero when allocated) and
-    which one the next launch uses."""
+    """The words of `softmax_tma_parts` (rows x G int64) and its device-side state: the epoch whose tag this
+    launch's words carry and the count of CTAs done (both int32, zero when allocated; the kernel keeps them)."""
 
-    buffers: torch.Tensor
-    launches: int = 0
+    words: torch.Tensor
+    state: torch.Tensor
 
     @classmethod
     def for_rows(cls, rows: int, g: int, device: torch.device) -> PartWords:
-        return cls(torch.zeros((2, rows * g), dtype=torch.int64, device=device))
+        return cls(torch.zeros(rows * g, dtype=torch.int64, device=device),
+                   torch.zeros(2, dtype=torch.int32, device=device))
 
 
 def tma_parts(x: torch.Tensor, y: torch.Tensor, words: PartWords | None, g: int, warps: int, ctas: int,
@@ -211,12 +242,9 @@ def tma_parts(x: torch.Tensor, y: torch.Tensor, words: PartWords | None, g: int,
         raise ValueError("parts of a row meet by words: pass a PartWords")
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
     desc = TensorDescriptor(x, [m, r, LANES], [x.stride(0), LANES, 1], [1, p // boxes, LANES], layout)
-    if words is None:  # no words with g = 1: the kernel never touches these pointers
-        use = clear = y
-    else:
-        use, clear = words.buffers[words.launches % 2], words.buffers[(words.launches + 1) % 2]
-        words.launches += 1
-    return _softmax_tma_parts[(ctas,)](desc, y, use, clear, m, n, y.stride(0), G=g, P=p, BOXES=boxes,
+    # No words with g = 1: the kernel never touches those pointers.
+    w, state = (y, y) if words is None else (words.words, words.state)
+    return _softmax_tma_parts[(ctas,)](desc, y, w, state, m, n, y.stride(0), G=g, P=p, BOXES=boxes,
                                        MASKED=g * p != r, num_warps=warps)
 
 
@@ -232,7 +260,8 @@ SHAPES = ((1024, 65536, 2), (1024, 131072, 4), (512, 128256, 4))
 def softmax_tma_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_tma_parts`: the wide rows cut into parts of 32768 (128256: four parts of 128 box rows, the
     last one masked) over G CTAs, 16 and 32 warps, one and two boxes a part, one CTA an SM, beside the built-in's
-    planned launch; each config checked against fp32 twice (the second launch reads the buffer the first cleared)."""
+    planned launch; each config checked against fp32 twice (the second launch polls the words the first left, under
+    the next epoch's tag)."""
     n_sm = torch.cuda.get_device_properties(device).multi_processor_count
     for m, n, g in SHAPES:
         x, y, ref, moved, planned = softmax_inputs(m, n, 4.0, dtype, device)

@@ -12,7 +12,7 @@ import torch
 from tests.sm90_build import compile_for_sm90
 
 _COMPILE_TMA_ROWS = """
-import json, sys, torch
+import json, re, sys, torch
 sys.path.insert(0, sys.argv[2])
 import experimental_tma_rows as t
 from kernelproof_core.precompile import compile_only
@@ -27,8 +27,8 @@ for n, g, warps, boxes in json.loads(sys.argv[1]):
                 "arrivals": ptx.count("mbarrier.arrive.shared"), "expects": ptx.count("mbarrier.arrive.expect_tx"),
                 "per_thread_copies": ptx.count("cp.async.cg"), "local": ptx.count(".local"),
                 "polls": ptx.count("ld.volatile.global"), "fences": ptx.count("membar") + ptx.count("fence.acq_rel")
-                + ptx.count("fence.sc"), "launches": words.launches if words else 0,
-                "shared": kernel.metadata.shared})
+                + ptx.count("fence.sc"), "epoch_moves": len(re.findall(r"atom\\.global[^;]*\\.add", ptx)),
+                "tags": len(re.findall(r"and\\.b32[^;]*, -256;", ptx)), "shared": kernel.metadata.shared})
 print(json.dumps(out))
 """
 
@@ -37,8 +37,9 @@ def test_tma_rows_copy_a_part_with_one_thread_and_advance_every_phase() -> None:
     """experimental_tma_rows built for sm_90: each part's copy is `boxes` TMA boxes issued once (two rows before the
     loop, one for each of the three rows an iteration), with no per-thread cp.async; each issue either expects the
     part's bytes or, past the last row, arrives plainly, so every slot's phase advances; three 64 KB slots. Rows cut
-    over G CTAs poll their words (three steps an iteration and the first row) with no fence anywhere, and a launch
-    moves to the other word buffer. Numbers on the GPU: kernel_sweep.py --only softmax_pipeline_local,
+    over G CTAs poll their words (three steps an iteration and the first row) with no fence anywhere; each word is
+    tagged with the launch's epoch (the sum's low byte, at each of the four publishes), which one atomic count of the
+    CTAs done moves on on the device (so a CUDA graph's replays stay apart). Numbers on the GPU: kernel_sweep.py --only softmax_pipeline_local,
     softmax_tma_parts."""
     cases = [(32768, 1, 16, 1), (32768, 1, 32, 4), (65536, 2, 16, 1), (128256, 4, 32, 2)]
     results = compile_for_sm90(_COMPILE_TMA_ROWS, cases)
@@ -46,7 +47,8 @@ def test_tma_rows_copy_a_part_with_one_thread_and_advance_every_phase() -> None:
         assert r["copies"] == 5 * boxes and r["expects"] == r["arrivals"] == 5, r
         assert r["waits"] == 5 and r["per_thread_copies"] == 0 and r["local"] == 0, r  # prologue, A, B, C, the last
         assert 3 * 65536 <= r["shared"] <= 3 * 65536 + 1024, r
-        assert r["polls"] == (6 if g > 1 else 0) and r["fences"] == 0 and r["launches"] == (g > 1), r
+        assert r["polls"] == (6 if g > 1 else 0) and r["fences"] == 0, r
+        assert r["epoch_moves"] == (g > 1) and r["tags"] == (4 if g > 1 else 0), r
 
 
 def test_tma_rows_refuse_rows_a_box_cannot_carry() -> None:
