@@ -39,8 +39,8 @@ def test_tma_rows_copy_a_part_with_one_thread_and_advance_every_phase() -> None:
     part's bytes or, past the last row, arrives plainly, so every slot's phase advances; three 64 KB slots. Rows cut
     over G CTAs poll their words (three steps an iteration and the first row) with no fence anywhere; each word is
     tagged with the launch's epoch (the sum's low byte, at each of the four publishes), which one atomic count of the
-    CTAs done moves on on the device (so a CUDA graph's replays stay apart). Numbers on the GPU: kernel_sweep.py --only softmax_pipeline_local,
-    softmax_tma_parts."""
+    CTAs done moves on on the device (so a CUDA graph's replays stay apart). Numbers on the GPU: kernel_sweep.py
+    --only softmax_pipeline_local, softmax_tma_parts."""
     cases = [(32768, 1, 16, 1), (32768, 1, 32, 4), (65536, 2, 16, 1), (128256, 4, 32, 2)]
     results = compile_for_sm90(_COMPILE_TMA_ROWS, cases)
     for (_n, g, _warps, boxes), r in zip(cases, results, strict=True):
