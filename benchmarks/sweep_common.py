@@ -69,6 +69,26 @@ def close_twice(launch: Callable[[], object], y: torch.Tensor, ref: torch.Tensor
         return False
 
 
+def close_in_graph(launch: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, label: str, calls: int = 3,
+                   replays: int = 2) -> bool:
+    """close_to as the harness times (measurement/replay.py): `calls` launches captured in one CUDA graph, replayed
+    `replays` times, y checked after each. Host code runs only at capture, so a kernel whose rendezvous state is kept
+    on the host (a buffer switched each call) replays that state frozen: an odd call count shows it. Reported, not
+    fatal."""
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                launch()
+        for replay in range(replays):
+            if not close_to(graph.replay, y, ref, f"{label} (graph of {calls} calls, replay {replay + 1})"):
+                return False
+        return True
+    except Exception as exc:
+        print(f"{label} (graph): ERROR {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+        return False
+
+
 def close_to(launch: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
     """Run launch once (it writes y) and compare the whole output's relative L2 error with ref (softmax values of
     wide rows are ~1e-5: an absolute tolerance would pass an output of zeros); NaN: never written."""
