@@ -374,6 +374,8 @@ def measure_case(
                 throttle_fraction=settings.throttle_clock_fraction,
                 launch_inclusive_samples=settings.launch_inclusive_samples, audit_set=audit_set,
                 hold_for_host=settings.launch_gate_host_release, cuda_graphs=settings.timing_cuda_graphs,
+                ring_audits=settings.timing_ring_audits,
+                kept_outputs_max_bytes=settings.timing_kept_outputs_max_bytes,
             )
         if guard is not None:  # the kernel-only pass ran the candidate after the last audited sample: the record
             guard.check()      # the checks below read must not come through a profiler it patched meanwhile

@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     timing_cuda_graphs: bool = Field(
         True, description="replay each sample's calls from a CUDA graph (off, or not capturable: stream launches)"
     )
+    timing_ring_audits: bool = Field(
+        False, description="keep every candidate output of a sample and verify a random ring call of each audited "
+        "sample too (docs/SECURITY.md: a skip keyed on input addresses); off until it has run on the GPU"
+    )
+    timing_kept_outputs_max_bytes: int = Field(
+        4 << 30, ge=1, description="with ring audits, the candidate's calls a sample are capped at this many bytes "
+        "of kept outputs"
+    )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
     profiler_teardown_cupti: bool = Field(
         False, description="kineto finalizes CUPTI when each profiler session ends (TEARDOWN_CUPTI=1 in the harness "

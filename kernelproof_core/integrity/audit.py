@@ -10,6 +10,10 @@ no-op returning memory that still holds an earlier result, deferred or batched l
     (same pointer, never seen before) before the L2 flush, and that call's output is checked against the oracle
     after the sample: stale, deferred or wrong output is `cached_output`; inputs that no longer hold those contents
     are `input_mutated` (the oracle of rewritten inputs could agree with a shortcut's output);
+  * with ring audits (`KERNELPROOF_TIMING_RING_AUDITS`), the same for one randomly chosen earlier call of the sample,
+    on its ring set: the last call reads a set no other call reads, so a candidate keyed on input addresses could
+    skip ring calls and still pass the first check; every output of the sample is kept, so no two calls may return
+    one buffer (`cached_output`) and the candidate cannot learn which output is checked;
   * after every sample the harness, Triton's launch path and the thread set are checked (`tampering`) and, on a
     GPU, the persisting-L2 limit must still be zero.
 The choices come from an RNG seeded from os.urandom, so the candidate cannot predict which sample is audited.
@@ -45,7 +49,7 @@ class SampleAuditor:
         self.audited = frozenset(self.rng.sample(range(samples), min(audits, samples)))
         self.min_call_fraction = min_call_fraction
         self.checked = 0
-        self._refreshed: tuple[int, list[torch.Tensor]] | None = None  # (id of the set, its contents after refresh)
+        self._refreshed: dict[int, list[torch.Tensor]] = {}  # id of a set refreshed this sample -> its contents
 
     def calls(self, sample: int, invocations: int) -> int:
         """How many calls this sample makes."""
@@ -55,31 +59,52 @@ class SampleAuditor:
         return sample in self.audited
 
     def refresh(self, inputs: Sequence[Any]) -> None:
-        """New contents for one input set, in place (outside the timed region); a copy is kept so that `verify`
-        can tell the set still holds them."""
+        """New contents for one input set, in place (outside the timed region); a copy is kept until the sample's
+        checks are done, so that `verify` can tell the set still holds them."""
         self.task.perturb_inputs(self.case, self.dtype, inputs, torch.Generator().manual_seed(self.rng.getrandbits(62)))
-        self._refreshed = (id(inputs), [x.clone() for x in inputs if isinstance(x, torch.Tensor)])
+        self._refreshed[id(inputs)] = [x.clone() for x in inputs if isinstance(x, torch.Tensor)]
+
+    def pick_call(self, calls: int) -> int:
+        """Which of a sample's first `calls` calls a ring audit checks: drawn here, so the candidate cannot know."""
+        return self.rng.randrange(calls)
+
+    def verify_ring(self, outs: Sequence[Any], call: int, inputs: Sequence[Any]) -> None:
+        """Ring audit of a sample whose every output was kept: no storage returned twice (a call that hands back an
+        earlier call's output did not compute its own), and call `call`'s output right for its refreshed ring set."""
+        seen: set[int] = set()
+        for out in outs:
+            if type(out) is torch.Tensor:
+                ptr = out.untyped_storage().data_ptr()
+                if ptr in seen:
+                    raise CandidateFailure(Verdict.CACHED_OUTPUT, "two timed calls returned the same buffer: a "
+                                           "call handed back an earlier output instead of computing its own")
+                seen.add(ptr)
+        self.verify(outs[call], inputs)
 
     def before_flush(self) -> None:
         if self.l2 is not None:
             self.l2.reset()
 
     def after_sample(self, out: Any, inputs: Sequence[Any], audited: bool) -> None:
-        """Harness intact; and, for an audited sample, the last call's output right for the refreshed inputs."""
+        """Harness intact; and, for an audited sample, the last call's output right for the refreshed inputs. Ends
+        the sample's checks: the refreshed contents are dropped."""
         self.guard.check()
         if self.l2 is not None:
             self.l2.verify_disabled()
-        if audited:
-            self.verify(out, inputs)
+        try:
+            if audited:
+                self.verify(out, inputs)
+        finally:
+            self._refreshed.clear()
 
     def verify(self, out: Any, inputs: Sequence[Any]) -> None:
         """The output is right for the inputs, which hold what `refresh` put there: a timed call that rewrote them
         (say, zeroed input and output alike while a graph was captured, so that the oracle of the rewritten input
         agrees) is `input_mutated`, as in the gates."""
-        refreshed, self._refreshed = self._refreshed, None  # one check per refresh; the copy is not kept around
-        if refreshed is not None and refreshed[0] == id(inputs):
+        refreshed = self._refreshed.get(id(inputs))
+        if refreshed is not None:
             now = [x for x in inputs if isinstance(x, torch.Tensor)]
-            if not all(map(bitwise_equal, now, refreshed[1])):
+            if not all(map(bitwise_equal, now, refreshed)):
                 raise CandidateFailure(Verdict.INPUT_MUTATED, "a timed call modified its inputs (the gates saw them "
                                        "unchanged): the candidate behaves differently while timed")
         if type(out) is not torch.Tensor or vars(out) or tuple(out.shape) != self.spec.shape \

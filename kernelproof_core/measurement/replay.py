@@ -37,48 +37,59 @@ _graph_context = torch.cuda.graph
 @dataclass(frozen=True, slots=True)
 class CapturedSample:
     """One implementation's sample as a graph. `out` is the last call's output: graph-pool memory every replay
-    rewrites; `last_inputs` the input set that call reads (audits refresh it in place)."""
+    rewrites; `last_inputs` the input set that call reads (audits refresh it in place). Captured with every output
+    kept (ring audits), `outs` holds each call's and `sets` the ring set each call reads (-1: `last_inputs`)."""
 
     graph: Any
     calls: int
     last_inputs: Sequence[Any]
     out: Any
+    outs: tuple[Any, ...] = ()
+    sets: tuple[int, ...] = ()
 
     def replay(self) -> None:
         self.graph.replay()
 
 
 def capture(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int,
-            last_inputs: Sequence[Any] | None = None) -> CapturedSample:
+            last_inputs: Sequence[Any] | None = None, keep_outputs: bool = False) -> CapturedSample:
     """Capture `calls` calls, call k reading input set k mod len(input_sets); with `last_inputs`, the last call
     reads that set instead (the audit set: no other call computes it, so no earlier output of the replay can pass
     for the audited one, as in stream sampling). Raises what the capture raised.
 
     Outputs are not kept (except the last), so the graph's private pool hands a freed output's memory to a later
-    call: a sample of a 1 GB case costs one output, not `calls` of them."""
+    call: a sample of a 1 GB case costs one output, not `calls` of them. With `keep_outputs` (ring audits) every
+    output is kept, each in memory of its own, so that any call's can be verified after a replay (the caller caps
+    `calls` by memory)."""
     n = len(input_sets)
     last = last_inputs if last_inputs is not None else input_sets[(calls - 1) % n]
     torch.cuda.synchronize()
     graph = _Graph()
     out = None
+    outs: list[Any] = []
     with _graph_context(graph):
         for k in range(calls):
             out = None  # free the previous output inside the capture, so the next call may reuse its memory
             out = fn(*(last if k == calls - 1 else input_sets[k % n]))
+            if keep_outputs:
+                outs.append(out)
     torch.cuda.synchronize()
-    return CapturedSample(graph, calls, last, out)
+    sets = tuple(-1 if k == calls - 1 and last_inputs is not None else k % n for k in range(calls)) \
+        if keep_outputs else ()
+    return CapturedSample(graph, calls, last, out, tuple(outs), sets)
 
 
 def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]], counts: tuple[int, int],
-                 audit_set: Sequence[Any] | None = None,
+                 audit_set: Sequence[Any] | None = None, keep_outputs: bool = False,
                  ) -> tuple[CapturedSample | None, CapturedSample | None, str | None]:
     """Both implementations captured, or neither: (candidate, baseline, None), or (None, None, why not). The
-    candidate's last call reads `audit_set` where given; the baseline's reads its ring set."""
+    candidate's last call reads `audit_set` where given; the baseline's reads its ring set. `keep_outputs`: the
+    candidate's every output is kept (ring audits)."""
     captured: list[CapturedSample] = []
-    for name, fn, calls, last in (("candidate", candidate, counts[0], audit_set),
-                                  ("baseline", baseline, counts[1], None)):
+    for name, fn, calls, last, keep in (("candidate", candidate, counts[0], audit_set, keep_outputs),
+                                        ("baseline", baseline, counts[1], None, False)):
         try:
-            captured.append(capture(fn, input_sets, calls, last))
+            captured.append(capture(fn, input_sets, calls, last, keep))
         except Exception as exc:  # not capturable: time both with stream launches
             _recover()
             why = f"the {name} could not be captured in a CUDA graph ({type(exc).__name__}: {str(exc)[:300]})"

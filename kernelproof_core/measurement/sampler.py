@@ -30,6 +30,10 @@ class SampleAuditor(Protocol):
 
     def refresh(self, inputs: Sequence[Any]) -> None: ...
 
+    def pick_call(self, calls: int) -> int: ...
+
+    def verify_ring(self, outs: Sequence[Any], call: int, inputs: Sequence[Any]) -> None: ...
+
     def before_flush(self) -> None: ...
 
     def after_sample(self, out: Any, inputs: Sequence[Any], audited: bool) -> None: ...
@@ -52,9 +56,9 @@ class CudaSampler:
                  invocations: tuple[int, int], gates: tuple[LaunchGate, LaunchGate], tail_limit_us: float,
                  auditor: SampleAuditor | None, clocks: ClockMonitor, throttle_fraction: float,
                  audit_set: Sequence[Any] | None = None,
-                 graphs: tuple[CapturedSample, CapturedSample] | None = None) -> None:
+                 graphs: tuple[CapturedSample, CapturedSample] | None = None, ring_audits: bool = False) -> None:
         self.candidate, self.baseline, self.input_sets = candidate, baseline, input_sets
-        self.audit_set = audit_set
+        self.audit_set, self.ring_audits = audit_set, ring_audits
         self.graphs = {True: graphs[0], False: graphs[1]} if graphs is not None else None
         self.throttle_fraction = throttle_fraction
         self.flush, self.tail_limit_us = flush, tail_limit_us
@@ -71,16 +75,19 @@ class CudaSampler:
         self.discarded: list[tuple[float, float]] = []
         self.readings: list[SampleClock] = []
 
-    def _one(self, fn: Fn, start_index: int, count: int, audited: Sequence[Any] | None) -> tuple[Sample, Any]:
-        """One gated sample of `count` calls; with `audited`, the last call runs on that set, refreshed first. A
-        captured sample replays its graph instead (its own count and last set: see `last_inputs`)."""
+    def _one(self, fn: Fn, start_index: int, count: int, audited: Sequence[Any] | None,
+             ring: Sequence[Any] | None = None, keep: bool = False) -> tuple[Sample, Any, list[Any]]:
+        """One gated sample of `count` calls; with `audited`, the last call runs on that set, refreshed first; with
+        `ring`, that ring set is refreshed too (a ring audit); with `keep`, every call's output is returned as well.
+        A captured sample replays its graph instead (its own count and last set: see `last_inputs`)."""
         n = len(self.input_sets)
         graph = self.graphs[fn is self.candidate] if self.graphs is not None else None
         if graph is not None:
             count = graph.calls
         if self.auditor is not None:
-            if audited is not None:
-                self.auditor.refresh(audited)
+            for refreshed in (ring, audited):
+                if refreshed is not None:
+                    self.auditor.refresh(refreshed)
             self.auditor.before_flush()
         self.flush.zero_()  # evicts L2; queued before the start event, so outside the timed region
         before = self.clocks.sm_clock_mhz()  # host-side, before the start event is queued
@@ -89,15 +96,19 @@ class CudaSampler:
         after = _Event(enable_timing=True)
         gate = self.gates[fn is self.candidate]
         out = None
+        outs: list[Any] = []  # every output, kept (ring audits): none of them can be handed out again meanwhile
         gate.open(count)  # the GPU is held: the calls below queue up behind it (measurement.launch_gate)
         start.record()
         if graph is not None:
             graph.replay()  # no candidate code runs here: the device program captured once (measurement.replay)
             out = graph.out
+            outs = list(graph.outs)
         else:
             for k in range(count):
                 out = fn(*(audited if audited is not None and k == count - 1
                            else self.input_sets[(start_index + k) % n]))
+                if keep:
+                    outs.append(out)
         end.record()  # on the caller's stream: the calls back to back, without the host's launch cost
         reading = gate.closed(count)
         while not end.query():  # spin, not a blocking wait: the host sees the end at once, so the tail is tight
@@ -107,7 +118,23 @@ class CudaSampler:
         reading = gate.settled(reading)  # the sample is done: did the host or the deadline open its gate?
         clock = SampleClock(before, self.clocks.sm_clock_mhz(), self.clocks.slowdown())  # after the bracket
         self.readings.append(clock)
-        return Sample(start, end, after, count, clock, reading), out
+        return Sample(start, end, after, count, clock, reading), out, outs
+
+    def _ring_call(self, sample: int, count: int) -> tuple[int | None, Sequence[Any] | None]:
+        """A ring audit's call and the ring set it reads: one of the sample's calls on a ring set (not the last
+        where that reads the audit set), drawn by the auditor."""
+        if not self.ring_audits or self.auditor is None:
+            return None, None
+        graph = self.graphs[True] if self.graphs is not None else None
+        if graph is not None:
+            eligible = [k for k, index in enumerate(graph.sets) if index >= 0]
+        else:
+            eligible = list(range(count - 1 if self.audit_set is not None else count))
+        if not eligible:
+            return None, None
+        call = eligible[self.auditor.pick_call(len(eligible))]
+        index = graph.sets[call] if graph is not None else (sample * self.invocations + call) % len(self.input_sets)
+        return call, self.input_sets[index]
 
     def batch(self, pairs: int) -> None:
         """Take `pairs` sample pairs, then sort them into kept and throttled."""
@@ -127,19 +154,23 @@ class CudaSampler:
                 # sample (say in a block the allocator hands out again) can pass for the audited call's (audit_set).
                 last_set = self.input_sets[(s * self.invocations + count - 1) % n]
                 audited = (self.audit_set if self.audit_set is not None else last_set) if check else None
+            ring_call, ring_set = self._ring_call(s, count) if check else (None, None)
             got: dict[bool, Sample] = {}
             for fn in (self.candidate, self.baseline) if s % 2 == 0 else (self.baseline, self.candidate):
                 is_candidate = fn is self.candidate
                 if is_candidate:
-                    sample, out = self._one(fn, s * self.invocations, count, audited)
+                    sample, out, outs = self._one(fn, s * self.invocations, count, audited, ring_set,
+                                                  self.ring_audits)
                 else:
-                    sample, out = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None)
+                    sample, out, outs = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None)
                 got[is_candidate] = sample
                 if is_candidate and auditor is not None:
+                    if ring_call is not None and ring_set is not None:
+                        auditor.verify_ring(outs, ring_call, ring_set)
                     audited_inputs = audited if audited is not None else last_set
                     auditor.after_sample(out, audited_inputs, audited=check)
                     self.audited += int(check)
-                del out
+                del out, outs
             pending.append((got[True], got[False]))
             self.taken += 1
         _synchronize()

@@ -143,6 +143,12 @@ def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: in
     return max(1, min(wanted, max_sets, affordable))
 
 
+def output_bytes(fn: Fn, inputs: Sequence[Any]) -> int:
+    """Bytes of one call's output (0 for anything but a tensor): what keeping every output of a sample costs."""
+    out = fn(*inputs)
+    return out.numel() * out.element_size() if isinstance(out, torch.Tensor) else 0
+
+
 def deferral_limit_us(tail_us: float) -> float:
     """End-to-post-synchronize time above which work must have outlived the end event: the calibrated idle tail
     (device_time.tail_gap_us) twice over, plus a margin for host jitter."""
@@ -168,6 +174,8 @@ def measure_cuda(
     audit_set: Sequence[Any] | None = None,
     hold_for_host: bool = True,
     cuda_graphs: bool = True,
+    ring_audits: bool = False,
+    kept_outputs_max_bytes: int = 4 << 30,
 ) -> PairTiming:
     """Interleaved CUDA-event timing of candidate and baseline: device time per call, launches hidden.
 
@@ -186,7 +194,9 @@ def measure_cuda(
     `audit_set`: an input set outside the ring, used only by the last call of an audited sample; without it the
     audited call uses its ring set, which other calls of a sample may share (an unwritten output could then hold an
     earlier call's right answer). `launch_inclusive_samples` more samples per implementation, ungated, measure what
-    a caller pays per call with the host's launch cost in it (reported, never rewarded).
+    a caller pays per call with the host's launch cost in it (reported, never rewarded). `ring_audits`: every
+    candidate output of a sample is kept and audited samples also verify a random ring call (integrity.audit), so the
+    candidate's calls a sample are capped at `kept_outputs_max_bytes` of outputs.
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
@@ -202,9 +212,13 @@ def measure_cuda(
         auditor.after_sample(None, input_sets[0], audited=False)
     counts = (calls_per_sample(single_call_ms(candidate, input_sets[0]), invocations, max_sample_ms),
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
+    if ring_audits:
+        counts = (min(counts[0], max(2, kept_outputs_max_bytes // max(1, output_bytes(candidate, input_sets[0])))),
+                  counts[1])
     graphs, graph_note = None, None
     if cuda_graphs:  # each sample replays one captured device program (measurement.replay)
-        cand_graph, base_graph, graph_note = capture_pair(candidate, baseline, input_sets, counts, audit_set)
+        cand_graph, base_graph, graph_note = capture_pair(candidate, baseline, input_sets, counts, audit_set,
+                                                          keep_outputs=ring_audits)
         if cand_graph is not None and base_graph is not None:
             graphs = (cand_graph, base_graph)
             if auditor is not None:
@@ -221,7 +235,8 @@ def measure_cuda(
 
     monitor = clocks if clocks is not None else ClockMonitor()
     sampler = CudaSampler(candidate, baseline, input_sets, flush, counts, (gates[0], gates[1]),
-                           deferral_limit_us(tail_gap_us()), auditor, monitor, throttle_fraction, audit_set, graphs)
+                           deferral_limit_us(tail_gap_us()), auditor, monitor, throttle_fraction, audit_set, graphs,
+                           ring_audits)
     stopped_by: StoppedBy = "fixed_count"
     began = _perf_counter()
     if stopping is None:

@@ -56,6 +56,16 @@ CHILD_SETTINGS = (
     "input_ring_max_bytes",
     "interpreter_samples",
     "profiler_invocations",
+    "max_sample_ms",
+    "launch_inclusive_samples",
+    "launch_gate_host_release",
+    "timing_cuda_graphs",
+    "timing_ring_audits",
+    "timing_kept_outputs_max_bytes",
+    "nvml_sample_clocks",
+    "throttle_clock_fraction",
+    "integrity_audit_samples",
+    "integrity_min_call_fraction",
 )
 
 

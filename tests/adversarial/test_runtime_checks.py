@@ -415,3 +415,32 @@ def test_auditor_rejects_inputs_rewritten_to_agree_with_the_output() -> None:
     with pytest.raises(CandidateFailure) as failure:
         auditor.verify(zeros, inputs)
     assert failure.value.verdict is Verdict.INPUT_MUTATED
+
+
+def test_ring_audit_checks_the_chosen_call_on_its_refreshed_set_and_every_output_for_reuse() -> None:
+    """Ring audits (KERNELPROOF_TIMING_RING_AUDITS): a sample's every output kept, one ring call's verified on its
+    refreshed set beside the audit set's. A call that skipped its work (an output kept from before the refresh) or
+    handed back an earlier call's buffer is `cached_output`; both refreshed sets stay checked until the sample ends."""
+    task, case, auditor = _tail127_auditor()
+    ring = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(1))
+    audit = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(2))
+    assert all(0 <= auditor.pick_call(3) < 3 for _ in range(50)) and {auditor.pick_call(3) for _ in range(200)} == {
+        0, 1, 2}
+    kept = task.oracle(ring).float()  # what a skip keyed on the ring set's address returns: right before the refresh
+    auditor.refresh(ring)
+    auditor.refresh(audit)
+    fresh = task.oracle(ring).float()
+    other = task.oracle(ring).float()
+    auditor.verify_ring([other, fresh, task.oracle(audit).float()], 1, ring)  # honest: own buffers, right values
+    with pytest.raises(CandidateFailure) as stale:
+        auditor.verify_ring([other, kept, task.oracle(audit).float()], 1, ring)
+    assert stale.value.verdict is Verdict.CACHED_OUTPUT and "fresh" in stale.value.message
+    with pytest.raises(CandidateFailure) as reused:
+        auditor.verify_ring([fresh, fresh, task.oracle(audit).float()], 0, ring)
+    assert reused.value.verdict is Verdict.CACHED_OUTPUT and "same buffer" in reused.value.message
+    ring[0].zero_()  # inputs rewritten during the sample: still told apart from the refresh
+    with pytest.raises(CandidateFailure) as mutated:
+        auditor.verify_ring([task.oracle(ring).float()], 0, ring)
+    assert mutated.value.verdict is Verdict.INPUT_MUTATED
+    auditor.after_sample(task.oracle(audit).float(), audit, audited=True)  # the audit set's check ends the sample
+    auditor.verify_ring([task.oracle(ring).float()], 0, ring)  # nothing refreshed any more: values only

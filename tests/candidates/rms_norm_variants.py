@@ -79,6 +79,15 @@ VARIANTS: dict[str, dict[str, str]] = {
     "capture_zeroing": {"host_pre": "if torch.cuda.is_current_stream_capturing():\n"
                                     "        x.zero_()\n"
                                     "        return torch.zeros((m, n), dtype=x.dtype, device=x.device)"},
+    # Skip keyed on the input's address, in every mode alike (captured or not, timed or profiled): every third call
+    # on an address seen three times or more returns the output kept from an earlier call on it. The gates' inputs
+    # are fresh; the timed calls, the warm-ups and the kernel-only pass rotate through the same ring sets, while the
+    # audit set (the last call's) is new each time it is seen, so only ring audits verify a skipped call.
+    "skip_by_address": {"prelude": "_seen = {}\n_kept = {}",
+                        "host_pre": "key = x.data_ptr()\n    _seen[key] = _seen.get(key, 0) + 1\n"
+                                    "    if _seen[key] >= 3 and _seen[key] % 3 == 0 and key in _kept:\n"
+                                    "        return _kept[key]",
+                        "host_post": "_kept[x.data_ptr()] = y"},
     # Honest, but waits for the device after every call: cannot be captured in a CUDA graph.
     "synchronizing": {"host_post": "torch.cuda.synchronize()"},
 }

@@ -1,9 +1,12 @@
 """CUDA-graph replay of timing samples on a real GPU (measurement/replay.py): an honest candidate is replayed and its
 event time meets its CUPTI kernel time; a candidate that captures something else than it runs eagerly is caught
-before any sample; one that cannot be captured is timed with stream launches, and the report says so. Skipped
-without CUDA; run on the H200 by scripts/gpu-check."""
+before any sample; one that cannot be captured is timed with stream launches, and the report says so; with ring
+audits, a skip keyed on input addresses is caught in both modes. Skipped without CUDA; run on the H200 by
+scripts/gpu-check."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
@@ -11,6 +14,7 @@ import torch
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.measurement.replay import capture, capture_pair
 from kernelproof_core.pipeline import verify_candidate
+from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
 from tests.candidates.rms_norm_variants import source
@@ -85,3 +89,54 @@ def test_a_candidate_that_cannot_be_captured_is_timed_with_stream_launches() -> 
     t = r.timing
     assert t is not None and t.sample_launch == "stream"
     assert t.note is not None and "could not be captured" in t.note
+
+
+@requires_cuda
+def test_a_capture_keeping_every_output_gives_each_call_its_own_buffer() -> None:
+    """Ring audits capture with every output kept: each call's output in memory of its own, each verifiable after
+    a replay, and the ring set each call reads recorded (-1: the audit set)."""
+    sets = [[torch.randn(1 << 20, device="cuda")] for _ in range(3)]
+    audit = [torch.randn(1 << 20, device="cuda")]
+    graph = capture(lambda a: a * 2, sets, 7, audit, keep_outputs=True)
+    assert graph.sets == (0, 1, 2, 0, 1, 2, -1) and len(graph.outs) == 7 and graph.outs[-1] is graph.out
+    assert len({out.untyped_storage().data_ptr() for out in graph.outs}) == 7
+    sets[1][0].copy_(torch.randn(1 << 20, device="cuda"))  # new contents, same memory
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(graph.outs[4], sets[1][0] * 2) and torch.equal(graph.outs[6], audit[0] * 2)
+
+
+@pytest.fixture
+def timing_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    """Set KERNELPROOF_* timing settings for this test's in-process runs; the cached settings are rebuilt after."""
+    def apply(**values: object) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(f"KERNELPROOF_{name.upper()}", str(value).lower())
+        get_settings.cache_clear()
+
+    yield apply
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+@requires_cuda
+@pytest.mark.parametrize("graphs", [True, False], ids=["cuda_graph", "stream"])
+def test_ring_audits_catch_a_skip_keyed_on_input_addresses(graphs: bool,
+                                                            timing_settings: Callable[..., None]) -> None:
+    """The candidate skips every third call on a ring address it has seen, in every mode alike, so the kernel-only
+    pass agrees with the events and the audit set's calls are all computed (docs/SECURITY.md): without ring audits
+    it passes (the hole; if this fails, the exploit is caught elsewhere and no longer shows it). With ring audits on
+    and every sample audited, a skipped call is verified (or shares its kept buffer with another): `cached_output`.
+    The honest kernel passes under the same settings, timed as asked."""
+    skip = CandidateJob(task="rms_norm", source=source("skip_by_address"))
+    timing_settings(timing_ring_audits=False, timing_cuda_graphs=graphs, integrity_audit_samples=20)
+    (r,) = verify_candidate(skip, _campaign()).cases  # the hole: every gate and audit passes, credited faster
+    assert r.verdict is Verdict.PASS, (r.verdict, r.failure)
+    timing_settings(timing_ring_audits=True, timing_cuda_graphs=graphs, integrity_audit_samples=20)
+    (r,) = verify_candidate(skip, _campaign()).cases
+    assert r.verdict is Verdict.CACHED_OUTPUT and r.failure is not None, (r.verdict, r.failure)
+    assert "same buffer" in r.failure.message or "timed call" in r.failure.message, r.failure
+    (h,) = verify_candidate(CandidateJob(task="rms_norm", source=source("honest")), _campaign()).cases
+    assert h.verdict is Verdict.PASS, h.failure
+    assert h.timing is not None and h.timing.sample_launch == ("cuda_graph" if graphs else "stream"), h.timing.note
+    assert h.timing.audited_samples == 20
