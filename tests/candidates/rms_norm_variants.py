@@ -80,14 +80,16 @@ VARIANTS: dict[str, dict[str, str]] = {
                                     "        x.zero_()\n"
                                     "        return torch.zeros((m, n), dtype=x.dtype, device=x.device)"},
     # Skip keyed on the input's address, in every mode alike (captured or not, timed or profiled): every third call
-    # on an address seen three times or more returns the output kept from an earlier call on it. The gates' inputs
-    # are fresh; the timed calls, the warm-ups and the kernel-only pass rotate through the same ring sets, while the
-    # audit set (the last call's) is new each time it is seen, so only ring audits verify a skipped call.
+    # on an address (and shape) seen six times or more returns the output kept from its last computed call. The
+    # gates' inputs are fresh (an address recurs a few times a case at most: under the interpreter every published
+    # and hidden case passed its gates); the warm-ups, the timed calls and the kernel-only pass rotate through the
+    # same ring sets, while the audit set (the last call's) is never among them, so only ring audits verify a
+    # skipped call.
     "skip_by_address": {"prelude": "_seen = {}\n_kept = {}",
-                        "host_pre": "key = x.data_ptr()\n    _seen[key] = _seen.get(key, 0) + 1\n"
-                                    "    if _seen[key] >= 3 and _seen[key] % 3 == 0 and key in _kept:\n"
+                        "host_pre": "key = (x.data_ptr(), tuple(x.shape))\n    _seen[key] = _seen.get(key, 0) + 1\n"
+                                    "    if _seen[key] >= 6 and _seen[key] % 3 == 0 and key in _kept:\n"
                                     "        return _kept[key]",
-                        "host_post": "_kept[x.data_ptr()] = y"},
+                        "host_post": "_kept[key] = y"},
     # Honest, but waits for the device after every call: cannot be captured in a CUDA graph.
     "synchronizing": {"host_post": "torch.cuda.synchronize()"},
 }
