@@ -324,3 +324,19 @@ def test_close_twice_needs_two_right_launches_and_survives_a_failing_one(capsys:
     assert not close_twice(raises, y, ref, "broken")
     out = capsys.readouterr().out
     assert "once (again): WRONG" in out and "broken: ERROR RuntimeError: out of resource" in out
+
+
+def test_close_in_graph_checks_each_replay_and_survives_a_failed_capture(capsys: pytest.CaptureFixture[str]) -> None:
+    """The sweeps' graph check (sweep_common.close_in_graph, before the TMA parts are timed): on a GPU a right launch
+    passes every replay of its three-call graph; without one (or where capture fails) the config is reported, not
+    fatal."""
+    from sweep_common import close_in_graph
+
+    ref = torch.softmax(torch.randn(4, 64, device=DEVICE), dim=-1)
+    y = torch.empty_like(ref)
+    right = close_in_graph(partial(y.copy_, ref), y, ref, "right")
+    out = capsys.readouterr().out
+    if DEVICE == "cuda":
+        assert right and out == ""
+    else:
+        assert not right and "right (graph): ERROR" in out
