@@ -129,9 +129,11 @@ def test_ring_audits_catch_a_skip_keyed_on_input_addresses(graphs: bool,
     and every sample audited, a skipped call is verified (or shares its kept buffer with another): `cached_output`.
     The honest kernel passes under the same settings, timed as asked."""
     skip = CandidateJob(task="rms_norm", source=source("skip_by_address"))
-    timing_settings(timing_ring_audits=False, timing_cuda_graphs=graphs, integrity_audit_samples=20)
-    (r,) = verify_candidate(skip, _campaign()).cases  # the hole: every gate and audit passes, credited faster
-    assert r.verdict is Verdict.PASS, (r.verdict, r.failure)
+    if graphs:  # the hole: every gate and audit passes. Stream sampling reuses the audit set in every audited
+        # sample, so this naive skip also hits it there and is caught without ring audits (H200, 2026-12-05).
+        timing_settings(timing_ring_audits=False, timing_cuda_graphs=graphs, integrity_audit_samples=20)
+        (r,) = verify_candidate(skip, _campaign()).cases
+        assert r.verdict is Verdict.PASS, (r.verdict, r.failure)
     timing_settings(timing_ring_audits=True, timing_cuda_graphs=graphs, integrity_audit_samples=20)
     (r,) = verify_candidate(skip, _campaign()).cases
     assert r.verdict is Verdict.CACHED_OUTPUT and r.failure is not None, (r.verdict, r.failure)
