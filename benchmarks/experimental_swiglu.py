@@ -14,7 +14,15 @@
   (evidence/h200/2026-12-02_pf_l1_plan/6_*, the planned launch then on 1024 elements, 4 warps): ahead at four of six
   shapes (2048 x 14335 padded by 2 45.8 us against 52.6), behind at 3899 x 3047 padded by 32 and 4005 x 14385
   padded by 6 (1.8-2.5% on 512 elements, 2.8-4.8% on 1024); 512 elements on 2 warps the best of five configs at
-  all six, planned since (docs/TASKS.md).
+  all six, planned since (docs/TASKS.md);
+- `--only swiglu_funnel`: 16-bit rows at any padding read through FUNNEL (`_swiglu_funnel`: SHIFTED's walk, each
+  vector's run read as the two aligned 16-byte vectors holding it, the second only where the run leaves the first,
+  and put in place word by word, a funnel shift of two words where the run starts on an odd element), beside the
+  planned launch (element reads at odd paddings, SHIFTED at even ones) and the flat kernel on contiguous copies.
+  Odd paddings are the campaigns' worst swiglu draws (3898 x 14017 padded by 21: 87% of copy,
+  evidence/h200/2026-12-05_cluster_rows/4_*; 1783 x 10131 padded by 1: 75-80%). sm_90: 32 registers, the eight
+  16-byte loads of a full block (two a run, each input, and the next row's for a straddling vector), about as many
+  instructions a vector as the element reads (about 290). Written 2026-12-05, not yet run (no device machine).
 """
 
 from __future__ import annotations
@@ -266,9 +274,11 @@ def swiglu_funnel(gate: torch.Tensor, up: torch.Tensor, y: torch.Tensor, block: 
     """_swiglu_funnel over 2-D 16-bit gate and up (unit column stride, rows any padding >= 0, N >= 8), into y."""
     m, n = gate.shape
     bases = []
-    for t in (gate, up):  # the tensor seen from its 16-byte aligned base
-        off = t.data_ptr() % 16 // 2
-        bases.append((torch.as_strided(t, (1,), (1,), t.storage_offset() - off), off))
+    for t in (gate, up):  # the tensor seen from its 16-byte aligned base (a shipped plan would fall back to the
+        off = t.data_ptr() % 16 // 2  # element reads where that base lies before the storage)
+        if off > t.storage_offset():
+            raise ValueError("the input's storage starts off the 16-byte grid")
+        bases.append((torch.as_strided(t, (off + (m - 1) * t.stride(0) + n,), (1,), t.storage_offset() - off), off))
     (gb, og), (ub, ou) = bases
     wide = (m - 1) * max(gate.stride(0), up.stride(0)) + n + 16 >= 2**31 - block
     _swiglu_funnel[(-(-m * n // block),)](gb, ub, y, m * n, n, gate.stride(0), up.stride(0), og, ou, BLOCK=block,
