@@ -34,6 +34,7 @@ from functools import partial
 import torch
 import triton
 import triton.language as tl
+from experimental_kernels import _halves
 from sweep_common import Trial
 
 from kernelproof_core.kernels import swiglu
@@ -183,14 +184,6 @@ def _funnel(lo: tl.tensor, hi: tl.tensor, odd: tl.tensor) -> tl.tensor:
     # The word starting one 16-bit element into lo where odd: lo's high half, then hi's low half.
     shifted = (lo.to(tl.uint32, bitcast=True) >> 16) | (hi.to(tl.uint32, bitcast=True) << 16)
     return tl.where(odd, shifted.to(tl.int32, bitcast=True), lo)
-
-
-@triton.jit
-def _halves(w: tl.tensor, DT: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
-    # The two 16-bit elements a word holds (the low half first in memory), as fp32.
-    lo = w.to(tl.int16).to(DT, bitcast=True).to(tl.float32)
-    hi = (w >> 16).to(tl.int16).to(DT, bitcast=True).to(tl.float32)
-    return lo, hi
 
 
 @triton.jit
