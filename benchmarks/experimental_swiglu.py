@@ -196,15 +196,18 @@ def _vector8(e0: tl.tensor, e1: tl.tensor, e2: tl.tensor, e3: tl.tensor, e4: tl.
 
 
 @triton.jit
-def _funnel_run(base: tl.tensor, at: tl.tensor, mask: tl.tensor, DT: tl.constexpr) -> tl.tensor:
+def _funnel_run(base: tl.tensor, at: tl.tensor, DT: tl.constexpr, mask: tl.tensor | None = None) -> tl.tensor:
     # The 8 16-bit elements from element `at` of base (an int32 pointer to a 16-byte aligned base; `at` any
-    # alignment, [vectors]): the two 16-byte vectors holding them read whole (the second only where the run leaves
-    # the first), then put in place word by word (a funnel shift where the run starts on an odd element), as fp32
-    # [vectors, 8].
+    # alignment, [vectors]) where mask (None: every vector): the two 16-byte vectors holding them read whole (the
+    # second only where the run leaves the first), then put in place word by word (a funnel shift where the run
+    # starts on an odd element), as fp32 [vectors, 8].
     s = (at % 8).to(tl.int32)
     w = tl.arange(0, 8)[None, :]
     ptrs = base + tl.multiple_of((at // 8) * 4, 4)[:, None] + w
-    c = tl.load(ptrs, mask=mask[:, None] & ((w < 4) | (s > 0)[:, None]), other=0)
+    ok = (w < 4) | (s > 0)[:, None]
+    if mask is not None:
+        ok = ok & mask[:, None]
+    c = tl.load(ptrs, mask=ok, other=0)
     c0, c1, c2, c3, c4, c5, c6, c7 = _words8(c)
     h = s // 2
     odd = (s % 2) != 0
@@ -245,12 +248,11 @@ def _swiglu_funnel(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_eleme
     if start + BLOCK <= n_elements:
         at_g = off_g + first + row * pad_g
         at_u = off_u + first + row * pad_u
-        every = first >= 0
-        y = _silu_mul(_funnel_run(gw, at_g, every, DT), _funnel_run(uw, at_u, every, DT))
+        y = _silu_mul(_funnel_run(gw, at_g, DT), _funnel_run(uw, at_u, DT))
         tl.store(y_ptrs, y.to(DT))
         if (start + BLOCK - 1) // N != start // N:  # a row end inside the block: the tails from the next row
             tail = col + VEC > N
-            y = _silu_mul(_funnel_run(gw, at_g + pad_g, tail, DT), _funnel_run(uw, at_u + pad_u, tail, DT))
+            y = _silu_mul(_funnel_run(gw, at_g + pad_g, DT, tail), _funnel_run(uw, at_u + pad_u, DT, tail))
             tl.store(y_ptrs, y.to(DT), mask=tail[:, None] & (col[:, None] + lane >= N))
     else:
         for k in tl.static_range(VEC):
