@@ -14,15 +14,7 @@
   (evidence/h200/2026-12-02_pf_l1_plan/6_*, the planned launch then on 1024 elements, 4 warps): ahead at four of six
   shapes (2048 x 14335 padded by 2 45.8 us against 52.6), behind at 3899 x 3047 padded by 32 and 4005 x 14385
   padded by 6 (1.8-2.5% on 512 elements, 2.8-4.8% on 1024); 512 elements on 2 warps the best of five configs at
-  all six, planned since (docs/TASKS.md);
-- `--only swiglu_funnel`: 16-bit rows at any padding read through FUNNEL (`_swiglu_funnel`: SHIFTED's walk, each
-  vector's run read as the two aligned 16-byte vectors holding it, the second only where the run leaves the first,
-  and put in place word by word, a funnel shift of two words where the run starts on an odd element), beside the
-  planned launch (element reads at odd paddings, SHIFTED at even ones) and the flat kernel on contiguous copies.
-  Odd paddings are the campaigns' worst swiglu draws (3898 x 14017 padded by 21: 87% of copy,
-  evidence/h200/2026-12-05_cluster_rows/4_*; 1783 x 10131 padded by 1: 75-80%). sm_90: 32 registers, the eight
-  16-byte loads of a full block (two a run, each input, and the next row's for a straddling vector), about as many
-  instructions a vector as the element reads (about 290). Written 2026-12-05, not yet run (no device machine).
+  all six, planned since (docs/TASKS.md).
 """
 
 from __future__ import annotations
@@ -34,11 +26,10 @@ from functools import partial
 import torch
 import triton
 import triton.language as tl
-from experimental_kernels import _halves
 from sweep_common import Trial
 
 from kernelproof_core.kernels import swiglu
-from kernelproof_core.kernels.swiglu import _shifted_cells, _silu_mul, _swiglu_out_vectors
+from kernelproof_core.kernels.swiglu import _shifted_cells, _silu_mul, _swiglu_funnel, _swiglu_out_vectors
 
 
 @triton.jit
@@ -159,127 +150,6 @@ def _shifted_no_tail(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, N: tl
     tl.store(y_ptr + tl.multiple_of(first, VEC)[:, None] + lane, y.to(y_ptr.dtype.element_ty))
 
 
-@triton.jit
-def _words8(c: tl.tensor) -> tuple[tl.tensor, ...]:
-    # The 8 words of each row of c ([vectors, 8] int32) as [vectors] tensors: splits, all in registers.
-    q = tl.reshape(c, (c.shape[0], 2, 2, 2))  # word j at [j // 4, (j // 2) % 2, j % 2]
-    e, o = tl.split(q)
-    e0, e1 = tl.split(e)
-    o0, o1 = tl.split(o)
-    c0, c4 = tl.split(e0)
-    c2, c6 = tl.split(e1)
-    c1, c5 = tl.split(o0)
-    c3, c7 = tl.split(o1)
-    return c0, c1, c2, c3, c4, c5, c6, c7
-
-
-@triton.jit
-def _pick(h: tl.tensor, x0: tl.tensor, x1: tl.tensor, x2: tl.tensor, x3: tl.tensor) -> tl.tensor:
-    # x[h] for h in 0-3 (per vector): two selects on h's bits.
-    return tl.where((h & 2) != 0, tl.where((h & 1) != 0, x3, x2), tl.where((h & 1) != 0, x1, x0))
-
-
-@triton.jit
-def _funnel(lo: tl.tensor, hi: tl.tensor, odd: tl.tensor) -> tl.tensor:
-    # The word starting one 16-bit element into lo where odd: lo's high half, then hi's low half.
-    shifted = (lo.to(tl.uint32, bitcast=True) >> 16) | (hi.to(tl.uint32, bitcast=True) << 16)
-    return tl.where(odd, shifted.to(tl.int32, bitcast=True), lo)
-
-
-@triton.jit
-def _vector8(e0: tl.tensor, e1: tl.tensor, e2: tl.tensor, e3: tl.tensor, e4: tl.tensor, e5: tl.tensor,
-             e6: tl.tensor, e7: tl.tensor) -> tl.tensor:
-    # [vectors, 8] from 8 [vectors] tensors (_words8's inverse): joins, all in registers.
-    ev = tl.join(tl.join(e0, e4), tl.join(e2, e6))
-    od = tl.join(tl.join(e1, e5), tl.join(e3, e7))
-    return tl.reshape(tl.join(ev, od), (e0.shape[0], 8))
-
-
-@triton.jit
-def _funnel_run(base: tl.tensor, at: tl.tensor, DT: tl.constexpr, mask: tl.tensor | None = None) -> tl.tensor:
-    # The 8 16-bit elements from element `at` of base (an int32 pointer to a 16-byte aligned base; `at` any
-    # alignment, [vectors]) where mask (None: every vector): the two 16-byte vectors holding them read whole (the
-    # second only where the run leaves the first), then put in place word by word (a funnel shift where the run
-    # starts on an odd element), as fp32 [vectors, 8].
-    s = (at % 8).to(tl.int32)
-    w = tl.arange(0, 8)[None, :]
-    ptrs = base + tl.multiple_of((at // 8) * 4, 4)[:, None] + w
-    ok = (w < 4) | (s > 0)[:, None]
-    if mask is not None:
-        ok = ok & mask[:, None]
-    c = tl.load(ptrs, mask=ok, other=0)
-    c0, c1, c2, c3, c4, c5, c6, c7 = _words8(c)
-    h = s // 2
-    odd = (s % 2) != 0
-    p0 = _pick(h, c0, c1, c2, c3)
-    p1 = _pick(h, c1, c2, c3, c4)
-    p2 = _pick(h, c2, c3, c4, c5)
-    p3 = _pick(h, c3, c4, c5, c6)
-    p4 = _pick(h, c4, c5, c6, c7)
-    e0, e1 = _halves(_funnel(p0, p1, odd), DT)
-    e2, e3 = _halves(_funnel(p1, p2, odd), DT)
-    e4, e5 = _halves(_funnel(p2, p3, odd), DT)
-    e6, e7 = _halves(_funnel(p3, p4, odd), DT)
-    return _vector8(e0, e1, e2, e3, e4, e5, e6, e7)
-
-
-@triton.jit
-def _swiglu_funnel(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
-                   stride_g: tl.tensor, stride_u: tl.tensor, off_g: tl.tensor, off_u: tl.tensor,
-                   BLOCK: tl.constexpr, WIDE: tl.constexpr) -> None:
-    # Rows of 16-bit elements at any padding (the built-in's SHIFTED walk, with 16-byte input reads whatever the
-    # padding): y's flat stream in its own 8-element vectors; a vector's part in row r is a run of its input at
-    # f + r * pad (+ the input's own offset from its 16-byte aligned base, off_*), read by _funnel_run; a vector
-    # straddling a row end has its lanes past N rewritten from the next row's run (pad elements further on). The
-    # grid's last block, which the tensor can end inside, element by element. g_ptr / u_ptr: the aligned bases.
-    DT: tl.constexpr = y_ptr.dtype.element_ty
-    VEC: tl.constexpr = 8
-    V: tl.constexpr = BLOCK // VEC
-    start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
-    gw = g_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
-    uw = u_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
-    pad_g = stride_g - N
-    pad_u = stride_u - N
-    first = start + tl.arange(0, V) * VEC
-    row = first // N
-    col = first - row * N
-    lane = tl.arange(0, VEC)[None, :]
-    y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + lane
-    if start + BLOCK <= n_elements:
-        at_g = off_g + first + row * pad_g
-        at_u = off_u + first + row * pad_u
-        y = _silu_mul(_funnel_run(gw, at_g, DT), _funnel_run(uw, at_u, DT))
-        tl.store(y_ptrs, y.to(DT))
-        if (start + BLOCK - 1) // N != start // N:  # a row end inside the block: the tails from the next row
-            tail = col + VEC > N
-            y = _silu_mul(_funnel_run(gw, at_g + pad_g, DT, tail), _funnel_run(uw, at_u + pad_u, DT, tail))
-            tl.store(y_ptrs, y.to(DT), mask=tail[:, None] & (col[:, None] + lane >= N))
-    else:
-        for k in tl.static_range(VEC):
-            f = start + k * V + tl.arange(0, V)
-            ok = f < n_elements
-            r = f // N
-            c = f - r * N
-            g_k = tl.load(g_ptr + off_g + r * stride_g + c, mask=ok, other=0.0).to(tl.float32)
-            u_k = tl.load(u_ptr + off_u + r * stride_u + c, mask=ok, other=0.0).to(tl.float32)
-            tl.store(y_ptr + f, _silu_mul(g_k, u_k).to(DT), mask=ok)
-
-
-def swiglu_funnel(gate: torch.Tensor, up: torch.Tensor, y: torch.Tensor, block: int = 512, warps: int = 2) -> None:
-    """_swiglu_funnel over 2-D 16-bit gate and up (unit column stride, rows any padding >= 0, N >= 8), into y."""
-    m, n = gate.shape
-    bases = []
-    for t in (gate, up):  # the tensor seen from its 16-byte aligned base (a shipped plan would fall back to the
-        off = t.data_ptr() % 16 // 2  # element reads where that base lies before the storage)
-        if off > t.storage_offset():
-            raise ValueError("the input's storage starts off the 16-byte grid")
-        bases.append((torch.as_strided(t, (off + (m - 1) * t.stride(0) + n,), (1,), t.storage_offset() - off), off))
-    (gb, og), (ub, ou) = bases
-    wide = (m - 1) * max(gate.stride(0), up.stride(0)) + n + 16 >= 2**31 - block
-    _swiglu_funnel[(-(-m * n // block),)](gb, ub, y, m * n, n, gate.stride(0), up.stride(0), og, ou, BLOCK=block,
-                                          WIDE=wide, num_warps=warps)
-
-
 # odd paddings (the campaigns' hidden `odd` draws of 2026-12-05_cluster_rows/4_* (87% of copy), 2026-12-03_prefetch_l2
 # (pad 1), 2026-12-02_owed_checks/4_* first), then even ones on SHIFTED (2- and 6-element runs) and 32 (16-byte runs)
 FUNNEL_SHAPES = ((3898, 14017, 21), (2849, 14880, 1), (3399, 14367, 3), (1783, 10131, 1), (4096, 5001, 7),
@@ -287,10 +157,10 @@ FUNNEL_SHAPES = ((3898, 14017, 21), (2849, 14880, 1), (3399, 14367, 3), (1783, 1
 
 
 def swiglu_funnel_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `swiglu_funnel`: padded 16-bit rows on _swiglu_funnel (16-byte input reads at any padding, funnel
-    shifts where it is odd) over block sizes and warps, beside the planned launch (element reads at odd paddings,
-    SHIFTED at even ones) and the flat kernel on contiguous copies (the ceiling); each config checked against
-    fp32 first."""
+    """Family `swiglu_funnel`: padded 16-bit rows on _swiglu_funnel (FUNNEL: 16-byte input reads at any padding,
+    funnel shifts where a run starts on an odd element) over block sizes and warps, beside the planned launch (FUNNEL
+    at odd paddings, SHIFTED at even ones), the plan before FUNNEL at odd paddings (element reads, 1024 on 4 warps)
+    and the flat kernel on contiguous copies (the ceiling); each config checked against fp32 first."""
     from sweep_parity import _checked
 
     if dtype not in (torch.float16, torch.bfloat16):
@@ -298,8 +168,15 @@ def swiglu_funnel_trials(device: torch.device, dtype: torch.dtype) -> Iterator[T
     for m, n, pad in FUNNEL_SHAPES:
         g, u, y, ref, moved = _odd_inputs(m, n, pad, dtype, device)
         yield ("swiglu.planned", (m, n), f"planned pad={pad}", partial(swiglu.candidate, g, u), moved, True)
+        wide = (m - 1) * (n + pad) + n >= 2**31 - 4096
+        if pad % 2:
+            before = partial(_swiglu_out_vectors[(-(-m * n // 1024),)], g, u, y, m * n, n, n + pad, n + pad,
+                             BLOCK=1024, VEC=8, WIDE=wide, IN_VEC=1, num_warps=4)
+            if _checked(before, y, ref, f"swiglu.out_vectors {m}x{n} before"):
+                yield ("swiglu.out_vectors", (m, n), f"before: element reads pad={pad}", before, moved, False)
         for block, warps in ((512, 2), (1024, 4), (1024, 2), (2048, 4), (256, 1)):
-            launch = partial(swiglu_funnel, g, u, y, block, warps)
+            launch = partial(swiglu._launch_funnel, _swiglu_funnel[(-(-m * n // block),)], g, u, y, m * n, n,
+                             n + pad, n + pad, BLOCK=block, WIDE=wide, num_warps=warps)
             label = f"funnel pad={pad} block={block} warps={warps}"
             if _checked(launch, y, ref, f"swiglu.funnel {m}x{n} {label}"):
                 yield ("swiglu.funnel", (m, n), label, launch, moved, False)

@@ -6,7 +6,8 @@ last program pays for a mask. Strided rows (e.g. the two halves of a fused [M, 2
 kernel over the same flat stream of logical elements, splitting each aligned group of elements into row and column,
 so views are read in place instead of being copied and ragged rows waste no lanes. Rows off the 16-byte grid (odd
 widths or paddings) are walked in the output's own 16-byte vectors instead, each element read from its own row, or
-where the paddings are even, the inputs in runs co-aligned with those vectors (SHIFTED).
+where the paddings are even, the inputs in runs co-aligned with those vectors (SHIFTED); where a padding is odd
+(16-bit rows), each run read as the two aligned 16-byte vectors holding it and funnel-shifted into place (FUNNEL).
 Configs come from a fixed heuristic, not autotuning: the first call is cheap and every run picks the same
 kernel.
 """
@@ -14,6 +15,7 @@ kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import triton
@@ -33,6 +35,9 @@ _GATHER_BLOCK, _GATHER_WARPS = 1024, 4
 # 4005 x 14385 padded by 6 83.3 against 97.9; 241.1 us over the six against 270.1 for the two-read form before
 # (1_* of the same evidence).
 _SHIFTED_BLOCK, _SHIFTED_WARPS = 512, 2
+# Odd paddings of 16-bit rows (FUNNEL: SHIFTED's walk, each run read as the two aligned 16-byte vectors holding it
+# and funnel-shifted into place): elements a program and warps, SHIFTED's (kernel_sweep.py --only swiglu_funnel).
+_FUNNEL_BLOCK, _FUNNEL_WARPS = 512, 2
 
 
 def _align(elsize: int, *values: int) -> int:
@@ -233,8 +238,140 @@ def _swiglu_out_vectors(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_
         tl.store(y_ptrs, _silu_mul(g, u).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _words8(c: tl.tensor) -> tuple[tl.tensor, ...]:
+    # The 8 words of each row of c ([vectors, 8] int32) as [vectors] tensors: splits, all in registers.
+    q = tl.reshape(c, (c.shape[0], 2, 2, 2))  # word j at [j // 4, (j // 2) % 2, j % 2]
+    e, o = tl.split(q)
+    e0, e1 = tl.split(e)
+    o0, o1 = tl.split(o)
+    c0, c4 = tl.split(e0)
+    c2, c6 = tl.split(e1)
+    c1, c5 = tl.split(o0)
+    c3, c7 = tl.split(o1)
+    return c0, c1, c2, c3, c4, c5, c6, c7
+
+
+@triton.jit
+def _pick(h: tl.tensor, x0: tl.tensor, x1: tl.tensor, x2: tl.tensor, x3: tl.tensor) -> tl.tensor:
+    # x[h] for h in 0-3 (per vector): two selects on h's bits.
+    return tl.where((h & 2) != 0, tl.where((h & 1) != 0, x3, x2), tl.where((h & 1) != 0, x1, x0))
+
+
+@triton.jit
+def _funnel(lo: tl.tensor, hi: tl.tensor, odd: tl.tensor) -> tl.tensor:
+    # The word starting one 16-bit element into lo where odd: lo's high half, then hi's low half.
+    shifted = (lo.to(tl.uint32, bitcast=True) >> 16) | (hi.to(tl.uint32, bitcast=True) << 16)
+    return tl.where(odd, shifted.to(tl.int32, bitcast=True), lo)
+
+
+@triton.jit
+def _halves(w: tl.tensor, DT: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+    # The two 16-bit elements a word holds (the low half first in memory), as fp32.
+    lo = w.to(tl.int16).to(DT, bitcast=True).to(tl.float32)
+    hi = (w >> 16).to(tl.int16).to(DT, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _vector8(e0: tl.tensor, e1: tl.tensor, e2: tl.tensor, e3: tl.tensor, e4: tl.tensor, e5: tl.tensor,
+             e6: tl.tensor, e7: tl.tensor) -> tl.tensor:
+    # [vectors, 8] from 8 [vectors] tensors (_words8's inverse): joins, all in registers.
+    ev = tl.join(tl.join(e0, e4), tl.join(e2, e6))
+    od = tl.join(tl.join(e1, e5), tl.join(e3, e7))
+    return tl.reshape(tl.join(ev, od), (e0.shape[0], 8))
+
+
+@triton.jit
+def _funnel_run(base: tl.tensor, at: tl.tensor, DT: tl.constexpr, mask: tl.tensor | None = None) -> tl.tensor:
+    # The 8 16-bit elements from element `at` of base (an int32 pointer to a 16-byte aligned base; `at` any
+    # alignment, [vectors]) where mask (None: every vector): the two 16-byte vectors holding them read whole (the
+    # second only where the run leaves the first), then put in place word by word (a funnel shift where the run
+    # starts on an odd element), as fp32 [vectors, 8].
+    s = (at % 8).to(tl.int32)
+    w = tl.arange(0, 8)[None, :]
+    ptrs = base + tl.multiple_of((at // 8) * 4, 4)[:, None] + w
+    ok = (w < 4) | (s > 0)[:, None]
+    if mask is not None:
+        ok = ok & mask[:, None]
+    c = tl.load(ptrs, mask=ok, other=0)
+    c0, c1, c2, c3, c4, c5, c6, c7 = _words8(c)
+    h = s // 2
+    odd = (s % 2) != 0
+    p0 = _pick(h, c0, c1, c2, c3)
+    p1 = _pick(h, c1, c2, c3, c4)
+    p2 = _pick(h, c2, c3, c4, c5)
+    p3 = _pick(h, c3, c4, c5, c6)
+    p4 = _pick(h, c4, c5, c6, c7)
+    e0, e1 = _halves(_funnel(p0, p1, odd), DT)
+    e2, e3 = _halves(_funnel(p1, p2, odd), DT)
+    e4, e5 = _halves(_funnel(p2, p3, odd), DT)
+    e6, e7 = _halves(_funnel(p3, p4, odd), DT)
+    return _vector8(e0, e1, e2, e3, e4, e5, e6, e7)
+
+
+@triton.jit
+def _swiglu_funnel(g_ptr: tl.tensor, u_ptr: tl.tensor, y_ptr: tl.tensor, n_elements: tl.tensor, N: tl.tensor,
+                   stride_g: tl.tensor, stride_u: tl.tensor, off_g: tl.tensor, off_u: tl.tensor,
+                   BLOCK: tl.constexpr, WIDE: tl.constexpr) -> None:
+    # Padded rows of 16-bit elements whose paddings are odd (FUNNEL: SHIFTED's walk with 16-byte input reads whatever
+    # the padding): y's flat stream in its own 8-element vectors; a vector's part in row r is a run of its input at
+    # f + r * pad (+ the input's own offset from its 16-byte aligned base, off_*), read by _funnel_run; a vector
+    # straddling a row end has its lanes past N rewritten from the next row's run (pad elements further on). The
+    # grid's last block, which the tensor can end inside, element by element. g_ptr / u_ptr: the aligned bases.
+    DT: tl.constexpr = y_ptr.dtype.element_ty
+    VEC: tl.constexpr = 8
+    V: tl.constexpr = BLOCK // VEC
+    start = tl.program_id(0).to(tl.int64) * BLOCK if WIDE else tl.program_id(0) * BLOCK
+    gw = g_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    uw = u_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    pad_g = stride_g - N
+    pad_u = stride_u - N
+    first = start + tl.arange(0, V) * VEC
+    row = first // N
+    col = first - row * N
+    lane = tl.arange(0, VEC)[None, :]
+    y_ptrs = y_ptr + tl.multiple_of(first, VEC)[:, None] + lane
+    if start + BLOCK <= n_elements:
+        at_g = off_g + first + row * pad_g
+        at_u = off_u + first + row * pad_u
+        y = _silu_mul(_funnel_run(gw, at_g, DT), _funnel_run(uw, at_u, DT))
+        tl.store(y_ptrs, y.to(DT))
+        if (start + BLOCK - 1) // N != start // N:  # a row end inside the block: the tails from the next row
+            tail = col + VEC > N
+            y = _silu_mul(_funnel_run(gw, at_g + pad_g, DT, tail), _funnel_run(uw, at_u + pad_u, DT, tail))
+            tl.store(y_ptrs, y.to(DT), mask=tail[:, None] & (col[:, None] + lane >= N))
+    else:
+        for k in tl.static_range(VEC):
+            f = start + k * V + tl.arange(0, V)
+            ok = f < n_elements
+            r = f // N
+            c = f - r * N
+            g_k = tl.load(g_ptr + off_g + r * stride_g + c, mask=ok, other=0.0).to(tl.float32)
+            u_k = tl.load(u_ptr + off_u + r * stride_u + c, mask=ok, other=0.0).to(tl.float32)
+            tl.store(y_ptr + f, _silu_mul(g_k, u_k).to(DT), mask=ok)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
+
+
+def _launch_funnel(kernel: Callable[..., object], gate: torch.Tensor, up: torch.Tensor, y: torch.Tensor,
+                   n_elements: int, n: int, stride_g: int, stride_u: int, **meta: int) -> None:
+    """_swiglu_funnel on gate and up seen from their 16-byte aligned bases (it reads whole aligned vectors); an
+    input whose storage starts off that grid (never from torch's allocators) takes the element reads instead."""
+    bases = []
+    for t, stride in ((gate, stride_g), (up, stride_u)):
+        off = t.data_ptr() % 16 // t.element_size()
+        if off > t.storage_offset():
+            grid = (_cdiv(n_elements, _GATHER_BLOCK),)
+            _swiglu_out_vectors[grid](gate, up, y, n_elements, n, stride_g, stride_u, BLOCK=_GATHER_BLOCK,
+                                      VEC=8, WIDE=meta["WIDE"], num_warps=_GATHER_WARPS)
+            return
+        span = off + (n_elements // n - 1) * stride + n
+        bases.append((torch.as_strided(t, (span,), (1,), t.storage_offset() - off), off))
+    (base_g, off_g), (base_u, off_u) = bases
+    kernel(base_g, base_u, y, n_elements, n, stride_g, stride_u, off_g, off_u, **meta)
 
 
 Launch = tuple[Callable[..., object], dict[str, int], bool]  # launcher, meta-parameters, flat (contiguous) path
@@ -257,6 +394,10 @@ def _plan(m: int, n: int, stride_g: int, stride_u: int, elsize: int, device: tor
         # or in groups of what divides the paddings; not where rows overlap (a negative padding: a straddling
         # vector's reads could fall outside the storage)
         shift = _align(elsize, stride_g - n, stride_u - n)
+        if elsize == 2 and max(vec, shift) == 1 and min(stride_g, stride_u) >= n:  # odd paddings: FUNNEL
+            grid = (_cdiv(total, _FUNNEL_BLOCK),)
+            return partial(_launch_funnel, _swiglu_funnel[grid]), {
+                "BLOCK": _FUNNEL_BLOCK, "WIDE": wide, "num_warps": _FUNNEL_WARPS}, False
         if shift > vec and min(stride_g, stride_u) >= n:
             return _swiglu_out_vectors[(_cdiv(total, _SHIFTED_BLOCK),)], {
                 "BLOCK": _SHIFTED_BLOCK, "WIDE": wide, "num_warps": _SHIFTED_WARPS, "VEC": full, "IN_VEC": shift,

@@ -227,30 +227,3 @@ def test_pipeline_alone_keeps_the_copies_and_drops_the_rendezvous_or_the_arithme
     # overwrite the slots last read) and the CTA-wide reductions' remain.
     assert local_free["waits"] == local["waits"] and copy_free["waits"] == copy["waits"], (local_free, local)
     assert copy_free["bars"] <= copy["bars"] - 3 * 8 and local_free["bars"] <= local["bars"] - 3 * 8, (copy_free, copy)
-
-
-_COMPILE_FUNNEL = """
-import json, re, sys, torch
-sys.path.insert(0, sys.argv[2])
-import experimental_swiglu as es
-from kernelproof_core.precompile import compile_only
-out = []
-for dtype, pad in json.loads(sys.argv[1]):
-    g = torch.empty(64, 1001 + pad, dtype=getattr(torch, dtype))[:, :1001]
-    y = torch.empty(64, 1001, dtype=g.dtype)
-    with compile_only("cuda", 90, 32):
-        ptx = es._swiglu_funnel[(1,)](g, g, y, 64 * 1001, 1001, 1001 + pad, 1001 + pad, 0, 0, BLOCK=512, WIDE=False,
-                                      num_warps=2).asm["ptx"]
-    out.append({"v4_loads": ptx.count("ld.global.v4"), "b16_loads": len(re.findall(r"ld\\.global[^;]*\\.b16", ptx)),
-                "local": ptx.count(".local")})
-print(json.dumps(out))
-"""
-
-
-def test_funnel_swiglu_reads_its_inputs_in_16_byte_vectors() -> None:
-    """experimental_swiglu._swiglu_funnel built for sm_90: a full block reads each input as two 16-byte vectors a
-    vector's run, and the next row's two for a straddling vector's tail (8 in all), with element reads only in the
-    last block's path (8 a thread for each input), nothing in local memory. Timings: kernel_sweep.py --only
-    swiglu_funnel."""
-    for r in compile_for_sm90(_COMPILE_FUNNEL, [["bfloat16", 21], ["float16", 1]]):
-        assert r == {"v4_loads": 8, "b16_loads": 16, "local": 0}, r

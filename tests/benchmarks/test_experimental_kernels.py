@@ -340,22 +340,3 @@ def test_close_in_graph_checks_each_replay_and_survives_a_failed_capture(capsys:
         assert right and out == ""
     else:
         assert not right and "right (graph): ERROR" in out
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("m", "n", "pad", "lead"), [(37, 101, 3, 0), (20, 61, 1, 3), (16, 64, 5, 1), (9, 17, 2, 7),
-                                                     (33, 99, 0, 5), (12, 8, 7, 1), (7, 9, 21, 6)])
-def test_funnel_swiglu_is_bit_exact_to_the_flat_kernel(m: int, n: int, pad: int, lead: int, dtype: torch.dtype) -> None:
-    """_swiglu_funnel reads each output vector's run through the two 16-byte vectors holding it and shifts it into
-    place: at every padding (odd ones funnel-shift words), input offset from its aligned base (`lead`), row ends
-    inside vectors and the last partial block, it writes exactly what the flat kernel writes on contiguous copies."""
-    import experimental_swiglu
-
-    from kernelproof_core.kernels import swiglu
-
-    g = torch.randn(m * (n + pad) + lead + 8, device=DEVICE).to(dtype)[lead:lead + m * (n + pad)].view(m, n + pad)
-    g = g[:, :n]
-    u = torch.randn(m, n + pad + 1, device=DEVICE).to(dtype)[:, 1:n + 1]
-    y = torch.full((m, n), float("nan"), dtype=dtype, device=DEVICE)
-    experimental_swiglu.swiglu_funnel(g, u, y, block=64, warps=1)
-    assert torch.equal(y, swiglu.candidate(g.contiguous(), u.contiguous()))
