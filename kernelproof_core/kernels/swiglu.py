@@ -36,7 +36,12 @@ _GATHER_BLOCK, _GATHER_WARPS = 1024, 4
 # (1_* of the same evidence).
 _SHIFTED_BLOCK, _SHIFTED_WARPS = 512, 2
 # Odd paddings of 16-bit rows (FUNNEL: SHIFTED's walk, each run read as the two aligned 16-byte vectors holding it
-# and funnel-shifted into place): elements a program and warps, SHIFTED's (kernel_sweep.py --only swiglu_funnel).
+# and funnel-shifted into place): 512 elements a program on 2 warps, the best of five configs at four of five odd
+# paddings, within 0.5 us at the fifth. Measured on an H100 (sm_90, as the H200; no H200 was lent that session), bf16,
+# CUPTI (kernel_sweep.py --cupti --only swiglu_funnel, evidence/h100/2026-12-05_funnel_ring_ab/1_*), against the
+# element reads planned before: 3898 x 14017 padded by 21 111.7 us (98.3% of copy, the contiguous flat kernel 110.5)
+# against 118.5, 2849 x 14880 by 1 87.4 against 93.8, 3399 x 14367 by 3 101.5 against 107.0, 1783 x 10131 by 1 40.2
+# against 43.2, 4096 x 5001 by 7 44.7 against 48.2. At even paddings level with SHIFTED (2, 6, 32: within 0.5%).
 _FUNNEL_BLOCK, _FUNNEL_WARPS = 512, 2
 
 
