@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     )
     timing_ring_audits: bool = Field(
         False, description="keep every candidate output of a sample and verify a random ring call of each audited "
-        "sample too (docs/SECURITY.md: a skip keyed on input addresses); off until a campaign has run with it"
+        "sample too (docs/SECURITY.md: a skip keyed on input addresses); the baseline's outputs and the kernel-only "
+        "passes are kept alike; off until a GPU campaign shows the pair timed alike"
     )
     timing_kept_outputs_max_bytes: int = Field(
         4 << 30, ge=1, description="with ring audits, the candidate's calls a sample are capped at this many bytes "

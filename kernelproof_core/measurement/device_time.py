@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from kernelproof_core.integrity.profiled import ProfiledCall, require_canary
+from kernelproof_core.measurement.kept_outputs import OutputWindow
 
 Fn = Callable[..., Any]
 _Event = torch.cuda.Event
@@ -71,20 +72,23 @@ def kernel_time_us(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> f
     return total(kernel_times(fn, input_sets, calls))
 
 
-def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> dict[str, float]:
+def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int, keep_bytes: int = 0) -> dict[str, float]:
     """GPU time per call of each kernel name (microseconds), over `calls` traced calls. The traced region is
     bracketed by the harness's canary kernels (integrity.profiled): a record that lost activity (a session ended or
     restarted during the calls, or cut short) would read low and hide kernels from the checks that read it, so it is
-    a ProfilerGap (an infrastructure fault; callers retry), never a time."""
+    a ProfilerGap (an infrastructure fault; callers retry), never a time. `keep_bytes`: the latest outputs are kept
+    up to that many bytes (measurement.kept_outputs; ring audits), so calls write fresh memory as in the samples."""
     n = len(input_sets)
+    window = OutputWindow(keep_bytes)
     _synchronize()
     profiled = ProfiledCall(torch.device("cuda", torch.cuda.current_device()))
     profiled.start()
     try:
         for i in range(calls):
-            fn(*input_sets[i % n])
+            window.add(fn(*input_sets[i % n]))
         _synchronize()
     finally:
+        window.clear()
         record = profiled.stop(canary=True)
     require_canary(record)
     if sum(record.kernel_us.values()) <= 0:

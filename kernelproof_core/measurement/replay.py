@@ -83,11 +83,11 @@ def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]
                  audit_set: Sequence[Any] | None = None, keep_outputs: bool = False,
                  ) -> tuple[CapturedSample | None, CapturedSample | None, str | None]:
     """Both implementations captured, or neither: (candidate, baseline, None), or (None, None, why not). The
-    candidate's last call reads `audit_set` where given; the baseline's reads its ring set. `keep_outputs`: the
-    candidate's every output is kept (ring audits)."""
+    candidate's last call reads `audit_set` where given; the baseline's reads its ring set. `keep_outputs` (ring
+    audits): every output of both is kept, so the pair is timed alike (measurement.kept_outputs)."""
     captured: list[CapturedSample] = []
     for name, fn, calls, last, keep in (("candidate", candidate, counts[0], audit_set, keep_outputs),
-                                        ("baseline", baseline, counts[1], None, False)):
+                                        ("baseline", baseline, counts[1], None, keep_outputs)):
         try:
             captured.append(capture(fn, input_sets, calls, last, keep))
         except Exception as exc:  # not capturable: time both with stream launches

@@ -162,7 +162,9 @@ class CudaSampler:
                     sample, out, outs = self._one(fn, s * self.invocations, count, audited, ring_set,
                                                   self.ring_audits)
                 else:
-                    sample, out, outs = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None)
+                    # kept as the candidate's are (ring audits), so the pair is timed alike: kept_outputs
+                    sample, out, outs = self._one(fn, s * self.baseline_invocations, self.baseline_invocations, None,
+                                                  keep=self.ring_audits)
                 got[is_candidate] = sample
                 if is_candidate and auditor is not None:
                     if ring_call is not None and ring_set is not None:

@@ -65,6 +65,7 @@ from kernelproof_core.measurement.device_time import (
     tail_gap_us,
     total,
 )
+from kernelproof_core.measurement.kept_outputs import kept_calls, output_bytes
 from kernelproof_core.measurement.launch_gate import (
     cycles_per_us,
     gate_for,
@@ -143,12 +144,6 @@ def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: in
     return max(1, min(wanted, max_sets, affordable))
 
 
-def output_bytes(fn: Fn, inputs: Sequence[Any]) -> int:
-    """Bytes of one call's output (0 for anything but a tensor): what keeping every output of a sample costs."""
-    out = fn(*inputs)
-    return out.numel() * out.element_size() if isinstance(out, torch.Tensor) else 0
-
-
 def deferral_limit_us(tail_us: float) -> float:
     """End-to-post-synchronize time above which work must have outlived the end event: the calibrated idle tail
     (device_time.tail_gap_us) twice over, plus a margin for host jitter."""
@@ -195,8 +190,9 @@ def measure_cuda(
     audited call uses its ring set, which other calls of a sample may share (an unwritten output could then hold an
     earlier call's right answer). `launch_inclusive_samples` more samples per implementation, ungated, measure what
     a caller pays per call with the host's launch cost in it (reported, never rewarded). `ring_audits`: every
-    candidate output of a sample is kept and audited samples also verify a random ring call (integrity.audit), so the
-    candidate's calls a sample are capped at `kept_outputs_max_bytes` of outputs.
+    candidate output of a sample is kept and audited samples also verify a random ring call (integrity.audit); the
+    baseline's outputs and both kernel-only passes are kept alike (measurement.kept_outputs: a reused output block is
+    written into L2), and each implementation's calls a sample are capped at `kept_outputs_max_bytes` of outputs.
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
@@ -212,9 +208,11 @@ def measure_cuda(
         auditor.after_sample(None, input_sets[0], audited=False)
     counts = (calls_per_sample(single_call_ms(candidate, input_sets[0]), invocations, max_sample_ms),
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
+    # With ring audits every output of a sample is kept, the baseline's too: timed alike (measurement.kept_outputs).
+    keep_bytes = kept_outputs_max_bytes if ring_audits else 0
     if ring_audits:
-        counts = (min(counts[0], max(2, kept_outputs_max_bytes // max(1, output_bytes(candidate, input_sets[0])))),
-                  counts[1])
+        counts = (kept_calls(counts[0], output_bytes(candidate(*input_sets[0])), kept_outputs_max_bytes),
+                  kept_calls(counts[1], output_bytes(baseline(*input_sets[0])), kept_outputs_max_bytes))
     graphs, graph_note = None, None
     if cuda_graphs:  # each sample replays one captured device program (measurement.replay)
         cand_graph, base_graph, graph_note = capture_pair(candidate, baseline, input_sets, counts, audit_set,
@@ -269,11 +267,12 @@ def measure_cuda(
     try:
         # A record that lost a canary (ProfilerGap) is retried, then propagates (infra_error): the integrity checks
         # read this record (kernels outside the timed region, foreign kernels), so a partial one cannot pass.
-        kernels = with_profile_retries(lambda: kernel_times(candidate, input_sets, profiler_invocations),
+        kernels = with_profile_retries(lambda: kernel_times(candidate, input_sets, profiler_invocations, keep_bytes),
                                        "kernel-only pass of the candidate")
         cand_dev = total(kernels)
-        base_dev = total(with_profile_retries(lambda: kernel_times(baseline, input_sets, profiler_invocations),
-                                              "kernel-only pass of the baseline"))
+        base_dev = total(with_profile_retries(
+            lambda: kernel_times(baseline, input_sets, profiler_invocations, keep_bytes),
+            "kernel-only pass of the baseline"))
         source = f"torch.profiler (CUPTI): summed kernel durations, mean of {profiler_invocations} calls"
     except ProfilerGap:
         raise
