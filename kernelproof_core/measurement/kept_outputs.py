@@ -4,7 +4,7 @@ Why it matters for timing: a call whose output lands where the previous call's o
 or a CUDA graph's private pool, hands a freed block straight out again) overwrites lines still dirty in L2, so at
 outputs of a few MB the write never reaches DRAM while the sample runs. Ring audits (integrity.audit) keep every
 candidate output of a sample to verify any of them, which takes that away from the candidate; on an H100 the
-candidate then read 7-25% slower at outputs of 1-25 MB and level at 64 MB and more, while a baseline that still
+candidate then read 3-26% slower at cases of 1-64 MB and within 1% at 64 MB and more, while a baseline that still
 reused its output did not move (evidence/h100/2026-12-05_funnel_ring_ab/2_* against 3_*). So with ring audits the
 baseline's outputs and both kernel-only passes are kept the same way (measurement.timing), and the pair is timed
 alike, each call writing fresh memory as an operator in a network does.
