@@ -38,20 +38,13 @@ import triton.language as tl
 
 from kernelproof_core.kernels import rms_norm
 from kernelproof_core.kernels.rms_norm import _align, _num_sms, _rms_norm_split
+from kernelproof_core.kernels.swiglu import _halves  # int32 lanes of two 16-bit values -> the two as fp32
 
 _MAX_PIPELINED_N = 32768  # widest row the pipelined kernels hold in registers
 
 
 # The built-in softmax's pipelined kernel with its A/B switches: PREFETCH=False (no look-ahead) and PACKED. The
 # built-in keeps only the shipped form (PREFETCH on, PACKED off).
-@triton.jit
-def _halves(v: tl.tensor, DTYPE: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
-    """int32 lanes holding two 16-bit DTYPE values (element 2i in the low half) -> the two as fp32."""
-    lo = v.to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
-    hi = (v >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
-    return lo, hi
-
-
 @triton.jit
 def _pack(lo: tl.tensor, hi: tl.tensor, DTYPE: tl.constexpr) -> tl.tensor:
     """Inverse of _halves: two fp32 tensors rounded to the 16-bit DTYPE, packed into int32 lanes."""
