@@ -52,8 +52,8 @@ class Settings(BaseSettings):
         "passes are kept alike; off until a GPU campaign shows the pair timed alike"
     )
     timing_kept_outputs_max_bytes: int = Field(
-        4 << 30, ge=1, description="with ring audits, the candidate's calls a sample are capped at this many bytes "
-        "of kept outputs"
+        4 << 30, ge=1, description="with ring audits, each implementation's calls a sample (and each kernel-only "
+        "pass's kept outputs) are capped at this many bytes of kept outputs"
     )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
     profiler_teardown_cupti: bool = Field(
