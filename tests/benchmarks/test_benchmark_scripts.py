@@ -81,7 +81,7 @@ def test_throughput_script(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("script", ["benchmarks/launch_overhead.py", "benchmarks/kernel_sweep.py",
                                     "benchmarks/hardware_counters.py",
-                                    "scripts/timing_overhead_probe.py"])
+                                    "scripts/timing_overhead_probe.py", "benchmarks/ring_audit_ab.py"])
 def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
     """Their numbers need a GPU (scripts/gpu-check runs them on the H200); here they must import the harness and the
     built-ins they drive, and say so instead of failing."""
@@ -90,6 +90,18 @@ def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
     proc = subprocess.run([sys.executable, str(REPO / script)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "needs CUDA" in proc.stdout
+
+
+def test_ring_audit_ab_cases_resolve_on_both_sides_of_64_mb() -> None:
+    """The A/B's cases are fixed cases of the full set (a renamed case would fail here, not on the GPU), some under
+    64 MB moved (where the H100 campaigns differed) and some over (where they did not)."""
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/ring_audit_ab.py"), "--list"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split() for line in proc.stdout.splitlines() if line.endswith(" MB")]
+    assert len(rows) == 9 and {r[0] for r in rows} == {"rms_norm", "swiglu", "softmax"}
+    sizes = [float(r[-2]) for r in rows]
+    assert sum(mb < 64 for mb in sizes) >= 5 and sum(mb >= 64 for mb in sizes) >= 3, rows
 
 
 def test_hardware_counters_reads_real_ncu_output() -> None:
