@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelproof_core.kernels import rms_norm, softmax
+from kernelproof_core.kernels import rms_norm, softmax, swiglu
 
 pytestmark = pytest.mark.gpu
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -440,3 +440,20 @@ def test_copy_reference_is_the_best_method() -> None:
     assert set(methods) == {"memcpy", "triton"}
     assert all(500 < v < 20000 for v in methods.values()), methods  # GB/s a real GPU's HBM can do
     assert copy_bandwidth_gbps(256 << 20, 5) >= 0.97 * max(methods.values())
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(3898, 14017, 21), (1783, 10131, 1), (4096, 5001, 7), (37, 101, 3)])
+def test_swiglu_odd_paddings_take_funnel_and_match_the_flat_kernel(m: int, n: int, pad: int,
+                                                                    dtype: torch.dtype) -> None:
+    """Padded 16-bit rows whose padding is odd (the hidden `odd` draws) are planned on FUNNEL (16-byte input reads
+    funnel-shifted into place), compiled: the built-in writes bit for bit what its flat kernel writes on contiguous
+    copies of the same inputs, at the shapes it was swept at (evidence/h100/2026-12-05_funnel_ring_ab/1_*)."""
+    g = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
+    u = (torch.randn(m, n + pad, device="cuda") * 3).to(dtype)[:, :n]
+    launch, _, flat = swiglu._plan(m, n, g.stride(0), u.stride(0), g.element_size(), g.device)
+    assert not flat and getattr(launch, "func", None) is swiglu._launch_funnel, launch
+    y = swiglu.candidate(g, u)
+    expected = swiglu.candidate(g.contiguous(), u.contiguous())  # the flat kernel
+    assert torch.equal(y, expected)
