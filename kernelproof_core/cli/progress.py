@@ -1,13 +1,15 @@
-"""Progress on a terminal for long runs: one line per finished case, written to stderr."""
+"""Progress of long runs: one line per finished case on stderr, and optionally each case's result as a JSON line."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # importing campaign pulls in torch; `kernelproof submit` and `keys` should not pay for it
     from kernelproof_core.campaign import Campaign
+    from kernelproof_core.pipeline import PipelineEvents
     from kernelproof_core.report.models import CaseResult
 
 
@@ -45,3 +47,39 @@ class ProgressPrinter:
             f"{result.case_id:<16} {result.verdict.value:<18}{timing}\n"
         )
         self.stream.flush()
+
+
+class CaseLines:
+    """PipelineEvents that appends each finished case's result (the report's CaseResult, as JSON) to a file, one line
+    each, flushed at once. The report is written when the run ends; a run stopped before that (a time box, a kill,
+    the machine taken back) still leaves every case it finished machine-readable here."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def phase(self, name: str, case_id: str | None = None) -> None:
+        return None
+
+    def case_done(self, result: CaseResult) -> None:
+        with self._lock:
+            self._file.write(result.model_dump_json() + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class Fanout:
+    """Several PipelineEvents as one: each call goes to all of them, in order."""
+
+    def __init__(self, *targets: PipelineEvents) -> None:
+        self.targets = targets
+
+    def phase(self, name: str, case_id: str | None = None) -> None:
+        for target in self.targets:
+            target.phase(name, case_id)
+
+    def case_done(self, result: CaseResult) -> None:
+        for target in self.targets:
+            target.case_done(result)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelproof_core.cli.exit_codes import ExitCode, exit_code_for
-from kernelproof_core.cli.progress import ProgressPrinter
+from kernelproof_core.cli.progress import CaseLines, Fanout, ProgressPrinter
 from kernelproof_core.errors import DeviceUnavailable, InfraError, UsageError
+
+if TYPE_CHECKING:
+    from kernelproof_core.pipeline import PipelineEvents
 
 
 def register(sub: Any) -> None:
@@ -50,6 +53,8 @@ def _campaign_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the Markdown audit report here")
+    p.add_argument("--cases-jsonl", type=Path, metavar="PATH",
+                   help="append each finished case's result here as one JSON line (kept if the run is cut short)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run candidate code in this process (trusted local debugging; labelled in the report)")
     p.add_argument("--overlap", type=int, default=1, metavar="N",
@@ -120,7 +125,7 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
     try:
         campaign = campaign_from_args(args)
         check_case_ids(campaign, [task for task, *_ in jobs])
-        check_writable(args.output, args.markdown)
+        check_writable(args.output, args.markdown, args.cases_jsonl)
     except DeviceUnavailable as exc:
         sys.stderr.write(f"kernelproof: {exc}\n")
         return ExitCode.DEVICE_UNAVAILABLE
@@ -135,14 +140,22 @@ def _execute(args: argparse.Namespace, jobs: list[tuple[str, bytes, str, str]], 
     if args.overlap > 1 and args.no_sandbox:
         return _usage("--overlap needs the sandbox: in-process candidates cannot be held at phase boundaries")
     executor = make_executor(sandbox=not args.no_sandbox, overlap=min(args.overlap, len(candidate_jobs)))
-    progress = None if args.quiet else ProgressPrinter(sys.stderr, campaign, [j.task for j in candidate_jobs])
+    targets: list[PipelineEvents] = []
+    if not args.quiet:
+        targets.append(ProgressPrinter(sys.stderr, campaign, [j.task for j in candidate_jobs]))
+    lines = CaseLines(args.cases_jsonl) if args.cases_jsonl is not None else None
+    if lines is not None:
+        targets.append(lines)
     try:
-        report = run_verification(candidate_jobs, campaign, executor, command=command, events=progress)
+        report = run_verification(candidate_jobs, campaign, executor, command=command,
+                                  events=Fanout(*targets) if targets else None)
     except InfraError as exc:  # the harness could not start (e.g. its profiler self-test): nothing about the candidate
         sys.stderr.write(f"kernelproof: infrastructure fault, no verdict: {type(exc).__name__}: {exc}\n")
         return ExitCode.INFRA
     finally:
         executor.close()
+        if lines is not None:
+            lines.close()
     displaced = False
     for path, render in ((args.output, lambda: report.model_dump_json(indent=2)),
                          (args.markdown, lambda: render_markdown(report))):

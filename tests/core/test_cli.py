@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelproof_core.report.models import Report
+from kernelproof_core.campaign import Campaign, CandidateJob
+from kernelproof_core.cli.progress import CaseLines
+from kernelproof_core.pipeline import verify_candidate
+from kernelproof_core.report.models import CaseResult, Report
+from kernelproof_core.tasks import CaseSet
 from tests.candidates.rms_norm_variants import source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,10 +57,10 @@ def test_a_reader_that_is_gone_ends_the_listing_quietly() -> None:
 def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
     cand = tmp_path / "good.py"
     cand.write_bytes(source("honest"))
-    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    out, md, lines = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "sub" / "cases.jsonl"
     r = kp("verify", "--task", "rms_norm", "--candidate", str(cand), "--device", "interpreter", "--no-sandbox",
            "--case", "tail127", "--case", "strided", "--dtype", "bf16", "--dtype", "float32",
-           "--repeats", "2", "--output", str(out), "--markdown", str(md))
+           "--repeats", "2", "--output", str(out), "--markdown", str(md), "--cases-jsonl", str(lines))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verdict: pass" in r.stdout
     report = Report.model_validate_json(out.read_text())
@@ -68,6 +72,27 @@ def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
     progress = [line for line in r.stderr.splitlines() if line.startswith("[")]
     assert len(progress) == 4  # interpreter timings are labelled, with no speed ratio to misread
     assert all(line.endswith("(interpreter wall-clock, unrewarded)") and " x " not in line for line in progress)
+    # each finished case as a JSON line, the report's own CaseResult, as it finished
+    logged = [CaseResult.model_validate_json(line) for line in lines.read_text().splitlines()]
+    assert sorted((c.case_id, c.dtype) for c in logged) == sorted((c.case_id, c.dtype) for c in report.cases)
+    assert {c.case_id: c.verdict for c in logged} == {c.case_id: c.verdict for c in report.cases}
+
+
+def test_case_lines_are_on_disk_as_each_case_finishes(tmp_path: Path) -> None:
+    """A run cut short before its report is written (a time box, a kill) keeps the cases it finished: each line is
+    flushed when its case ends, not when the run does."""
+    campaign = Campaign(device="interpreter", dtypes=["float32", "bfloat16"], case_set=CaseSet.INTERPRETER,
+                        case_ids=["tail127"], samples=2, warmups=1, invocations_per_sample=1)
+    cases = verify_candidate(CandidateJob(task="rms_norm", source=source("honest")), campaign).cases
+    assert len(cases) == 2
+    path = tmp_path / "cases.jsonl"
+    log = CaseLines(path)
+    for case in cases:
+        log.case_done(case)
+        written = path.read_text().splitlines()  # read while the run is still going: the file is not closed yet
+        assert CaseResult.model_validate_json(written[-1]) == case
+    assert len(path.read_text().splitlines()) == 2
+    log.close()
 
 
 def test_verify_with_a_noise_target_records_the_rule(tmp_path: Path) -> None:
