@@ -50,9 +50,9 @@ class ProgressPrinter:
 
 
 class CaseLines:
-    """PipelineEvents that appends each finished case's result (the report's CaseResult, as JSON) to a file, one line
-    each, flushed at once. The report is written when the run ends; a run stopped before that (a time box, a kill,
-    the machine taken back) still leaves every case it finished machine-readable here."""
+    """PipelineEvents that writes each finished case's result (the report's CaseResult, as JSON) to a file, one line
+    each, flushed at once (the file is started afresh by each run). The report is written when the run ends; a run
+    stopped before that (a time box, a kill, the machine taken back) still leaves every case it finished here."""
 
     def __init__(self, path: Path) -> None:
         self._file = path.open("w", encoding="utf-8")

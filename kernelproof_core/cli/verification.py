@@ -54,7 +54,7 @@ def _campaign_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the Markdown audit report here")
     p.add_argument("--cases-jsonl", type=Path, metavar="PATH",
-                   help="append each finished case's result here as one JSON line (kept if the run is cut short)")
+                   help="each finished case's result as a JSON line, written as it ends (kept if a run is cut)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run candidate code in this process (trusted local debugging; labelled in the report)")
     p.add_argument("--overlap", type=int, default=1, metavar="N",

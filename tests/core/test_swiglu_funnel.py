@@ -29,6 +29,9 @@ def _flat(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     (9, 17, 21, 7),  # the campaign's padding (21), rows of two vectors and a bit
     (12, 8, 7, 1),  # one vector a row: every vector straddles or ends a row
     (3, 1001, 3, 2),  # the last block partial
+    (9, 17, 2, 7),  # an even padding (planned on SHIFTED, but the kernel reads any)
+    (33, 99, 0, 5),  # no padding, the input off its grid
+    (7, 9, 21, 6),  # rows barely over one vector, a wide padding
 ])
 def test_funnel_is_bit_exact_to_the_flat_kernel(m: int, n: int, pad: int, lead: int, dtype: torch.dtype) -> None:
     """At every padding and input offset, row ends inside vectors and the last partial block, the kernel (on a
