@@ -3,4 +3,4 @@
 __version__ = "0.1.0"
 # Identifies the verification logic; part of the cache key for answering a resubmission from a stored verdict.
 # 0.5: host-release launch gate; 0.4: launch-hidden device time (sleep gate), reward v2
-HARNESS_VERSION = "kernelproof-harness/0.6.0"
+HARNESS_VERSION = "kernelproof-harness/0.7.0"

@@ -47,9 +47,9 @@ class Settings(BaseSettings):
         True, description="replay each sample's calls from a CUDA graph (off, or not capturable: stream launches)"
     )
     timing_ring_audits: bool = Field(
-        False, description="keep every candidate output of a sample and verify a random ring call of each audited "
+        True, description="keep every candidate output of a sample and verify a random ring call of each audited "
         "sample too (docs/SECURITY.md: a skip keyed on input addresses); the baseline's outputs and the kernel-only "
-        "passes are kept alike; off until a GPU campaign shows the pair timed alike"
+        "passes are kept alike, so both sides write fresh memory each call (harness 0.7.0)"
     )
     timing_kept_outputs_max_bytes: int = Field(
         4 << 30, ge=1, description="with ring audits, each implementation's calls a sample (and each kernel-only "
