@@ -16,6 +16,9 @@ than MAX_KERNEL_OVER_EVENTS, ran work outside the bracket: `tampering`.
 Persisting L2 (cudaAccessPolicyWindow) could keep a working set resident across the flush. The measurement sets the
 persisting-L2 limit to zero, resets persisting lines before every flush, and treats a limit changed by the
 candidate as `tampering`. This uses the CUDA driver API (libcuda, always present next to a GPU) through ctypes.
+The check fails closed: a limit that could be read when the measurement began and no longer can is `infra_error`
+(the record cannot vouch for the samples), never a pass; a driver that cannot set it to zero is logged and the
+limit still checked. Only a context whose limit cannot be read at all (no driver) runs without the check.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import ctypes
 import logging
 
-from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.errors import CandidateFailure, InfraError
 from kernelproof_core.verdicts import Verdict
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,7 @@ MAX_FLOPS_PER_S = 2e15  # no single GPU does 2 PFLOP/s of the FP32 vector math t
 MAX_KERNEL_OVER_EVENTS = 1.10  # CUPTI kernel time over the event median; honest: <= 1 (gaps add, never subtract)
 KERNEL_OVER_EVENTS_SLACK_US = 1.0
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE = 108
 CUDA_DRIVER_LIBRARY = "libcuda.so.1"
 
 
@@ -76,6 +80,7 @@ class PersistingL2:
 
     def __init__(self) -> None:
         self._lib: ctypes.CDLL | None = None
+        self._context: int | None = None  # set by bind()
         try:
             self._lib = ctypes.CDLL(CUDA_DRIVER_LIBRARY)
         except OSError as exc:
@@ -91,7 +96,7 @@ class PersistingL2:
             return False
         status = self._lib.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(0))
         if status != 0:
-            log.warning("cuCtxSetLimit(persisting L2) failed with CUresult %s", status)
+            log.warning("cuCtxSetLimit(persisting L2, 0) failed with CUresult %s", status)
         return status == 0
 
     def reset(self) -> None:
@@ -100,14 +105,56 @@ class PersistingL2:
             self._lib.cuCtxResetPersistingL2Cache()
 
     def limit(self) -> int | None:
+        """The current context's persisting-L2 limit in bytes; None without a driver or when the read fails."""
         if self._lib is None:
             return None
         value = ctypes.c_size_t(0)
         status = self._lib.cuCtxGetLimit(ctypes.byref(value), ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE))
-        return int(value.value) if status == 0 else None
+        if status != 0:
+            log.warning("cuCtxGetLimit(persisting L2) failed with CUresult %s", status)
+            return None
+        return int(value.value)
+
+    def max_bytes(self) -> int | None:
+        """The most the current device lets a context set aside for persisting lines (0: none, as under MIG)."""
+        if self._lib is None:
+            return None
+        device, value = ctypes.c_int(0), ctypes.c_int(0)
+        if self._lib.cuCtxGetDevice(ctypes.byref(device)) != 0 or self._lib.cuDeviceGetAttribute(
+                ctypes.byref(value), ctypes.c_int(CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE), device) != 0:
+            return None
+        return int(value.value)
+
+    def context(self) -> int | None:
+        """The calling thread's current CUDA context (its handle), which every limit call above acts on."""
+        if self._lib is None:
+            return None
+        handle = ctypes.c_void_p(0)
+        return handle.value if self._lib.cuCtxGetCurrent(ctypes.byref(handle)) == 0 else None
+
+    def bind(self) -> None:
+        """Remember the current context, before any candidate code runs: a candidate that later made another one
+        current would have the checks read that one's limit while its kernels ran in the first."""
+        self._context = self.context()
+
+    def arm(self) -> bool:
+        """Set the limit to zero before the samples; True when the limit can be checked from now on (it reads)."""
+        if self._context is None:
+            self.bind()
+        self.disable()
+        return self.limit() is not None
 
     def verify_disabled(self) -> None:
+        """`tampering` if the limit was raised; `infra_error` if it can no longer be read (see the module doc)."""
+        if self._context is not None and self.context() != self._context:
+            raise CandidateFailure(Verdict.TAMPERING, "the current CUDA context changed during the measurement: the "
+                                   "persisting-L2 checks would read another context's limit")
         limit = self.limit()
+        if limit is None:
+            if self._lib is None:
+                return
+            raise InfraError("the persisting-L2 limit could not be read after a sample (it could when the "
+                             "measurement began): the record cannot vouch for the samples")
         if limit:
             raise CandidateFailure(Verdict.TAMPERING, f"the persisting-L2 limit was raised to {limit} bytes: L2 "
                                    "persistence keeps data resident across the flush between timing samples")

@@ -71,7 +71,9 @@ def arm(campaign: Campaign, device: torch.device) -> RunIntegrity:
     integrity = RunIntegrity(policy=POLICY_VERSION if campaign.static_policy else None,
                              campaign_dump=campaign.model_dump())
     if device.type == "cuda":
+        torch.cuda.synchronize(device)  # the primary context exists and is current before any candidate code runs
         integrity.l2 = PersistingL2()
+        integrity.l2.bind()
         if campaign.measure:
             integrity.copy_gbps = copy_bandwidth_ceiling_gbps(get_settings().integrity_bandwidth_probe_bytes)
     integrity.harness = HarnessSnapshot.take()  # last: nothing of ours may change the process after it

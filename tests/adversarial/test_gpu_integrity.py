@@ -135,7 +135,9 @@ def test_time_below_the_physical_floor_is_implausible(monkeypatch: pytest.Monkey
 
 def test_persisting_l2_limit_is_held_at_zero() -> None:
     l2 = PersistingL2()
-    assert l2.available and l2.disable() and l2.limit() == 0
+    assert l2.available and l2.arm() and l2.limit() == 0
+    most = l2.max_bytes()
+    assert most is not None and most > 0, "this device offers no persisting L2 (MIG?): the exploit cannot apply"
     cuda = ctypes.CDLL("libcuda.so.1")
     assert cuda.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(4 << 20)) == 0
     try:
@@ -145,3 +147,45 @@ def test_persisting_l2_limit_is_held_at_zero() -> None:
     finally:
         assert l2.disable()
     l2.reset()
+
+
+@pytest.mark.parametrize("request_mib", [32, 1 << 20])
+def test_a_large_persisting_l2_request_is_caught(request_mib: int) -> None:
+    """What a candidate gets for asking more than the device allows (the driver clamps or refuses it): whatever
+    limit it ends with, a nonzero one is `tampering`, and a refused one left zero is harmless."""
+    l2 = PersistingL2()
+    assert l2.arm()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    status = cuda.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(request_mib << 20))
+    try:
+        limit = l2.limit()
+        assert (status == 0) == bool(limit), (status, limit)
+        if limit:
+            with pytest.raises(CandidateFailure) as failure:
+                l2.verify_disabled()
+            assert failure.value.verdict is Verdict.TAMPERING
+        else:
+            l2.verify_disabled()
+    finally:
+        assert l2.disable()
+
+
+def test_another_current_context_is_tampering() -> None:
+    """A candidate that makes a context of its own current would have the limit checks read that one's limit."""
+    torch.cuda.synchronize()
+    l2 = PersistingL2()
+    l2.bind()
+    assert l2.arm()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    device, other = ctypes.c_int(0), ctypes.c_void_p(0)
+    assert cuda.cuCtxGetDevice(ctypes.byref(device)) == 0
+    assert cuda.cuCtxCreate_v2(ctypes.byref(other), ctypes.c_uint(0), device) == 0  # made current on this thread
+    try:
+        with pytest.raises(CandidateFailure) as failure:
+            l2.verify_disabled()
+        assert failure.value.verdict is Verdict.TAMPERING and "context" in str(failure.value)
+    finally:
+        popped = ctypes.c_void_p(0)
+        assert cuda.cuCtxPopCurrent_v2(ctypes.byref(popped)) == 0 and popped.value == other.value
+        assert cuda.cuCtxDestroy_v2(other) == 0
+    l2.verify_disabled()  # the harness's context is current again

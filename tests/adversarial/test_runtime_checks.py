@@ -348,7 +348,8 @@ def test_persisting_l2_control_is_a_no_op_without_a_driver() -> None:
     l2 = PersistingL2()
     if l2.available:
         pytest.skip("a CUDA driver is present (covered by the GPU tests)")
-    assert l2.disable() is False and l2.limit() is None
+    assert l2.disable() is False and l2.limit() is None and l2.max_bytes() is None and l2.context() is None
+    assert l2.arm() is False  # nothing to check: the auditor runs without the persisting-L2 check
     l2.reset()
     l2.verify_disabled()
 
