@@ -44,7 +44,7 @@ class SampleAuditor:
                  samples: int, audits: int, min_call_fraction: float, l2: PersistingL2 | None = None) -> None:
         self.task, self.case, self.dtype, self.spec = task, case, dtype, spec
         self.guard = guard
-        self.l2 = l2 if l2 is not None and l2.arm() else None  # checked whenever the limit reads
+        self.l2 = l2 if l2 is not None and l2.arm() else None  # checked wherever a driver is
         self.rng = random.Random(secrets.randbits(63))
         self.audited = frozenset(self.rng.sample(range(samples), min(audits, samples)))
         self.min_call_fraction = min_call_fraction

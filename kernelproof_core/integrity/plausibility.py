@@ -16,9 +16,9 @@ than MAX_KERNEL_OVER_EVENTS, ran work outside the bracket: `tampering`.
 Persisting L2 (cudaAccessPolicyWindow) could keep a working set resident across the flush. The measurement sets the
 persisting-L2 limit to zero, resets persisting lines before every flush, and treats a limit changed by the
 candidate as `tampering`. This uses the CUDA driver API (libcuda, always present next to a GPU) through ctypes.
-The check fails closed: a limit that could be read when the measurement began and no longer can is `infra_error`
-(the record cannot vouch for the samples), never a pass; a driver that cannot set it to zero is logged and the
-limit still checked. Only a context whose limit cannot be read at all (no driver) runs without the check.
+The check fails closed: with a driver present, a limit that cannot be read, before the samples or after one, is
+`infra_error` (the record cannot vouch for the samples), never a pass; a driver that cannot set it to zero is
+logged and the limit still checked. Only a process without a CUDA driver (the interpreter) runs without it.
 """
 
 from __future__ import annotations
@@ -138,11 +138,17 @@ class PersistingL2:
         self._context = self.context()
 
     def arm(self) -> bool:
-        """Set the limit to zero before the samples; True when the limit can be checked from now on (it reads)."""
+        """Set the limit to zero before the samples; True when it will be checked after each (a driver is present).
+        A driver whose limit does not read is `infra_error`: the samples could not be vouched for."""
+        if self._lib is None:
+            return False
         if self._context is None:
             self.bind()
         self.disable()
-        return self.limit() is not None
+        if self.limit() is None:
+            raise InfraError("the persisting-L2 limit cannot be read in this CUDA context: L2 persistence across the "
+                             "flush could not be ruled out")
+        return True
 
     def verify_disabled(self) -> None:
         """`tampering` if the limit was raised; `infra_error` if it can no longer be read (see the module doc)."""
@@ -153,8 +159,8 @@ class PersistingL2:
         if limit is None:
             if self._lib is None:
                 return
-            raise InfraError("the persisting-L2 limit could not be read after a sample (it could when the "
-                             "measurement began): the record cannot vouch for the samples")
+            raise InfraError("the persisting-L2 limit could not be read after a sample: the record cannot vouch "
+                             "for the samples")
         if limit:
             raise CandidateFailure(Verdict.TAMPERING, f"the persisting-L2 limit was raised to {limit} bytes: L2 "
                                    "persistence keeps data resident across the flush between timing samples")
