@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     )
     timing_kept_outputs_max_bytes: int = Field(
         4 << 30, ge=1, description="with ring audits, each implementation's calls a sample (and each kernel-only "
-        "pass's kept outputs) are capped at this many bytes of kept outputs"
+        "pass's kept outputs) are capped at this many bytes of kept outputs, and at an eighth of the GPU's memory"
     )
     profiler_invocations: int = Field(20, description="calls traced by torch.profiler for kernel-only time")
     profiler_teardown_cupti: bool = Field(

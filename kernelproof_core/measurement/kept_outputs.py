@@ -27,6 +27,17 @@ def output_bytes(out: Any) -> int:
     return 0
 
 
+# Each implementation's kept outputs stay within this share of the GPU's memory, whatever the setting says: a graph
+# holds its sample's outputs for the whole case, candidate's and baseline's at once, next to the input ring.
+KEPT_OUTPUTS_MEMORY_SHARE = 1 / 8
+
+
+def kept_bytes_cap(max_bytes: int, device_memory_bytes: int) -> int:
+    """The kept-outputs budget on a device of `device_memory_bytes`: the setting, or an eighth of the memory where
+    that is less (an H100's or H200's 80-141 GB leave the 4 GiB default as it is; a 16 GB card gets 2 GB)."""
+    return min(max_bytes, int(device_memory_bytes * KEPT_OUTPUTS_MEMORY_SHARE))
+
+
 def kept_calls(calls: int, out_bytes: int, max_bytes: int) -> int:
     """Calls a sample can make with every output kept, within `max_bytes` of outputs (at least 2: one call's
     output alone would be the same memory every sample)."""
@@ -64,4 +75,4 @@ class OutputWindow:
         self.bytes = 0
 
 
-__all__ = ["OutputWindow", "kept_calls", "output_bytes"]
+__all__ = ["KEPT_OUTPUTS_MEMORY_SHARE", "OutputWindow", "kept_bytes_cap", "kept_calls", "output_bytes"]

@@ -65,7 +65,7 @@ from kernelproof_core.measurement.device_time import (
     tail_gap_us,
     total,
 )
-from kernelproof_core.measurement.kept_outputs import kept_calls, output_bytes
+from kernelproof_core.measurement.kept_outputs import kept_bytes_cap, kept_calls, output_bytes
 from kernelproof_core.measurement.launch_gate import (
     cycles_per_us,
     gate_for,
@@ -192,7 +192,8 @@ def measure_cuda(
     a caller pays per call with the host's launch cost in it (reported, never rewarded). `ring_audits`: every
     candidate output of a sample is kept and audited samples also verify a random ring call (integrity.audit); the
     baseline's outputs and both kernel-only passes are kept alike (measurement.kept_outputs: a reused output block is
-    written into L2), and each implementation's calls a sample are capped at `kept_outputs_max_bytes` of outputs.
+    written into L2), and each implementation's calls a sample are capped at `kept_outputs_max_bytes` of outputs (at
+    most an eighth of the GPU's memory: kept_outputs.kept_bytes_cap).
     """
     device = torch.device("cuda")
     flush = torch.empty(l2_flush_bytes, dtype=torch.uint8, device=device)
@@ -209,6 +210,8 @@ def measure_cuda(
     counts = (calls_per_sample(single_call_ms(candidate, input_sets[0]), invocations, max_sample_ms),
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
     # With ring audits every output of a sample is kept, the baseline's too: timed alike (measurement.kept_outputs).
+    memory = torch.cuda.get_device_properties(device).total_memory
+    kept_outputs_max_bytes = kept_bytes_cap(kept_outputs_max_bytes, memory)  # graphs hold both sides' outputs
     keep_bytes = kept_outputs_max_bytes if ring_audits else 0
     if ring_audits:
         counts = (kept_calls(counts[0], output_bytes(candidate(*input_sets[0])), kept_outputs_max_bytes),

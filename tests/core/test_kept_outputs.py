@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from kernelproof_core.measurement.kept_outputs import OutputWindow, kept_calls, output_bytes
+from kernelproof_core.measurement.kept_outputs import OutputWindow, kept_bytes_cap, kept_calls, output_bytes
 
 
 def test_output_bytes_counts_tensors_and_their_tuples() -> None:
@@ -50,3 +50,12 @@ def test_held_outputs_are_not_handed_out_again() -> None:
     for _ in range(6):
         window.add(x * 2)
     assert len({t.untyped_storage().data_ptr() for t in window.outputs()}) == 6
+
+
+def test_kept_bytes_stay_within_an_eighth_of_the_gpu() -> None:
+    """Both sides' kept outputs live at once (each captured graph holds its own): a small card must not run out."""
+    assert kept_bytes_cap(4 << 30, 141 * 10**9) == 4 << 30  # H200: the setting
+    assert kept_bytes_cap(4 << 30, 80 * 10**9) == 4 << 30  # H100: the setting
+    assert kept_bytes_cap(4 << 30, 16 << 30) == 2 << 30  # a 16 GiB card: an eighth
+    assert kept_bytes_cap(4 << 30, 8 << 30) == 1 << 30
+    assert kept_calls(100, 512 << 20, kept_bytes_cap(4 << 30, 8 << 30)) == 2  # still two calls, never one
