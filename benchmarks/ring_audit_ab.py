@@ -8,7 +8,10 @@ the baseline's outputs and the kernel-only passes are kept too (measurement.kept
 candidate against the eager baseline through the harness's own measure_cuda (CUDA graphs, launch gate, the task's
 input ring, no auditor: only what keeping outputs does to the times), each case with ring audits off and on in
 alternating order, and prints per case the candidate's and baseline's medians each way, their on/off ratios and
-the speedup each way. Level ratios at every size are what turning ring audits on by default waits for.
+the speedup each way. On an H100 (evidence/h100/2026-12-05_ring_default/3_*) the candidate's medians and its kernel
+time rose alike at 17-50 MB (its own writes reaching DRAM) while eager's moved 0-5%, and both were level at 134-268
+MB; the same kernel on both sides is level (tests/gpu/test_gpu_graph_replay.py), so ring audits went on by default
+(harness 0.7.0). Rerun it after changing measurement.kept_outputs or the graph capture.
 
     python benchmarks/ring_audit_ab.py --output ring_audit_ab.json [--quick]
 """
