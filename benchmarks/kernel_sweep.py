@@ -39,6 +39,7 @@ from experimental_resident_ws import softmax_resident_ws_trials
 from experimental_rms_cluster import rms_norm_cluster_trials
 from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
 from experimental_rms_two_phase import rms_norm_two_phase_narrow_trials, rms_norm_two_phase_trials
+from experimental_split_funnel import softmax_split_funnel_trials
 from experimental_swiglu import (
     swiglu_funnel_trials,
     swiglu_odd_trials,
@@ -124,7 +125,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,
             "softmax_mid": softmax_mid_trials, "swiglu_shifted": swiglu_shifted_trials,
-            "swiglu_funnel": swiglu_funnel_trials,
+            "swiglu_funnel": swiglu_funnel_trials, "softmax_split_funnel": softmax_split_funnel_trials,
             "swiglu_shifted_parts": swiglu_shifted_parts_trials, "softmax_thread_stats": softmax_thread_stats_trials,
             "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials, "softmax_words": softmax_words_trials,
             "softmax_grid": softmax_grid_trials, "softmax_thread_stats_parts": softmax_thread_stats_parts_trials,
