@@ -102,14 +102,18 @@ def run(x: torch.Tensor, y: torch.Tensor, chunk_bytes: int = 0, warps: int = 0) 
 
 
 # rows of 32769-65536 padded off the vector grid by an odd number of elements: the campaigns' hidden `odd` draws
-# (1965 x 43657 by 9: 2026-12-02_padded_parts/4_*) and sweep_padded.WIDE_SHAPES' other odd ones
-SHAPES = ((1965, 43657, 9), (1432, 34447, 3), (806, 42132, 33), (1024, 40001, 3), (1024, 36001, 5), (800, 60001, 5))
+# (1965 x 43657 by 9: 2026-12-02_padded_parts/4_*) and sweep_padded.WIDE_SHAPES' other odd ones; then an even
+# padding there (planned on the resident kernel's 4-byte copies: 70% on the H200) and padded rows of 16384-32768 of
+# 64 MB or more (the realigned kernel in parts: 61-67%), where a split is not planned today
+SHAPES = ((1965, 43657, 9), (1432, 34447, 3), (806, 42132, 33), (1024, 40001, 3), (1024, 36001, 5), (800, 60001, 5),
+          (1024, 50000, 2), (1029, 16655, 3), (1024, 20000, 3), (700, 24001, 1), (620, 30001, 7))
 
 
 def softmax_split_funnel_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_split_funnel`: the FUNNEL split over chunk bytes and warps beside the planned launch (the
-    realigned split reading x element by element) and the same rows contiguous (the resident kernel: what these
-    rows cost without the padding); each config checked against fp32 first."""
+    """Family `softmax_split_funnel`: the FUNNEL split over chunk bytes and warps beside the planned launch (past
+    32768: the realigned split reading x element by element, or the resident kernel at an even padding; below: the
+    realigned kernel in parts) and the same rows contiguous (what these rows cost without the padding); each config
+    checked against fp32 first."""
     from sweep_padded import _checked, padded_inputs
 
     if dtype not in (torch.float16, torch.bfloat16):
