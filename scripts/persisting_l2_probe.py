@@ -18,7 +18,7 @@ l2 = PersistingL2()
 cuda = ctypes.CDLL("libcuda.so.1")
 most = l2.max_bytes()
 print(f"device {torch.cuda.get_device_name()}: L2 {torch.cuda.get_device_properties(0).L2_cache_size} bytes, "
-      f"max persisting {most}, default limit {l2.limit()}, context {l2.context():#x}")
+      f"max persisting {most}, default limit {l2.limit()}, context {l2.context()}")
 for request in (4 << 20, 32 << 20, most or 0, 1 << 40):
     status = cuda.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(request))
     print(f"request {request:>15} bytes: CUresult {status}, limit now {l2.limit()}")
