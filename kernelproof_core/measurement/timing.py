@@ -210,12 +210,11 @@ def measure_cuda(
     counts = (calls_per_sample(single_call_ms(candidate, input_sets[0]), invocations, max_sample_ms),
               calls_per_sample(single_call_ms(baseline, input_sets[0]), invocations, max_sample_ms))
     # With ring audits every output of a sample is kept, the baseline's too: timed alike (measurement.kept_outputs).
-    memory = torch.cuda.get_device_properties(device).total_memory
-    kept_outputs_max_bytes = kept_bytes_cap(kept_outputs_max_bytes, memory)  # graphs hold both sides' outputs
-    keep_bytes = kept_outputs_max_bytes if ring_audits else 0
-    if ring_audits:
-        counts = (kept_calls(counts[0], output_bytes(candidate(*input_sets[0])), kept_outputs_max_bytes),
-                  kept_calls(counts[1], output_bytes(baseline(*input_sets[0])), kept_outputs_max_bytes))
+    keep_bytes = 0
+    if ring_audits:  # graphs hold both sides' outputs at once: within a share of the GPU's memory
+        keep_bytes = kept_bytes_cap(kept_outputs_max_bytes, torch.cuda.get_device_properties(device).total_memory)
+        counts = (kept_calls(counts[0], output_bytes(candidate(*input_sets[0])), keep_bytes),
+                  kept_calls(counts[1], output_bytes(baseline(*input_sets[0])), keep_bytes))
     graphs, graph_note = None, None
     if cuda_graphs:  # each sample replays one captured device program (measurement.replay)
         cand_graph, base_graph, graph_note = capture_pair(candidate, baseline, input_sets, counts, audit_set,
