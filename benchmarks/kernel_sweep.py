@@ -73,7 +73,12 @@ from sweep_parity import (
     wide_looped_trials,
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
-from sweep_resident import softmax_resident_keep_trials, softmax_resident_realigned_trials, softmax_resident_trials
+from sweep_resident import (
+    softmax_resident_keep_trials,
+    softmax_resident_pair_trials,
+    softmax_resident_realigned_trials,
+    softmax_resident_trials,
+)
 from sweep_resident_ab import softmax_resident_ab_trials
 from sweep_small_rows import rms_norm_small_rows_trials, softmax_small_rows_trials
 from sweep_stagger import (
@@ -121,6 +126,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_rows_simple": softmax_rows_simple_trials,
             "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
             "softmax_resident_keep": softmax_resident_keep_trials,
+            "softmax_resident_pair": softmax_resident_pair_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,

@@ -167,3 +167,43 @@ def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> It
                      f"keep={int(keep)}{' maxnreg=80' if regs else ''}")
             if _correct(y, ref, f"softmax.resident_keep {m}x{n} {label}"):
                 yield ("softmax.resident_keep", (m, n), label, run, moved, False)
+
+
+# Rows of 40-64K elements whose two copies do not fit an SM's shared memory but fit it and the register file: the
+# copy_rows diagnostic (NOTES, "What a row-at-a-time program can reach") stops at 84% where one program an SM reads a
+# 65536-wide row before writing it, and at 93.5% at 32768 where two share an SM.
+PAIR_SHAPES = ((1024, 65536), (1024, 65535), (2048, 65536), (1024, 49152))
+
+
+def softmax_resident_pair_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_pair`: two resident programs an SM on rows one SM's shared memory holds only once,
+    each keeping 100-112 KB of its row in slots and the rest in registers (HOLD: loaded as the row starts, not read
+    again) or re-read from L2 (HOLD off), with and without KEEP, against the planned launch (one program an SM).
+    Registers are capped so that two programs fit an SM; each config prints its registers, spills and shared memory,
+    and how many such programs fit an SM."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in PAIR_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        first = (m, n) == PAIR_SHAPES[0]
+        budgets = (208 * 1024, 224 * 1024) if first else (224 * 1024,)
+        holds = (False, True) if first else (True,)
+        for warps, budget, hold, keep in itertools.product((8, 16), budgets, holds, (False, True)):
+            plan = softmax._resident_plan(m, n, softmax._align(x.element_size(), n, n), x.element_size(), sms, smem,
+                                          warps=warps, per_sm=2, realign=n % 8 != 0, budget_bytes=budget,
+                                          keep=keep and x.element_size() == 2, hold=hold)
+            assert plan is not None
+            meta = plan[1]
+            label = (f"pair warps={warps} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])} "
+                     f"keep={int(meta['KEEP'])}")
+            # capped so that two programs' registers fit the SM's 65536 (REALIGN takes up to 156 unbounded)
+            run = partial(plan[0], x, y, m, n, n, **meta, maxnreg=65536 // (2 * 32 * warps))
+            y.fill_(float("nan"))
+            compiled = run()
+            regs, shared = getattr(compiled, "n_regs", 0), getattr(getattr(compiled, "metadata", None), "shared", 0)
+            spills = getattr(compiled, "n_spills", 0)
+            fit = min(65536 // max(1, regs * 32 * warps), smem // max(1, shared + 1024))
+            print(f"softmax.resident_pair {m}x{n} {label}: regs={regs} spills={spills} shared={shared} programs an SM that fit={fit}",
+                  flush=True)
+            if _correct(y, ref, f"softmax.resident_pair {m}x{n} {label}"):
+                yield ("softmax.resident_pair", (m, n), label, run, moved, False)
