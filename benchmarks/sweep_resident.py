@@ -197,13 +197,13 @@ def softmax_resident_pair_trials(device: torch.device, dtype: torch.dtype) -> It
             label = (f"pair warps={warps} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])} "
                      f"keep={int(meta['KEEP'])}")
             # capped so that two programs' registers fit the SM's 65536 (REALIGN takes up to 156 unbounded)
-            run = partial(plan[0], x, y, m, n, n, **meta, maxnreg=65536 // (2 * 32 * warps))
+            run = partial(plan[0], x, y, m, n, n, **{**meta, "maxnreg": 65536 // (2 * 32 * warps)})
             y.fill_(float("nan"))
             compiled = run()
             regs, shared = getattr(compiled, "n_regs", 0), getattr(getattr(compiled, "metadata", None), "shared", 0)
             spills = getattr(compiled, "n_spills", 0)
             fit = min(65536 // max(1, regs * 32 * warps), smem // max(1, shared + 1024))
-            print(f"softmax.resident_pair {m}x{n} {label}: regs={regs} spills={spills} shared={shared} programs an SM that fit={fit}",
-                  flush=True)
+            print(f"softmax.resident_pair {m}x{n} {label}: regs={regs} spills={spills} shared={shared} "
+                  f"programs an SM that fit={fit}", flush=True)
             if _correct(y, ref, f"softmax.resident_pair {m}x{n} {label}"):
                 yield ("softmax.resident_pair", (m, n), label, run, moved, False)

@@ -223,6 +223,15 @@ _RESIDENT_KEEP = False
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
 _RESIDENT_HOLD, _RESIDENT_STREAM_WARPS = False, 32
+# PAIR: 16-bit rows on the 16-byte grid too wide for two whole rows in an SM's shared memory but no wider than
+# _RESIDENT_PAIR_MAX_BYTES run two 16-warp programs an SM, each keeping 104 KB of its row in slots and the rest in
+# registers (HOLD), registers capped at 64 a thread so that both fit. One program an SM reading a 65536-wide row
+# before writing it stops near 84% of copy on the H200 whatever it computes (benchmarks/NOTES.md, "What a
+# row-at-a-time program can reach"); two overlap one's stats pass with the other's output. Measured on an H100 (sweep
+# softmax_resident_pair, CUPTI): 1024 x 65536 91.9% of copy against 90.2% one an SM (bf16 and fp16 alike), 2048 x
+# 65536 92.4 / 92.6% against 92.8 / 92.7% (level); KEEP spilled at this cap and was level or behind; rows off the
+# grid (REALIGN) spilled at 16 warps (58-77%) and stay one an SM.
+_RESIDENT_PAIR_MAX_BYTES, _RESIDENT_PAIR_BUDGET_BYTES, _RESIDENT_PAIR_WARPS = 128 * 1024, 208 * 1024, 16
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).
 _FAST_FOLD_MAX = tl.constexpr(64.0)
@@ -1193,13 +1202,21 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
     any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look). keep: KEEP
     (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16). hold: HOLD where chunks
-    are streamed (default _RESIDENT_HOLD)."""
+    are streamed (default _RESIDENT_HOLD). Aligned 16-bit rows of up to _RESIDENT_PAIR_MAX_BYTES that two whole rows
+    do not fit take PAIR (two 16-warp programs an SM, HOLD, registers capped) unless per_sm, warps or budget_bytes
+    is given."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
     k = k or 16 // elsize
     span = n + k - 1 if realign else n  # an unaligned row can start mid-vector
     row_bytes = span * elsize
+    pair = (not (per_sm or warps or budget_bytes or realign) and elsize == 2 and align == k == 8
+            and budget < 2 * row_bytes <= 2 * _RESIDENT_PAIR_MAX_BYTES
+            and smem_per_sm_bytes >= _RESIDENT_PAIR_BUDGET_BYTES + _RESIDENT_SOLO_RESERVE_BYTES)
+    if pair:
+        per_sm, warps, budget = 2, _RESIDENT_PAIR_WARPS, _RESIDENT_PAIR_BUDGET_BYTES
+        hold = True if hold is None else hold
     per_sm = per_sm or (2 if 2 * row_bytes <= budget else 1)
     room = (budget_bytes or _solo_budget(smem_per_sm_bytes)) if per_sm == 1 else budget // per_sm  # per program
     warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= room else _RESIDENT_STREAM_WARPS)
@@ -1216,6 +1233,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks
     meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
             "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "HOLD": hold, "num_warps": warps}
+    if pair:  # both programs' registers must fit the SM's 65536 (sm_80 to sm_90)
+        meta["maxnreg"] = 65536 // (per_sm * 32 * warps)
     return _softmax_resident[(min(m, per_sm * n_sm),)], meta
 
 

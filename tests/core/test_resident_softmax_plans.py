@@ -13,19 +13,24 @@ from tests.sm90_build import compile_for_sm90
 
 
 @pytest.mark.parametrize(("m", "n", "align", "expected"), [
-    # (programs per SM, warps, K, NCHUNK, NRES): two rows per SM on 8 warps where they fit the 200 KB budget, one on
-    # 16 where one does, one on 32 streaming the chunks past the budget otherwise.
-    (1024, 40000, 8, (2, 8, 8, 20, 20)), (1991, 33508, 4, (2, 8, 8, 17, 17)), (1024, 65536, 8, (1, 16, 8, 16, 16)),
-    (800, 60000, 8, (1, 16, 8, 15, 15)), (800, 104000, 8, (1, 16, 8, 26, 26)), (600, 110000, 8, (1, 16, 8, 27, 27)),
+    # (programs per SM, warps, K, NCHUNK, NRES): two rows per SM on 8 warps where they fit the 200 KB budget, two on
+    # 16 (PAIR: 104 KB of slots each, the rest held in registers) for aligned rows of up to 128 KB, one on 16 where
+    # one row fits, one on 32 streaming the chunks past the budget otherwise.
+    (1024, 40000, 8, (2, 8, 8, 20, 20)), (1991, 33508, 4, (2, 8, 8, 17, 17)), (1024, 65536, 8, (2, 16, 8, 16, 13)),
+    (800, 60000, 8, (2, 16, 8, 15, 13)), (800, 104000, 8, (1, 16, 8, 26, 26)), (600, 110000, 8, (1, 16, 8, 27, 27)),
     (1024, 131072, 8, (1, 32, 8, 16, 14)), (512, 128256, 8, (1, 32, 8, 16, 14)), (3, 65536, 2, (1, 16, 8, 16, 16))])
 def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected: tuple[int, ...]) -> None:
     _launch, meta = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM)  # type: ignore[misc]
     per_sm, warps, k, n_chunks, n_res = expected
     assert (meta["num_warps"], meta["K"], meta["NCHUNK"], meta["NRES"]) == (warps, k, n_chunks, n_res)
     assert meta["ALIGN"] == align and 32 * warps * k * n_chunks >= n > 32 * warps * k * (n_chunks - 1)
-    # two programs per SM share the 200 KB budget; one alone may take 224 KB (a block may have 227 KB)
-    assert n_res * 32 * warps * k * 2 * per_sm <= (
+    # two programs per SM share the 200 KB budget (208 KB under PAIR); one alone may take 224 KB (a block may have
+    # 227 KB)
+    pair = per_sm == 2 and warps == 16
+    assert n_res * 32 * warps * k * 2 * per_sm <= (softmax._RESIDENT_PAIR_BUDGET_BYTES if pair else
         softmax._RESIDENT_CAP_BYTES if per_sm == 2 else softmax._RESIDENT_SOLO_CAP_BYTES)
+    # PAIR holds the chunks past its slots in registers, capped so that both programs fit the SM's 65536
+    assert meta["HOLD"] == pair and meta.get("maxnreg") == (64 if pair else None)  # both 65536 and 60000 hold
     # one program per SM holding whole rows: half of them start late (their stats passes would line up)
     assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0)
 
@@ -34,15 +39,19 @@ def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected:
 def test_resident_rows_within_the_budget_are_held_whole(realign: bool) -> None:
     """Every 16-bit row the budget can hold keeps all its chunks in shared memory (slots are one buffer of any
     count: as two power-of-two buffers, 60000-wide rows streamed 3 of their 15 chunks, 58.6% of copy bandwidth on
-    the H200), up to 224 KB where one program has the SM; wider ones stream only what does not fit, and a chunk
-    larger than the budget is refused."""
+    the H200), up to 224 KB where one program has the SM; wider ones stream only what does not fit, aligned rows of
+    100-128 KB (PAIR) keep 104 KB in slots and the rest in registers, and a chunk larger than the budget is
+    refused."""
     budget, solo = softmax._resident_budget(H200_SMEM_PER_SM), softmax._solo_budget(H200_SMEM_PER_SM)
     assert (budget, solo) == (200 * 1024, 224 * 1024)
     for n in range(32776, 140000, 1000):
         _launch, meta = softmax._resident_plan(64, n, 8, 2, H200_SMS, H200_SMEM_PER_SM,  # type: ignore[misc]
                                                realign=realign)
         chunk_bytes = 32 * meta["num_warps"] * meta["K"] * 2
-        room = budget // 2 if meta["num_warps"] == 8 else solo
+        pair = not realign and budget < 4 * n <= 2 * softmax._RESIDENT_PAIR_MAX_BYTES
+        assert meta["HOLD"] == (pair and meta["NRES"] < meta["NCHUNK"]), n
+        assert meta.get("maxnreg") == (64 if pair else None), n
+        room = softmax._RESIDENT_PAIR_BUDGET_BYTES // 2 if pair else budget // 2 if meta["num_warps"] == 8 else solo
         assert meta["NRES"] == min(meta["NCHUNK"], room // chunk_bytes), n
         assert meta["NRES"] * chunk_bytes <= room
         assert (meta["num_warps"] == 32) == ((n + (7 if realign else 0)) * 2 > solo), n
@@ -100,14 +109,15 @@ def test_resident_keep_and_hold_options() -> None:
         assert plan is not None
         return plan[1]
 
-    assert meta(65536)["KEEP"] is softmax._RESIDENT_KEEP and meta(65536)["HOLD"] is False
+    assert meta(104000)["KEEP"] is softmax._RESIDENT_KEEP and meta(104000)["HOLD"] is False
+    assert meta(65536)["HOLD"] and not meta(65536, hold=False)["HOLD"]  # PAIR holds by default
     assert meta(65536, keep=True)["KEEP"] and not meta(65536, keep=False)["KEEP"]
     assert not meta(65536, carry=False)["KEEP"]
     with pytest.raises(ValueError, match="CARRY"):
         meta(65536, carry=False, keep=True)
     with pytest.raises(ValueError, match="16-bit"):
         softmax._resident_plan(64, 65536, 1, 4, H200_SMS, H200_SMEM_PER_SM, keep=True)
-    assert not meta(65536, hold=True)["HOLD"]  # every chunk resident: nothing to hold
+    assert not meta(104000, hold=True)["HOLD"]  # every chunk resident: nothing to hold
     streamed = meta(131072, hold=True)
     assert streamed["NRES"] < streamed["NCHUNK"] and streamed["HOLD"]
     assert meta(131072)["num_warps"] == softmax._RESIDENT_STREAM_WARPS
@@ -169,7 +179,8 @@ for m, n, warps, keep, hold in json.loads(sys.argv[1]):
     ptx = kernel.asm["ptx"]
     out.append({"nchunk": meta["NCHUNK"], "nres": meta["NRES"], "ex2": ptx.count("ex2.approx"),
                 "f16_stores": len(re.findall(r"st\\.shared[^;]*\\.v4\\.b32", ptx)),
-                "loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local")})
+                "loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local"),
+                "maxnreg": [int(v) for v in re.findall(r"\\.maxnreg (\\d+)", ptx)]})
 print(json.dumps(out))
 """
 
@@ -178,19 +189,22 @@ def test_resident_softmax_keep_and_hold_compile_for_sm90() -> None:
     """KEEP and HOLD built for the H200's target (no GPU needed): KEEP stores each resident chunk's exponentials
     (one 16-byte shared store a thread a chunk) and takes about half the exponentials of the plain kernel (one an
     element in the stats pass, one a thread a chunk in the output pass); HOLD reads each streamed chunk from global
-    memory once instead of twice; none of them uses local memory (no spills) at the planned 65536 or on 16 warps at
+    memory once instead of twice; none of them uses local memory (no spills) at 65536 on one 16-warp program, under
+    PAIR (the plan there: two programs an SM, three chunks held, 64 registers) or on 16 warps at
     131072. Their speed is the sweep's (kernel_sweep.py --only softmax_resident_keep)."""
-    configs = [(1024, 65536, 0, False, False), (1024, 65536, 0, True, False), (1024, 131072, 16, False, False),
-               (1024, 131072, 16, False, True), (1024, 131072, 16, True, True)]
+    configs = [(1024, 65536, 16, False, False), (1024, 65536, 16, True, False), (1024, 131072, 16, False, False),
+               (1024, 131072, 16, False, True), (1024, 131072, 16, True, True), (1024, 65536, 0, False, None)]
     results = compile_for_sm90(_COMPILE_KEEP_HOLD, configs)
-    plain, keep, streamed, hold, both = results
+    plain, keep, streamed, hold, both, pair = results
+    assert (pair["nchunk"], pair["nres"], pair["maxnreg"]) == (16, 13, [64]), pair
+    assert pair["loads"] == plain["loads"] + 3, (plain, pair)  # three chunks held, loaded once each
     assert plain["nres"] == plain["nchunk"] == 16 and plain["f16_stores"] == 0
     assert keep["f16_stores"] == keep["nres"], keep
     assert keep["ex2"] < 0.7 * plain["ex2"], (plain, keep)
     assert streamed["nres"] < streamed["nchunk"], streamed
     assert streamed["loads"] - hold["loads"] == streamed["nchunk"] - streamed["nres"], (streamed, hold)
     assert both["ex2"] < 0.7 * hold["ex2"], (hold, both)
-    assert all(r["local"] == 0 for r in (plain, keep, streamed, hold, both)), (plain, keep, streamed, hold, both)
+    assert all(r["local"] == 0 for r in results), results
 
 
 _PLAN_ON_H200 = """
@@ -223,9 +237,9 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
     32768 whose width is not a multiple of 8 take the resident kernel with REALIGN (16-byte copies, odd widths
     included); aligned rows keep it without; padded odd rows keep the split path. resident_realign=False gives the
     plan as it was before (8-byte copies at 33508, split at 40001, staged at 131071). One program per SM holding
-    whole rows (65536) compiles the stagger's spin in; the others do not."""
+    whole rows (104000) compiles the stagger's spin in; the others do not."""
     cases = [(1991, 33508, 33508, True), (1991, 33508, 33508, False), (1024, 40001, 40001, True),
-             (1024, 40001, 40001, False), (1024, 40001, 40003, True), (1024, 65536, 65536, True),
+             (1024, 40001, 40001, False), (1024, 40001, 40003, True), (800, 104000, 104000, True),
              (64, 131071, 131071, True), (64, 131071, 131071, False)]
     results = compile_for_sm90(_PLAN_ON_H200, cases)
     assert results == [
