@@ -258,14 +258,17 @@ def test_realigned_split_softmax_on_padded_rows(pad: int, dtype: torch.dtype) ->
 @pytest.mark.parametrize(("m", "n", "pad", "config"), [
     (1, 40000, 0, None), (131, 32770, 2, None), (300, 65536, 6, None), (263, 98304, 0, None), (2, 131072, 4, None),
     (270, 63554, 0, None), (200, 60000, 0, None), (400, 65536, 0, (8, 8, 2)), (133, 65536, 0, (16, 16, 1)),
-    (140, 40000, 0, (32, 8, 1)), (133, 40000, 2, (32, 16, 1)), (700, 32768, 0, (8, 8, 2))])
+    (140, 40000, 0, (32, 8, 1)), (133, 40000, 2, (32, 16, 1)), (700, 32768, 0, (8, 8, 2)),
+    (1, 65536, 0, None), (265, 65536, 0, None), (300, 51208, 0, None)])
 def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, config: tuple[int, int, int] | None,
                                                  dtype: torch.dtype) -> None:
     """The resident path (rows in shared memory, the next row's chunks copied in while this row's output is stored)
     on what can break it: one row (M a compile-time 1), fewer and more rows than programs, rows ending mid-chunk,
     strides aligned to 4 bytes only (narrowest copies), rows over the budget (streamed chunks), -inf logits and
     whole chunks of them; default and forced configs (warps, elements per thread, programs per SM; three chunks a
-    row; a row of exactly 16 whole chunks; 15 chunks, all resident). Default configs replay bit-exact; nothing is
+    row; a row of exactly 16 whole chunks; 15 chunks, all resident); PAIR (aligned rows of 100-128 KB, two programs
+    an SM holding the chunks past their slots in registers: one row, one row more than two an SM, 15 chunks with 2
+    held and a partial last one, the narrowest such row with none held). Default configs replay bit-exact; nothing is
     written outside the output; a staggered plan (half the programs start late) writes exactly what it writes
     without the stagger."""
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
