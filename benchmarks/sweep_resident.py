@@ -172,7 +172,10 @@ def softmax_resident_keep_trials(device: torch.device, dtype: torch.dtype) -> It
 # Rows of 40-64K elements whose two copies do not fit an SM's shared memory but fit it and the register file: the
 # copy_rows diagnostic (NOTES, "What a row-at-a-time program can reach") stops at 84% where one program an SM reads a
 # 65536-wide row before writing it, and at 93.5% at 32768 where two share an SM.
-PAIR_SHAPES = ((1024, 65536), (1024, 65535), (2048, 65536), (1024, 49152))
+# The last two: rows of 144-160 KB, where a pair holds 32-48 KB a program in registers (one program an SM today);
+# sm_90 builds at 8 warps (128 registers) do not spill up to 81920 wide (86016: 176 bytes of stack, 98304: 688),
+# at 16 warps (64) they do from 73728 (8 bytes).
+PAIR_SHAPES = ((1024, 65536), (1024, 65535), (2048, 65536), (1024, 49152), (800, 73728), (800, 81920))
 
 
 def softmax_resident_pair_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
