@@ -76,6 +76,7 @@ from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigne
 from sweep_resident import (
     softmax_resident_keep_trials,
     softmax_resident_pair_trials,
+    softmax_resident_parts_trials,
     softmax_resident_realigned_trials,
     softmax_resident_trials,
 )
@@ -127,6 +128,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_safe": softmax_resident_safe_trials, "softmax_small_rows": softmax_small_rows_trials,
             "softmax_resident_keep": softmax_resident_keep_trials,
             "softmax_resident_pair": softmax_resident_pair_trials,
+            "softmax_resident_parts": softmax_resident_parts_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,

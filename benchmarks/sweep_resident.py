@@ -210,3 +210,41 @@ def softmax_resident_pair_trials(device: torch.device, dtype: torch.dtype) -> It
                   f"programs an SM that fit={fit}", flush=True)
             if _correct(y, ref, f"softmax.resident_pair {m}x{n} {label}"):
                 yield ("softmax.resident_pair", (m, n), label, run, moved, False)
+
+
+# Rows too wide for two programs an SM (one 32-warp program an SM streaming 2 of 16 chunks, 71-75% of copy on the
+# H200) and rows of 96-98 KB halves, against the plan.
+PARTS_SHAPES = ((1024, 131072), (512, 128256), (683, 98304), (800, 104000))
+
+
+def softmax_resident_parts_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_parts`: the resident kernel with each row cut into 2 or 4 equal parts on sibling
+    programs that meet once a row through 64-bit words (PARTS), so that a part is PAIR's size (two programs an SM,
+    the chunks past the slots in registers) or smaller; the plan's default for each part, and 8-warp pairs at 128
+    registers. Each config is checked against fp32 twice (its words start zero on every call) and prints its
+    registers."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    es = 2
+    for m, n in PARTS_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        configs: list[tuple[str, int, dict[str, Any]]] = [("default", 2, {}), ("default", 4, {}),
+                                                          ("pair8", 2, {"warps": 8, "per_sm": 2,
+                                                                        "budget_bytes": 224 * 1024, "hold": True})]
+        for name, parts, kw in configs:
+            if n % (parts * 8):
+                continue
+            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, parts=parts, **kw)
+            assert plan is not None
+            meta = {**plan[1], **({"maxnreg": 128} if name == "pair8" else {})}
+            label = (f"parts={parts} {name} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} "
+                     f"hold={int(meta['HOLD'])}")
+            run = partial(softmax._run, (plan[0], meta), x, y, m, n, n)
+            ok = True
+            for _ in range(2):
+                y.fill_(float("nan"))
+                run()
+                torch.cuda.synchronize()
+                ok = ok and _correct(y, ref, f"softmax.resident_parts {m}x{n} {label}")
+            if ok:
+                yield ("softmax.resident_parts", (m, n), label, run, moved, False)

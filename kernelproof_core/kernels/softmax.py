@@ -931,11 +931,34 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
 
 
 @gluon.jit
+def _meet_parts(words: gl.tensor, part: gl.tensor, m_own: gl.tensor, total_own: gl.tensor, PARTS: gl.constexpr,
+                layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # _softmax_resident's PARTS rendezvous: this part's (max, sum of 2^(x log2 e - _scaled(max))) published as one
+    # 64-bit word, max bits high, sum bits low (never zero: a finite max sums to at least 1, an empty or all -inf part
+    # publishes max = -inf), a single-copy-atomic store that is its own flag; the siblings' words polled with
+    # volatile loads until none is zero. Returns the row's max, its shift (_scaled(max)) and its sum against it.
+    total_own = gl.where(m_own == float("-inf"), 0.0, total_own)  # an all -inf part adds nothing
+    word = (m_own.to(gl.uint32, bitcast=True).to(gl.uint64) << 32) | total_own.to(gl.uint32, bitcast=True).to(
+        gl.uint64)
+    gl.store(words + part, word.to(gl.int64, bitcast=True))
+    at = gl.arange(0, PARTS, layout=layout)
+    got = gl.load(words + at, volatile=True)
+    while gl.min((got != 0).to(gl.int32), axis=0) == 0:
+        got = gl.load(words + at, volatile=True)
+    m_p = (got >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+    t_p = got.to(gl.int32).to(gl.float32, bitcast=True)
+    m_row = gl.max(m_p, axis=0)
+    shift = _scaled(m_row)
+    total = gl.sum(gl.where(m_p == float("-inf"), 0.0, t_p * gl.exp2(_scaled(m_p) - shift)), axis=0)
+    return m_row, shift, total
+
+
+@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
-                      HOLD: gl.constexpr = False) -> None:
+                      HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -964,6 +987,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # +1 to +2 at 128256-131072).
     # STAGGER (clocks; one program per SM holding whole rows): half the programs start late, so the SMs' stats
     # passes, which leave HBM idle, stop lining up (+2.5 to +4 points at 65536 and 98304 wide).
+    # PARTS (experiment, aligned rows, CARRY): a row cut into PARTS parts of whole vectors, program p holding part
+    # p % PARTS of rows p // PARTS, p // PARTS + programs / PARTS, ...; the parts meet once a row through w_ptr
+    # (int64, rows x PARTS, zero before the launch): each publishes its (max, sum) as one 64-bit word that is its own
+    # flag (never zero: _publish_part) and polls its siblings' words. Siblings are launched next to each other, so
+    # with programs dispatched in launch order a waiting program's siblings are running or will run.
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
@@ -982,6 +1010,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)
     row = gl.program_id(0)
+    n_own = N  # the columns this program holds: the row's, or its part's
+    col0 = 0
+    if PARTS > 1:
+        gl.static_assert(CARRY and not REALIGN, "PARTS: aligned rows under CARRY")
+        part = row % PARTS
+        step = step // PARTS
+        row = row // PARTS
+        n_own = N // PARTS  # the host guarantees equal parts of whole vectors
+        col0 = part * n_own
     if REALIGN:
         start = row.to(gl.int64) * N
         base = (start // K) * K
@@ -991,14 +1028,14 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     else:
         sh = 0
-        x_row = x_ptr + row.to(gl.int64) * stride_x
+        x_row = x_ptr + row.to(gl.int64) * stride_x + col0
     for c in gl.static_range(NRES):
         if REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
         else:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
-                   c * CHUNK + offs < N)
+                   c * CHUNK + offs < n_own)
     while row < M:
         if REALIGN:
             base = (row.to(gl.int64) * N // K) * K
@@ -1013,8 +1050,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
             x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
         else:
-            x_row = x_ptr + row.to(gl.int64) * stride_x
-            y_row = y_ptr + row.to(gl.int64) * N
+            x_row = x_ptr + row.to(gl.int64) * stride_x + col0
+            y_row = y_ptr + row.to(gl.int64) * N + col0
         m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
         s_t = gl.zeros([T], gl.float32, rows_layout)
         if CARRY:
@@ -1026,14 +1063,14 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             for c in gl.static_range(NRES, NCHUNK):
                 cols = c * CHUNK + offs
                 if _masked_chunk(c, NCHUNK, REALIGN):
-                    keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+                    keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < n_own
                     held = held + (gl.load(x_row + cols, mask=keep, other=float("-inf")),)  # type: ignore[assignment]  # noqa: RUF005
                 else:
                     held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
             if _masked_chunk(c, NCHUNK, REALIGN):
-                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < n_own
             if c < NRES:
                 cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
                 x = slots.index(c).load(layout).to(gl.float32)
@@ -1071,6 +1108,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             total = gl.sum(s_t * gl.exp2(ms_t - shift), axis=0)
             if REALIGN:
                 total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+            if PARTS > 1:  # the row's max, shift and sum from every part's (max, sum against its own shift)
+                m_row, shift, total = _meet_parts(w_ptr + row.to(gl.int64) * PARTS, part, m_row, total, PARTS,
+                                                  rows_layout)
             lsum = gl.log2(total)
         else:
             total = gl.sum(s_t * gl.exp2(m_t * _LOG2E - m_row * _LOG2E), axis=0)
@@ -1085,9 +1125,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_row = x_ptr + a_base
         else:
             a_sh = 0
-            a_row = x_ptr + ahead.to(gl.int64) * stride_x
-        _resident_output(slots, x_row, y_row, a_row, offs, N, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K, REALIGN,
-                         layout, CARRY, lsum, KEEP, refs, HOLD, held)
+            a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
+        _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
+                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held)
         if REALIGN:
             if CARRY:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty), mask=e_mask)
@@ -1104,8 +1144,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             else:
                 edges = 0.0
             # Inlined: as a called function (noinline, 32 registers instead of 40-64) it ran ordinary rows 0.4-4.3%
-            # slower at 40000-131072 wide (H200, evidence/h200/2026-12-02_pending_runs/1_*).
-            log_total = _resident_subtracted(x_row, y_row, N, sh, m_row, edges, NCHUNK, K, REALIGN, layout)
+            # slower at 40000-131072 wide (H200, evidence/h200/2026-12-02_pending_runs/1_*). PARTS: every part
+            # redoes the whole row (the same values from the same loop: the rewrites agree; such rows are rare).
+            log_total = _resident_subtracted(x_row - col0, y_row - col0, N, sh, m_row, edges, NCHUNK * PARTS, K,
+                                             REALIGN, layout)
             if REALIGN:
                 gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
                          mask=e_mask)
@@ -1193,7 +1235,7 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
-                   hold: bool | None = None) -> Launch | None:
+                   hold: bool | None = None, parts: int = 1) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1204,12 +1246,16 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16). hold: HOLD where chunks
     are streamed (default _RESIDENT_HOLD). Aligned 16-bit rows of up to _RESIDENT_PAIR_MAX_BYTES that two whole rows
     do not fit take PAIR (two 16-warp programs an SM, HOLD, registers capped) unless per_sm, warps or budget_bytes
-    is given."""
+    is given. parts > 1 (experiment, aligned rows, CARRY): each row cut into `parts` parts of whole vectors on
+    sibling programs (PARTS), every size above taken for a part; _run passes the zeroed words they meet through."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
     k = k or 16 // elsize
-    span = n + k - 1 if realign else n  # an unaligned row can start mid-vector
+    if parts > 1 and (realign or not carry or n % (parts * k)):
+        # equal parts of whole vectors, so that only a part's last chunk can be partial (its masks sit there)
+        raise ValueError("PARTS cuts aligned rows into equal parts of whole vectors, under CARRY")
+    span = n + k - 1 if realign else n // parts  # an unaligned row can start mid-vector; a part is its own row
     row_bytes = span * elsize
     pair = (not (per_sm or warps or budget_bytes or realign) and elsize == 2 and align == k == 8
             and budget < 2 * row_bytes <= 2 * _RESIDENT_PAIR_MAX_BYTES
@@ -1235,7 +1281,9 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
             "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "HOLD": hold, "num_warps": warps}
     if pair:  # both programs' registers must fit the SM's 65536 (sm_80 to sm_90)
         meta["maxnreg"] = 65536 // (per_sm * 32 * warps)
-    return _softmax_resident[(min(m, per_sm * n_sm),)], meta
+    if parts > 1:
+        meta["PARTS"] = parts
+    return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
 def _window(n: int, elsize: int) -> int:
@@ -1484,4 +1532,8 @@ def _run(plan: Launch | _Staged | _Split, x: torch.Tensor, y: torch.Tensor, m: i
         launch, meta = plan
         if meta.get("WORDS") and x.data_ptr() % 4:  # a view starting mid-word: no whole words (plans ignore offsets)
             meta = {**meta, "WORDS": False}
-        launch(x, y, m, n, stride, **meta)
+        if meta.get("PARTS", 1) > 1:  # the resident kernel's parts meet through words that start zero
+            launch(x, y, m, n, stride, w_ptr=torch.zeros((m * meta["PARTS"],), dtype=torch.int64, device=device),
+                   **meta)
+        else:
+            launch(x, y, m, n, stride, **meta)

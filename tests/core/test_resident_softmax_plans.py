@@ -250,3 +250,47 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
         {"path": "resident", "realign": False, "stagger": softmax._RESIDENT_STAGGER, "copies": ["0x10"]},
         {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
         {"path": "Staged"}]
+
+
+def test_resident_parts_plan() -> None:
+    """PARTS (an experiment, not planned): a part is sized as a row of its own (131072 in halves: PAIR's 16 warps,
+    13 of 16 chunks in slots, 3 held, 64 registers), and only aligned rows that cut
+    into equal parts of whole vectors under CARRY are taken."""
+    _launch, meta = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, parts=2)  # type: ignore[misc]
+    assert (meta["PARTS"], meta["NCHUNK"], meta["NRES"], meta["HOLD"], meta["maxnreg"]) == (2, 16, 13, True, 64)
+    quarters = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, parts=4)
+    assert quarters is not None and (quarters[1]["num_warps"], quarters[1]["NRES"]) == (8, 16)
+    assert "PARTS" not in softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM)[1]  # type: ignore[index]
+    for kw in ({"realign": True}, {"carry": False}):
+        with pytest.raises(ValueError, match="PARTS"):
+            softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, parts=2, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="PARTS"):
+        softmax._resident_plan(64, 131064, 8, 2, H200_SMS, H200_SMEM_PER_SM, parts=2)  # halves of 65532: not whole
+
+
+_COMPILE_PARTS = """
+import json, re, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, parts in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, 8, 2, 132, 233472, parts=parts)
+    kw = {"w_ptr": torch.zeros(m * parts, dtype=torch.int64)} if parts > 1 else {}
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **kw, **meta)
+    ptx = kernel.asm["ptx"]
+    out.append({"volatile": len(re.findall(r"ld\\.volatile\\.global", ptx)), "local": ptx.count(".local"),
+                "shared": kernel.metadata.shared})
+print(json.dumps(out))
+"""
+
+
+def test_resident_parts_compile_for_sm90() -> None:
+    """PARTS built for the H200's target (no GPU needed): the siblings' words polled with volatile loads (none
+    without PARTS), no local memory, and two programs' slots fit an SM. Its speed is the sweep's (kernel_sweep.py
+    --only softmax_resident_parts); its results are the GPU test's."""
+    plain, halves, quarters = compile_for_sm90(_COMPILE_PARTS, [(1024, 65536, 1), (1024, 131072, 2),
+                                                                (1024, 131072, 4)])
+    assert plain["volatile"] == 0 and halves["volatile"] > 0 and quarters["volatile"] > 0, (plain, halves, quarters)
+    assert all(r["local"] == 0 and 2 * (r["shared"] + 1024) <= H200_SMEM_PER_SM for r in (plain, halves, quarters))

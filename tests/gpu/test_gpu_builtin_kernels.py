@@ -311,6 +311,34 @@ def test_resident_softmax_with_more_shared_memory_matches_fp32_reference(m: int,
 
 
 @requires_cuda
+@pytest.mark.parametrize(("m", "n", "parts", "kw"), [
+    (1, 131072, 2, {}), (265, 131072, 2, {}), (133, 128256, 2, {}), (140, 131072, 4, {}), (67, 98304, 2, {}),
+    (97, 131072, 2, {"warps": 8, "per_sm": 2, "budget_bytes": 224 * 1024, "hold": True})])
+def test_resident_softmax_parts_match_fp32_reference(m: int, n: int, parts: int, kw: dict[str, object]) -> None:
+    """PARTS (an experiment, not planned): each row cut into equal parts on sibling programs that meet through
+    64-bit words. What can break it: one row, more rows than programs, a part all -inf (it publishes max = -inf and
+    adds nothing), a row offset past _CARRY_MAX (every part redoes the whole row with the max subtracted), a part
+    with chunks held in registers; the words start zero on every call, so a second call (and a third, on the same
+    output) gives the same bytes; nothing is written past the output."""
+    x = (torch.randn(m, n, device="cuda") * 4).to(torch.bfloat16)
+    x[0, : n // parts] = float("-inf")
+    if m > 2:
+        x[1] += 1e9
+        x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    plan = softmax._resident_plan(m, n, 8, 2, softmax._cuda_sms(index), softmax._smem_per_sm(index), parts=parts,
+                                  **kw)  # type: ignore[arg-type]
+    assert plan is not None and plan[1]["PARTS"] == parts
+    out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")
+    softmax._run(plan, x, out[:m], m, n, n)
+    torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    again = torch.empty_like(out[:m])
+    softmax._run(plan, x, again, m, n, n)
+    assert torch.equal(again, out[:m])
+
+
+@requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "config"), [
     (1, 40001, None), (131, 33508, None), (700, 49999, None), (5, 65535, None), (3, 131071, None), (150, 98301, None),
