@@ -990,7 +990,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # PARTS (experiment, aligned rows, CARRY): a row cut into PARTS parts of whole vectors, program p holding part
     # p % PARTS of rows p // PARTS, p // PARTS + programs / PARTS, ...; the parts meet once a row through w_ptr
     # (int64, rows x PARTS, zero before the launch): each publishes its (max, sum) as one 64-bit word that is its own
-    # flag (never zero: _publish_part) and polls its siblings' words. Siblings are launched next to each other, so
+    # flag (never zero: _meet_parts) and polls its siblings' words. Siblings are launched next to each other, so
     # with programs dispatched in launch order a waiting program's siblings are running or will run.
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
@@ -1145,7 +1145,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 edges = 0.0
             # Inlined: as a called function (noinline, 32 registers instead of 40-64) it ran ordinary rows 0.4-4.3%
             # slower at 40000-131072 wide (H200, evidence/h200/2026-12-02_pending_runs/1_*). PARTS: every part
-            # redoes the whole row (the same values from the same loop: the rewrites agree; such rows are rare).
+            # redoes the whole row (the same values from the same loop: the rewrites agree; such rows are rare). Its
+            # reduction's barrier orders the rewrites after this program's common-pass writes (the same element may
+            # come from another thread when a part starts mid-chunk), so the last write of every element is a rewrite.
             log_total = _resident_subtracted(x_row - col0, y_row - col0, N, sh, m_row, edges, NCHUNK * PARTS, K,
                                              REALIGN, layout)
             if REALIGN:
