@@ -237,6 +237,8 @@ def softmax_resident_parts_trials(device: torch.device, dtype: torch.dtype) -> I
                 continue
             plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, parts=parts, **kw)
             assert plan is not None
+            if name == "pair8" and not plan[1]["HOLD"]:  # a part the 8-warp slots hold whole: the default's launch
+                continue
             meta = {**plan[1], **({"maxnreg": 128} if name == "pair8" else {})}
             label = (f"parts={parts} {name} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} "
                      f"hold={int(meta['HOLD'])}")
