@@ -230,7 +230,8 @@ _RESIDENT_HOLD, _RESIDENT_STREAM_WARPS = False, 32
 # row-at-a-time program can reach"); two overlap one's stats pass with the other's output. Measured on an H100 (sweep
 # softmax_resident_pair, CUPTI): 1024 x 65536 91.9% of copy against 90.2% one an SM (bf16 and fp16 alike), 2048 x
 # 65536 92.4 / 92.6% against 92.8 / 92.7% (level); KEEP spilled at this cap and was level or behind; rows off the
-# grid (REALIGN) spilled at 16 warps (58-77%) and stay one an SM.
+# grid (REALIGN) spilled at 16 warps (58-77%) and stay one an SM. On the H200 level with one an SM (83.1 / 84.1%
+# planned at 1024 x 65536, 82.2-83.1% one an SM in earlier sweeps): kept, ahead on one GPU, behind on none.
 _RESIDENT_PAIR_MAX_BYTES, _RESIDENT_PAIR_BUDGET_BYTES, _RESIDENT_PAIR_WARPS = 128 * 1024, 208 * 1024, 16
 # The realigned kernel's FAST fold (fp32 rows, whose tolerance is 2e-5): unfused, x log2 e rounded at |x| < 64 is off
 # by under 4e-6 of y (at 1000, 4.5e-5: measured under the interpreter).

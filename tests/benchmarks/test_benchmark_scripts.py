@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,24 @@ def test_file_evidence_compresses_big_reports_and_never_overwrites(tmp_path: Pat
     assert again.returncode == 1 and "never overwritten" in again.stderr
     outside = subprocess.run([script, str(fetched), "elsewhere"], capture_output=True, text=True)
     assert outside.returncode == 2
+
+
+def test_sass_counts_reads_the_planned_kernels_instruction_mix(tmp_path: Path) -> None:
+    """sass_counts.py builds the H200 plans for sm_90 with no GPU and counts their SASS: the resident kernel (rows
+    in shared memory) takes two exponentials an element, one in each pass, where the register kernel keeps its
+    exponentials and takes about one (benchmarks/NOTES.md's status section reads these)."""
+    out = tmp_path / "sass.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "sass_counts.py"), "--json", str(out),
+                           "1024", "65536", "2048", "32768"], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resident, registers = json.loads(out.read_text())
+    assert (resident["shape"], resident["kernel"]) == ("1024x65536", "_softmax_resident")
+    assert (registers["shape"], registers["kernel"]) == ("2048x32768", "_softmax_realigned")
+    for r in (resident, registers):
+        assert r["instructions"] == sum(r["opcodes"].values()) > 500
+        assert r["elements_a_thread"] == int(r["shape"].split("x")[1]) / (32 * r["meta"]["num_warps"])
+        assert r["mufu_per_element"] == round(r["opcodes"]["MUFU"] / r["elements_a_thread"], 2)
+    assert resident["mufu_per_element"] >= 2.0 > 1.5 >= registers["mufu_per_element"] >= 1.0
+    assert "1024x65536" in proc.stderr and "MUFU" in proc.stderr

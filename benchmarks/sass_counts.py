@@ -1,0 +1,96 @@
+"""Instruction mix of the built-in softmax's planned kernels, built for the H200's target without a GPU.
+
+Each shape's plan is made as on an H200 (132 SMs, 228 KB of shared memory an SM), compiled for sm_90 only, and its
+SASS (`cuobjdump -sass`) counted by opcode. Counts are static: unrolled chunk loops count once per chunk, runtime
+loops once, rare branches (the resident kernel's SAFE pass) in full. Per element means per element of one thread's
+row (n / threads), which is what a row costs a thread when the code has no runtime loop over the row.
+
+    python benchmarks/sass_counts.py [--json OUT] [M N ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+
+H200_SMS = 132
+H200_SMEM_PER_SM = 233472
+DEFAULT_SHAPES = ((1024, 65536), (2048, 32768), (1024, 131072), (512, 128256), (1991, 33508), (1723, 25249))
+_SASS_LINE = re.compile(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
+log = logging.getLogger("sass_counts")
+
+
+def _cuobjdump() -> str:
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
+
+
+def opcodes(cubin: bytes) -> collections.Counter[str]:
+    """Opcode counts (without modifiers) of a cubin's SASS."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    try:
+        sass = subprocess.run([_cuobjdump(), "-sass", f.name], capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    return collections.Counter(m.group(1) for line in sass.splitlines() if (m := _SASS_LINE.match(line)))
+
+
+def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]:
+    """The planned kernel of an m x n contiguous softmax on an H200, built for sm_90, and its opcode counts."""
+    softmax._num_sms = lambda device: H200_SMS  # type: ignore[assignment]  # the H200's topology, no GPU here
+    softmax._smem_per_sm = lambda index: H200_SMEM_PER_SM  # type: ignore[assignment]
+    plan = softmax._plan(m, n, n, 2, torch.device("cuda", 0), dtype)
+    assert isinstance(plan, tuple), f"{m}x{n}: plan {type(plan).__name__} is not one launch"
+    launch, meta = plan
+    x = torch.empty((m, n), dtype=dtype)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    ops = opcodes(kernel.asm["cubin"])
+    total = sum(ops.values())
+    per_thread = n / (32 * meta["num_warps"])
+    return {"shape": f"{m}x{n}", "kernel": kernel.name, "meta": {k: v for k, v in meta.items()},
+            "instructions": total, "elements_a_thread": per_thread, "per_element": round(total / per_thread, 2),
+            "mufu_per_element": round(ops["MUFU"] / per_thread, 2), "opcodes": dict(ops.most_common())}
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shape", nargs="*", type=int, help="M N pairs (default: the campaign's wide softmax cases)")
+    parser.add_argument("--json", type=Path, help="write every count here")
+    args = parser.parse_args()
+    if len(args.shape) % 2:
+        parser.error("shapes are M N pairs")
+    os.environ.pop("TRITON_INTERPRET", None)
+    shapes = list(zip(args.shape[::2], args.shape[1::2], strict=True)) or list(DEFAULT_SHAPES)
+    results = [count(m, n) for m, n in shapes]
+    for r in results:
+        top = ", ".join(f"{k} {v}" for k, v in list(r["opcodes"].items())[:8])
+        log.info("%-12s %-22s %5d instructions, %6.1f elements a thread: %5.2f an element, MUFU %4.2f an element (%s)",
+                 r["shape"], r["kernel"], r["instructions"], r["elements_a_thread"], r["per_element"],
+                 r["mufu_per_element"], top)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
