@@ -81,6 +81,7 @@ from sweep_resident import (
     softmax_resident_trials,
 )
 from sweep_resident_ab import softmax_resident_ab_trials
+from sweep_size_align import softmax_size_align_trials
 from sweep_small_rows import rms_norm_small_rows_trials, softmax_small_rows_trials
 from sweep_stagger import (
     softmax_resident_budget_trials,
@@ -132,7 +133,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,
-            "softmax_mid": softmax_mid_trials, "swiglu_shifted": swiglu_shifted_trials,
+            "softmax_mid": softmax_mid_trials, "softmax_size_align": softmax_size_align_trials,
+            "swiglu_shifted": swiglu_shifted_trials,
             "swiglu_funnel": swiglu_funnel_trials, "softmax_split_funnel": softmax_split_funnel_trials,
             "swiglu_shifted_parts": swiglu_shifted_parts_trials, "softmax_thread_stats": softmax_thread_stats_trials,
             "softmax_thread_stats_pf_l1": softmax_thread_stats_pf_l1_trials, "softmax_words": softmax_words_trials,
