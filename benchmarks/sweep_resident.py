@@ -251,3 +251,48 @@ def softmax_resident_parts_trials(device: torch.device, dtype: torch.dtype) -> I
                 ok = ok and _correct(y, ref, f"softmax.resident_parts {m}x{n} {label}")
             if ok:
                 yield ("softmax.resident_parts", (m, n), label, run, moved, False)
+
+
+_THREE = {"per_sm": 3, "warps": 8, "budget_bytes": 224 * 1024}  # three 8-warp programs an SM, 74 KB each
+# (rows, width, per_sm / warps / hold overrides): the campaign's resident cases and the register kernel's 32768 and
+# 25249 (random0), where the resident kernel's two exponentials an element were too many (benchmarks/NOTES.md,
+# "Where the resident kernel's time goes").
+MAXFIRST_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
+    (1024, 65536, ({},)), (2048, 65536, ({},)), (1024, 49152, ({},)), (1024, 53248, ({},)),
+    (1024, 131072, ({}, {"hold": True}, {"warps": 16, "per_sm": 1, "hold": True})),
+    (512, 128256, ({}, {"hold": True})),
+    (1991, 33508, ({}, _THREE)), (1723, 25249, ({"per_sm": 2}, _THREE)), (2048, 32768, ({"per_sm": 2}, _THREE)))
+
+
+def softmax_resident_maxfirst_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_maxfirst`: the resident kernel taking the row's max first and one exponential an
+    element (MAXFIRST: p = 2^((x - max) log2 e) kept as fp16 over x, the output pass a multiply) against the planned
+    launch and the same resident launch without it. Each config is checked against fp32 twice and prints its
+    registers and spills."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    es = 2
+    for m, n, overrides in MAXFIRST_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for kw, maxfirst in itertools.product(overrides, (False, True)):
+            if not kw and not maxfirst and n > softmax._MAX_FUSED_N:  # the planned launch itself
+                continue
+            realign = n % 8 != 0
+            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=realign,
+                                          maxfirst=maxfirst, **kw)
+            assert plan is not None
+            meta = plan[1]
+            label = (f"{'maxfirst' if maxfirst else 'resident'} per_sm={kw.get('per_sm', 'plan')} "
+                     f"warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])}")
+            run = partial(softmax._run, plan, x, y, m, n, n)
+            compiled = plan[0](x, y, m, n, n, **meta)
+            print(f"softmax.resident_maxfirst {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
+                  f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
+            ok = True
+            for _ in range(2):
+                y.fill_(float("nan"))
+                run()
+                torch.cuda.synchronize()
+                ok = ok and _correct(y, ref, f"softmax.resident_maxfirst {m}x{n} {label}")
+            if ok:
+                yield ("softmax.resident_maxfirst", (m, n), label, run, moved, False)

@@ -893,20 +893,24 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                      REALIGN: gl.constexpr, layout: gl.constexpr, CARRY: gl.constexpr = False,
                      log_total: gl.tensor = 0.0, KEEP: gl.constexpr = False, refs: gl.tuple = (),
-                     HOLD: gl.constexpr = False, held: gl.tuple = ()) -> None:
+                     HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
     # HOLD: the chunks past the slots are in registers (`held`, as loaded), not read again.
+    # MAXFIRST: the slots and `held` hold p = 2^((x - max) log2 e) as fp16, so y = p / sum, one multiply; streamed
+    # chunks (no HOLD) are read again and y = 2^((x - shift) log2 e - log2 sum), shift being the row's max.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    if MAXFIRST:
+        inv_total = gl.exp2(-log_total)
     for c in gl.static_range(NCHUNK):
         cols = c * CHUNK + offs
         if _masked_chunk(c, NCHUNK, REALIGN):
             keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
         if c < NRES:
-            if KEEP:
+            if KEEP or MAXFIRST:
                 x = slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).load(layout).to(gl.float32)
             else:
                 x = slots.index(c).load(layout).to(gl.float32)
@@ -919,7 +923,11 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
         else:
             x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
-        if KEEP and c < NRES:  # x is p: one exponential a thread for the chunk, a multiply an element
+        if MAXFIRST and (c < NRES or HOLD):  # x is p against the row's max: a multiply an element
+            y = (x * inv_total).to(y_row.dtype.element_ty)
+        elif MAXFIRST:
+            y = gl.exp2((x - shift) * _LOG2E - log_total).to(y_row.dtype.element_ty)
+        elif KEEP and c < NRES:  # x is p: one exponential a thread for the chunk, a multiply an element
             y = (x * gl.exp2(refs[c] - shift - log_total)[:, None]).to(y_row.dtype.element_ty)
         elif CARRY:  # y = 2^((x log2 e - shift) - log2 sum): shift is the rounded max times log2 e (_softmax_resident)
             y = gl.exp2(x * _LOG2E - shift - log_total).to(y_row.dtype.element_ty)
@@ -959,7 +967,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
-                      HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None) -> None:
+                      HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
+                      MAXFIRST: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -993,6 +1002,13 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # (int64, rows x PARTS, zero before the launch): each publishes its (max, sum) as one 64-bit word that is its own
     # flag (never zero: _meet_parts) and polls its siblings' words. Siblings are launched next to each other, so
     # with programs dispatched in launch order a waiting program's siblings are running or will run.
+    # MAXFIRST (experiment, 16-bit rows): the stats pass takes only the max as chunks land; then one pass over the
+    # held row takes p = 2^((x - max) log2 e) once an element, sums it and keeps it as fp16 over x (slots) or in
+    # registers (HOLD), so the output pass is a multiply an element: one exponential an element instead of two, and
+    # no per-chunk scales to hold (KEEP's, which spilled under PAIR). Exponents against the exact max: exact for
+    # every finite logit, so no SAFE second look.
+    gl.static_assert(not MAXFIRST or (PARTS == 1 and not KEEP), "MAXFIRST: one part a row, no KEEP")
+    SAFE_ROWS: gl.constexpr = SAFE and not MAXFIRST
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
@@ -1084,7 +1100,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             else:
                 x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            if CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
+            if MAXFIRST:  # the max only; the exponentials after it (below)
+                pass
+            elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
                 ms_new = _scaled(m_new)
                 ms_use = gl.where(m_new == float("-inf"), 0.0, ms_new)  # all -inf so far: (max=-inf, sum=0)
                 p = gl.exp2(x * _LOG2E - ms_use[:, None])
@@ -1102,7 +1120,37 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
             m_row = gl.max(m_t, axis=0)
-        if CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
+        if MAXFIRST:  # p = 2^((x - max) log2 e) once an element, summed and kept as fp16 for the output pass
+            shift = gl.where(m_row == float("-inf"), 0.0, m_row)  # all -inf: p = 0, sum 0, y NaN (as the oracle's)
+            s_t = gl.zeros([T], gl.float32, rows_layout)
+            kept = ()
+            for c in gl.static_range(NCHUNK):
+                cols = c * CHUNK + offs
+                if _masked_chunk(c, NCHUNK, REALIGN):
+                    keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < n_own
+                if c < NRES:
+                    x = slots.index(c).load(layout).to(gl.float32)
+                    if _masked_chunk(c, NCHUNK, REALIGN):
+                        x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
+                elif HOLD:
+                    x = held[c - NRES].to(gl.float32)
+                elif _masked_chunk(c, NCHUNK, REALIGN):
+                    x = gl.load(x_row + cols, mask=keep, other=float("-inf"), eviction_policy="evict_last").to(
+                        gl.float32)
+                else:
+                    x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
+                p = gl.exp2((x - shift) * _LOG2E)
+                s_t += gl.sum(p, axis=1)
+                if c < NRES:  # each thread rewrites only the elements its own copies brought
+                    slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).store(p.to(gl.float16))
+                elif HOLD:
+                    kept = kept + (p.to(gl.float16),)  # type: ignore[assignment]  # noqa: RUF005
+            total = gl.sum(s_t, axis=0)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2((x_e - shift) * _LOG2E), axis=1), axis=0)
+            lsum = gl.log2(total)
+            held = kept
+        elif CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
             shift = _scaled(gl.max(m_t, axis=0))
             if REALIGN:
                 shift = gl.maximum(shift, _scaled(gl.max(gl.max(x_e, axis=1), axis=0)))
@@ -1128,9 +1176,12 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
         _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
-                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held)
+                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST)
         if REALIGN:
-            if CARRY:
+            if MAXFIRST:
+                gl.store(y_row + e_offs, gl.exp2((x_e - shift) * _LOG2E - lsum).to(y_ptr.dtype.element_ty),
+                         mask=e_mask)
+            elif CARRY:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty), mask=e_mask)
             else:
                 gl.store(y_row + e_offs, gl.exp2(x_e * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=e_mask)
@@ -1138,7 +1189,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         # and overflows past 2.36e38 (_FOLD_MAX; with CARRY precision holds, _CARRY_MAX bounds the sum). SAFE: a row
         # whose |max| reaches that bound (a branch per row, the same for every thread) is summed and written again
         # with the max subtracted first; other rows pay one comparison, after their output pass.
-        if SAFE and gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX):
+        if SAFE_ROWS and gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX):
             if REALIGN:  # the edge vectors read again, so they are not held through the common output pass
                 x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
@@ -1238,7 +1289,7 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
-                   hold: bool | None = None, parts: int = 1) -> Launch | None:
+                   hold: bool | None = None, parts: int = 1, maxfirst: bool = False) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1250,7 +1301,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     are streamed (default _RESIDENT_HOLD). Aligned 16-bit rows of up to _RESIDENT_PAIR_MAX_BYTES that two whole rows
     do not fit take PAIR (two 16-warp programs an SM, HOLD, registers capped) unless per_sm, warps or budget_bytes
     is given. parts > 1 (experiment, aligned rows, CARRY): each row cut into `parts` parts of whole vectors on
-    sibling programs (PARTS), every size above taken for a part; _run passes the zeroed words they meet through."""
+    sibling programs (PARTS), every size above taken for a part; _run passes the zeroed words they meet through.
+    maxfirst (experiment, 16-bit rows, no KEEP or PARTS): MAXFIRST, one exponential an element."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1279,6 +1331,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     keep = (_RESIDENT_KEEP and carry and elsize == 2) if keep is None else keep
     if keep and (elsize != 2 or not carry):
         raise ValueError("KEEP keeps fp16 exponentials over 16-bit rows, under CARRY")
+    if maxfirst and (elsize != 2 or keep or parts > 1):
+        raise ValueError("MAXFIRST keeps fp16 exponentials over 16-bit rows, without KEEP or PARTS")
     hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks
     meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
             "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "HOLD": hold, "num_warps": warps}
@@ -1286,6 +1340,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["maxnreg"] = 65536 // (per_sm * 32 * warps)
     if parts > 1:
         meta["PARTS"] = parts
+    if maxfirst:
+        meta["MAXFIRST"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 

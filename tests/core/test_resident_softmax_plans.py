@@ -294,3 +294,54 @@ def test_resident_parts_compile_for_sm90() -> None:
                                                                 (1024, 131072, 4)])
     assert plain["volatile"] == 0 and halves["volatile"] > 0 and quarters["volatile"] > 0, (plain, halves, quarters)
     assert all(r["local"] == 0 and 2 * (r["shared"] + 1024) <= H200_SMEM_PER_SM for r in (plain, halves, quarters))
+
+
+def test_resident_maxfirst_plan() -> None:
+    """MAXFIRST (an experiment, not planned): the plan's layout unchanged (PAIR at 65536, streamed chunks at 131072,
+    windows at 33508), the option passed on; 16-bit rows only, and not beside KEEP or PARTS."""
+    for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
+        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign)
+        first = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, maxfirst=True)
+        assert base is not None and first is not None and "MAXFIRST" not in base[1]
+        assert first[1] == {**base[1], "MAXFIRST": True}
+    for kw in ({"keep": True}, {"parts": 2}):
+        with pytest.raises(ValueError, match="MAXFIRST"):
+            softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, maxfirst=True, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="MAXFIRST"):
+        softmax._resident_plan(64, 65536, 4, 4, H200_SMS, H200_SMEM_PER_SM, maxfirst=True)  # fp32 rows
+
+
+_COMPILE_MAXFIRST = """
+import collections, json, re, subprocess, sys, tempfile, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import opcodes
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, align, realign, hold, maxfirst in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign, hold=hold, maxfirst=maxfirst)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    ptx = kernel.asm["ptx"]
+    out.append({"mufu": opcodes(kernel.asm["cubin"])["MUFU"], "local": ptx.count(".local"),
+                "f16_stores": len(re.findall(r"st\\.shared[^;]*\\.v4\\.b32", ptx)), "nres": meta["NRES"],
+                "maxnreg": [int(v) for v in re.findall(r"\\.maxnreg (\\d+)", ptx)]})
+print(json.dumps(out))
+"""
+
+
+def test_resident_maxfirst_compiles_for_sm90_with_one_exponential_an_element() -> None:
+    """MAXFIRST built for the H200's target (no GPU needed): under PAIR (64 registers), at 131072 with chunks streamed
+    or held, and through windows (REALIGN), it takes under half the exponentials of the same launch without it (one
+    an element, not two), writes each resident chunk's p back once (a 16-byte shared store a thread a chunk), and
+    uses no local memory. Its speed is the sweep's (kernel_sweep.py --only softmax_resident_maxfirst); its results
+    are the GPU tests'."""
+    shapes = [(1024, 65536, 8, False, None), (1024, 131072, 8, False, None), (1024, 131072, 8, False, True),
+              (1991, 33508, 1, True, None)]
+    results = compile_for_sm90(_COMPILE_MAXFIRST, [[*s, mf] for s in shapes for mf in (False, True)])
+    for shape, (plain, first) in zip(shapes, zip(results[::2], results[1::2], strict=True), strict=True):
+        assert first["mufu"] < 0.55 * plain["mufu"], (shape, plain, first)
+        assert first["f16_stores"] == first["nres"] and plain["f16_stores"] == 0, (shape, plain, first)
+        assert first["local"] == 0 and first["maxnreg"] == plain["maxnreg"], (shape, plain, first)
+    assert results[1]["maxnreg"] == [64]  # PAIR's cap holds

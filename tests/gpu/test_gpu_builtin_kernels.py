@@ -417,15 +417,17 @@ def _assert_resident_meets_policy(plan: softmax.Launch, x: torch.Tensor) -> None
 
 
 @requires_cuda
-@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize(("keep", "maxfirst"), [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize(("dtype", "offset", "spread"), [
     (torch.bfloat16, 0.0, 4.0), (torch.float16, 0.0, 4.0), (torch.bfloat16, 1e8, 1e6), (torch.float16, 6e4, 64.0),
     (torch.bfloat16, 0.0, 0.01)])
 @pytest.mark.parametrize(("m", "n", "realign"), [(133, 65536, False), (140, 40000, False), (131, 33508, True),
                                                  (5, 131072, False), (3, 131071, True), (1, 65536, False)])
 def test_resident_softmax_keep_meets_the_task_tolerance(m: int, n: int, realign: bool, dtype: torch.dtype,
-                                                        offset: float, spread: float, keep: bool) -> None:
-    """KEEP (the stats pass's exponentials kept over x as fp16, rounded twice) and without it, on and off the plan's
+                                                        offset: float, spread: float, keep: bool,
+                                                        maxfirst: bool) -> None:
+    """KEEP (the stats pass's exponentials kept over x as fp16, rounded twice), MAXFIRST (the max first, then one
+    exponential an element against it, kept as fp16) and neither, on and off the plan's
     default: within the softmax task's own tolerance policy against the float64 oracle (elementwise and relative L2),
     on whole vectors, windows, two rows an SM, streamed chunks, -inf logits and whole chunks of them, offset logits
     (CARRY) and near-flat rows (every p close to 1); replayed bit for bit, nothing written past the output."""
@@ -435,19 +437,19 @@ def test_resident_softmax_keep_meets_the_task_tolerance(m: int, n: int, realign:
     x[-1, n // 3:] = float("-inf")
     index = torch.cuda.current_device()
     plan = softmax._resident_plan(m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index),
-                                  realign=realign, keep=keep)
-    assert plan is not None and plan[1]["KEEP"] == keep
+                                  realign=realign, keep=keep, maxfirst=maxfirst)
+    assert plan is not None and plan[1]["KEEP"] == keep and plan[1].get("MAXFIRST", False) == maxfirst
     _assert_resident_meets_policy(plan, x)
 
 
 @requires_cuda
-@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize(("keep", "maxfirst"), [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("warps", [16, 32])
 @pytest.mark.parametrize(("m", "n", "realign"), [(5, 131072, False), (3, 131071, True), (2, 128256, False)])
 def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign: bool, warps: int,
-                                                        keep: bool) -> None:
+                                                        keep: bool, maxfirst: bool) -> None:
     """HOLD (rows over the shared-memory budget: the chunks past the slots loaded into registers as the row starts
-    and kept for the output pass instead of read again), with and without KEEP, on 16 and 32 warps, windows
+    and kept for the output pass instead of read again), with and without KEEP or MAXFIRST, on 16 and 32 warps, windows
     included: the task's tolerance against float64, -inf logits and chunks of them, bit-exact replay, nothing
     written past the output."""
     x = (torch.randn(m, n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(12)) * 4).to(
@@ -457,7 +459,7 @@ def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign:
     index = torch.cuda.current_device()
     plan = softmax._resident_plan(m, n, softmax._align(2, n) if not realign else 1, 2, softmax._cuda_sms(index),
                                   softmax._smem_per_sm(index), warps=warps, per_sm=1, realign=realign, keep=keep,
-                                  hold=True)
+                                  hold=True, maxfirst=maxfirst)
     assert plan is not None and plan[1]["NRES"] < plan[1]["NCHUNK"] and plan[1]["HOLD"], plan
     _assert_resident_meets_policy(plan, x)
 
