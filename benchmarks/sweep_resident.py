@@ -26,6 +26,18 @@ def _correct(y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
     return True
 
 
+def _correct_twice(run: Callable[[], object], y: torch.Tensor, ref: torch.Tensor, label: str) -> bool:
+    """run (writing y) right on two calls in a row (state a launch leaves behind, such as PARTS' words, must not
+    make the second wrong); each call's output checked as _correct does."""
+    ok = True
+    for _ in range(2):
+        y.fill_(float("nan"))
+        run()
+        torch.cuda.synchronize()
+        ok = ok and _correct(y, ref, label)
+    return ok
+
+
 def inputs(m: int, n: int, dtype: torch.dtype, device: torch.device,
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """x (logits spread enough that every row's max matters), an output buffer, the fp32 softmax and the bytes a pass
@@ -243,13 +255,7 @@ def softmax_resident_parts_trials(device: torch.device, dtype: torch.dtype) -> I
             label = (f"parts={parts} {name} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} "
                      f"hold={int(meta['HOLD'])}")
             run = partial(softmax._run, (plan[0], meta), x, y, m, n, n)
-            ok = True
-            for _ in range(2):
-                y.fill_(float("nan"))
-                run()
-                torch.cuda.synchronize()
-                ok = ok and _correct(y, ref, f"softmax.resident_parts {m}x{n} {label}")
-            if ok:
+            if _correct_twice(run, y, ref, f"softmax.resident_parts {m}x{n} {label}"):
                 yield ("softmax.resident_parts", (m, n), label, run, moved, False)
 
 
@@ -288,11 +294,5 @@ def softmax_resident_maxfirst_trials(device: torch.device, dtype: torch.dtype) -
             compiled = plan[0](x, y, m, n, n, **meta)
             print(f"softmax.resident_maxfirst {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
                   f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
-            ok = True
-            for _ in range(2):
-                y.fill_(float("nan"))
-                run()
-                torch.cuda.synchronize()
-                ok = ok and _correct(y, ref, f"softmax.resident_maxfirst {m}x{n} {label}")
-            if ok:
+            if _correct_twice(run, y, ref, f"softmax.resident_maxfirst {m}x{n} {label}"):
                 yield ("softmax.resident_maxfirst", (m, n), label, run, moved, False)

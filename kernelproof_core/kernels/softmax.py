@@ -860,6 +860,30 @@ def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.t
 
 
 @gluon.jit
+def _chunk_x(slots: gl.shared_memory_descriptor, c: gl.constexpr, x_row: gl.tensor, cols: gl.tensor, n_own: gl.tensor,
+             sh: gl.tensor, held: gl.tuple, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
+             REALIGN: gl.constexpr, HOLD: gl.constexpr, WAIT: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+    # _softmax_resident's chunk c of a row as fp32, lanes outside the row -inf: from its slot (WAIT: once its copy
+    # group lands; groups land in order), from registers (HOLD) or from global memory (L2 after the first look).
+    T: gl.constexpr = 32 * gl.num_warps()
+    if _masked_chunk(c, NCHUNK, REALIGN):
+        keep = _whole(c, T, K, sh, n_own, gl.SliceLayout(1, layout)) if REALIGN else cols < n_own
+    if c < NRES:
+        if WAIT:
+            cp.wait_group(NRES - 1 - c)
+        x = slots.index(c).load(layout).to(gl.float32)
+        if _masked_chunk(c, NCHUNK, REALIGN):
+            x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
+    elif HOLD:
+        x = held[c - NRES].to(gl.float32)
+    elif _masked_chunk(c, NCHUNK, REALIGN):
+        x = gl.load(x_row + cols, mask=keep, other=float("-inf"), eviction_policy="evict_last").to(gl.float32)
+    else:
+        x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
+    return x
+
+
+@gluon.jit
 def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: gl.tensor,
                          m_row: gl.tensor, edges: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                          REALIGN: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
@@ -1085,20 +1109,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 else:
                     held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
         for c in gl.static_range(NCHUNK):
-            cols = c * CHUNK + offs
-            if _masked_chunk(c, NCHUNK, REALIGN):
-                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < n_own
-            if c < NRES:
-                cp.wait_group(NRES - 1 - c)  # groups land in order: chunk c's is done
-                x = slots.index(c).load(layout).to(gl.float32)
-                if _masked_chunk(c, NCHUNK, REALIGN):
-                    x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
-            elif HOLD:
-                x = held[c - NRES].to(gl.float32)
-            elif _masked_chunk(c, NCHUNK, REALIGN):
-                x = gl.load(x_row + cols, mask=keep, other=float("-inf"), eviction_policy="evict_last").to(gl.float32)
-            else:
-                x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
+            x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, True,
+                         layout)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
             if MAXFIRST:  # the max only; the exponentials after it (below)
                 pass
@@ -1125,20 +1137,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             s_t = gl.zeros([T], gl.float32, rows_layout)
             kept = ()
             for c in gl.static_range(NCHUNK):
-                cols = c * CHUNK + offs
-                if _masked_chunk(c, NCHUNK, REALIGN):
-                    keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < n_own
-                if c < NRES:
-                    x = slots.index(c).load(layout).to(gl.float32)
-                    if _masked_chunk(c, NCHUNK, REALIGN):
-                        x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
-                elif HOLD:
-                    x = held[c - NRES].to(gl.float32)
-                elif _masked_chunk(c, NCHUNK, REALIGN):
-                    x = gl.load(x_row + cols, mask=keep, other=float("-inf"), eviction_policy="evict_last").to(
-                        gl.float32)
-                else:
-                    x = gl.load(x_row + cols, eviction_policy="evict_last").to(gl.float32)
+                x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, False,
+                             layout)
                 p = gl.exp2((x - shift) * _LOG2E)
                 s_t += gl.sum(p, axis=1)
                 if c < NRES:  # each thread rewrites only the elements its own copies brought
