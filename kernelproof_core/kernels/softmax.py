@@ -219,6 +219,11 @@ _CARRY_MAX = gl.constexpr(float(2**29))
 # 65536-wide row drops from 289 to 177 instructions a thread (sm_90 build). It rounds twice (fp16, then the output
 # dtype): at most u(fp16) + u(output) relative, within both 16-bit policies (4u).
 _RESIDENT_KEEP = False
+# MAXFIRST (resident launches of 16-bit rows without KEEP or PARTS): the row's max first, then one exponential an
+# element kept as fp16 over x, the output pass a multiply (2.26 -> 1.01 MUFU instructions an element at 65536 in the
+# sm_90 build, no spills under PAIR). Off until the H200 says otherwise (kernel_sweep.py --only
+# softmax_resident_maxfirst; not yet run).
+_RESIDENT_MAXFIRST = False
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
@@ -1289,7 +1294,7 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
-                   hold: bool | None = None, parts: int = 1, maxfirst: bool = False) -> Launch | None:
+                   hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1302,7 +1307,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     do not fit take PAIR (two 16-warp programs an SM, HOLD, registers capped) unless per_sm, warps or budget_bytes
     is given. parts > 1 (experiment, aligned rows, CARRY): each row cut into `parts` parts of whole vectors on
     sibling programs (PARTS), every size above taken for a part; _run passes the zeroed words they meet through.
-    maxfirst (experiment, 16-bit rows, no KEEP or PARTS): MAXFIRST, one exponential an element."""
+    maxfirst: MAXFIRST, one exponential an element (default _RESIDENT_MAXFIRST; 16-bit rows, no KEEP or PARTS)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1331,6 +1336,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     keep = (_RESIDENT_KEEP and carry and elsize == 2) if keep is None else keep
     if keep and (elsize != 2 or not carry):
         raise ValueError("KEEP keeps fp16 exponentials over 16-bit rows, under CARRY")
+    maxfirst = (_RESIDENT_MAXFIRST and elsize == 2 and not keep and parts == 1) if maxfirst is None else maxfirst
     if maxfirst and (elsize != 2 or keep or parts > 1):
         raise ValueError("MAXFIRST keeps fp16 exponentials over 16-bit rows, without KEEP or PARTS")
     hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks

@@ -296,9 +296,10 @@ def test_resident_parts_compile_for_sm90() -> None:
     assert all(r["local"] == 0 and 2 * (r["shared"] + 1024) <= H200_SMEM_PER_SM for r in (plain, halves, quarters))
 
 
-def test_resident_maxfirst_plan() -> None:
+def test_resident_maxfirst_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """MAXFIRST (an experiment, not planned): the plan's layout unchanged (PAIR at 65536, streamed chunks at 131072,
-    windows at 33508), the option passed on; 16-bit rows only, and not beside KEEP or PARTS."""
+    windows at 33508), the option passed on; 16-bit rows only, and not beside KEEP or PARTS. _RESIDENT_MAXFIRST
+    plans it where it applies and nowhere else."""
     for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
         base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign)
         first = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, maxfirst=True)
@@ -309,6 +310,14 @@ def test_resident_maxfirst_plan() -> None:
             softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, maxfirst=True, **kw)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="MAXFIRST"):
         softmax._resident_plan(64, 65536, 4, 4, H200_SMS, H200_SMEM_PER_SM, maxfirst=True)  # fp32 rows
+    monkeypatch.setattr(softmax, "_RESIDENT_MAXFIRST", True)
+    planned = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
+    assert planned is not None and planned[1]["MAXFIRST"] is True
+    for kw in ({"keep": True}, {"parts": 2}):
+        other = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
+        assert other is not None and "MAXFIRST" not in other[1]
+    fp32 = softmax._resident_plan(64, 32768, 4, 4, H200_SMS, H200_SMEM_PER_SM)
+    assert fp32 is not None and "MAXFIRST" not in fp32[1]
 
 
 _COMPILE_MAXFIRST = """
