@@ -179,8 +179,8 @@ def test_file_evidence_compresses_big_reports_and_never_overwrites(tmp_path: Pat
 
 def test_sass_counts_reads_the_planned_kernels_instruction_mix(tmp_path: Path) -> None:
     """sass_counts.py builds the H200 plans for sm_90 with no GPU and counts their SASS: the resident kernel (rows
-    in shared memory) takes two exponentials an element, one in each pass, where the register kernel keeps its
-    exponentials and takes about one (benchmarks/NOTES.md's status section reads these)."""
+    in shared memory) takes two exponentials an element, one in each pass (one under MAXFIRST), where the register
+    kernel keeps its exponentials and takes about one (benchmarks/NOTES.md's status section reads these)."""
     out = tmp_path / "sass.json"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "sass_counts.py"), "--json", str(out),
@@ -194,5 +194,10 @@ def test_sass_counts_reads_the_planned_kernels_instruction_mix(tmp_path: Path) -
         assert r["instructions"] == sum(r["opcodes"].values()) > 500
         assert r["elements_a_thread"] == int(r["shape"].split("x")[1]) / (32 * r["meta"]["num_warps"])
         assert r["mufu_per_element"] == round(r["opcodes"]["MUFU"] / r["elements_a_thread"], 2)
-    assert resident["mufu_per_element"] >= 2.0 > 1.5 >= registers["mufu_per_element"] >= 1.0
+    from kernelproof_core.kernels import softmax
+
+    # two exponentials an element (stats pass, output pass), or one once MAXFIRST is planned
+    assert 2.0 <= resident["mufu_per_element"] <= 2.5 or softmax._RESIDENT_MAXFIRST, resident
+    assert 1.0 <= resident["mufu_per_element"] <= 1.2 or not softmax._RESIDENT_MAXFIRST, resident
+    assert 1.0 <= registers["mufu_per_element"] <= 1.5, registers
     assert "1024x65536" in proc.stderr and "MUFU" in proc.stderr
