@@ -66,7 +66,7 @@ def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]
     ops = opcodes(kernel.asm["cubin"])
     total = sum(ops.values())
     per_thread = n / (32 * meta["num_warps"])
-    return {"shape": f"{m}x{n}", "kernel": kernel.name, "meta": {k: v for k, v in meta.items()},
+    return {"shape": f"{m}x{n}", "kernel": kernel.name, "meta": dict(meta),
             "instructions": total, "elements_a_thread": per_thread, "per_element": round(total / per_thread, 2),
             "mufu_per_element": round(ops["MUFU"] / per_thread, 2), "opcodes": dict(ops.most_common())}
 

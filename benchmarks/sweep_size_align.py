@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from functools import partial
 
 import torch
-from sweep_common import Trial, softmax_inputs
+from sweep_common import Trial, output_close, softmax_inputs
 
 # (rows, width): each campaign draw, its width on the 16-byte grid (below and above where both exist), and four
 # times its rows
@@ -26,20 +26,11 @@ SHAPES = ((2770, 7294), (2770, 7288), (2770, 7296), (11080, 7294), (11080, 7296)
           (1991, 33508), (1991, 33512), (7964, 33508), (7964, 33512))
 
 
-def right(out: object, ref: torch.Tensor, label: str) -> bool:
-    """out (the planned softmax's result) within 1% of the fp32 softmax by relative L2 error; else says so."""
-    err = float((out.float() - ref).norm() / ref.norm()) if isinstance(out, torch.Tensor) else float("nan")
-    if not err < 1e-2:
-        print(f"{label}: WRONG (relative L2 error {err:.3g})", flush=True)
-        return False
-    return True
-
-
 def softmax_size_align_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     for m, n in SHAPES:
         x, y, ref, moved, planned = softmax_inputs(m, n, 3.0, dtype, device)
         grid = "on" if n % 8 == 0 else "off"
         yield ("copy.torch", (m, n), f"y.copy_(x) rows {grid} the grid", partial(y.copy_, x), moved, False)
         kind, shape, _, launch, _, chosen = planned
-        if right(launch(), ref, f"softmax_size_align {m}x{n}"):
+        if output_close(launch(), ref, f"softmax_size_align {m}x{n}"):  # it returns its output
             yield (kind, shape, f"planned rows {grid} the grid", launch, moved, chosen)

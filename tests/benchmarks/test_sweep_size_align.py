@@ -52,4 +52,5 @@ def test_a_wrong_softmax_is_not_timed(monkeypatch: pytest.MonkeyPatch, capsys: p
     kinds = [t[0] for t in sweep_size_align.softmax_size_align_trials(DEVICE, torch.bfloat16)]
     assert kinds == ["copy.torch"] and "3x100: WRONG" in capsys.readouterr().out
     ref = torch.softmax(torch.randn(2, 8), -1)
-    assert not sweep_size_align.right(None, ref, "none") and sweep_size_align.right(ref.clone(), ref, "same")
+    assert not sweep_size_align.output_close(None, ref, "none")
+    assert sweep_size_align.output_close(ref.clone(), ref, "same")

@@ -321,7 +321,7 @@ def test_resident_maxfirst_plan(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 _COMPILE_MAXFIRST = """
-import collections, json, re, subprocess, sys, tempfile, torch
+import json, re, sys, torch
 sys.path.insert(0, sys.argv[2])
 from sass_counts import opcodes
 from kernelproof_core.kernels import softmax
