@@ -49,11 +49,22 @@ SECTIONS = ["SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats"
 STALLS = ["long_scoreboard", "barrier", "lg_throttle", "mio_throttle", "short_scoreboard", "wait", "math_pipe_throttle",
           "not_selected", "selected", "dispatch_stall", "no_instruction", "drain", "membar", "branch_resolving",
           "sleeping"]
+# Instruction pipes whose share of their peak says whether the arithmetic, not the memory, is the limit: xu is the
+# MUFU (exponentials, reciprocals; benchmarks/sass_counts.py counts 1.0-2.6 an element in the resident softmax), fma
+# and alu the float and integer work, lsu the loads and stores (global and shared).
+PIPES = ["xu", "fma", "alu", "lsu"]
+
+
+def _pipe_metric(pipe: str) -> str:
+    return f"sm__inst_executed_pipe_{pipe}.avg.pct_of_peak_sustained_active"
+
+
 METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "smsp__inst_executed.sum",
            "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
            "smsp__issue_active.avg.pct_of_peak_sustained_active",
            "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_sector_hit_rate.pct"] + [
-    f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
+    f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS] + [
+    _pipe_metric(p) for p in PIPES]
 WARMUP_CALLS = 3
 
 
@@ -221,6 +232,7 @@ def summarize(details_csv: str, task: str, m: int, n: int) -> list[dict[str, Any
             "instructions": val("smsp__inst_executed.sum"),
             "l2_hit_pct": val("lts__t_sector_hit_rate.pct"),
             "stalls_per_issue": {s: v for s, v in stalls.items() if isinstance(v, float) and v >= 0.05},
+            "pipe_pct": {p: v for p in PIPES if isinstance(v := val(_pipe_metric(p)), float)},
         })
     return out
 
@@ -270,10 +282,12 @@ def main() -> int:
         for k in kernels:
             top = sorted(k["stalls_per_issue"].items(), key=lambda x: -x[1])[:5]
             stalls = " ".join(f"{s}={v:.2f}" for s, v in top)
+            pipes = " ".join(f"{p}={v:g}%" for p, v in k["pipe_pct"].items())
             print(f"{shape:<22} {k['kernel'][:28]:<28} {k['duration_us'] or 0:8.1f} us  "
                   f"dram {k['dram_throughput_pct']}%"
                   f"  bytes/min {k['dram_bytes_over_minimum'] or 0:.3f}  regs {k['registers_per_thread']}"
-                  f"  occ {k['achieved_occupancy_pct']}%  issue {k['issue_active_pct']}%  L2 hit {k['l2_hit_pct']}%"
+                  f"  occ {k['achieved_occupancy_pct']}%  issue {k['issue_active_pct']}%  pipes {pipes or '-'}"
+                  f"  L2 hit {k['l2_hit_pct']}%"
                   f"  stalls/issue: {stalls}", flush=True)
         (out_dir / "counters.json").write_text(json.dumps({"benchmark": "hardware_counters", "ncu": ncu,
                                                           "sections": SECTIONS, "metrics": METRICS,

@@ -120,6 +120,16 @@ def test_hardware_counters_reads_real_ncu_output() -> None:
     assert k["dram_bytes_over_minimum"] == (269_340_928 + 242_510_848) / minimum
     assert k["dram_throughput_pct"] == 64.2 and k["achieved_occupancy_pct"] == 50.53
     assert set(k["stalls_per_issue"]) >= {"mio_throttle", "barrier", "short_scoreboard"}
+    assert k["pipe_pct"] == {}  # that run asked for no pipe metrics
+    # the same run's rows with the pipe metrics ncu writes since (same columns, the metric named and valued)
+    lines = csv_path.read_text().splitlines()
+    row = next(line for line in lines if "issue_stalled_barrier_per_issue_active" in line)
+    extra = [row.replace("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+                         f"sm__inst_executed_pipe_{p}.avg.pct_of_peak_sustained_active").replace('"inst","4.38"',
+                                                                                                 f'"%","{v}"')
+             for p, v in (("xu", "57.25"), ("fma", "31.5"), ("lsu", "n/a"))]
+    [k] = hardware_counters.summarize("\n".join(lines + extra), "softmax", 1024, 131072)
+    assert k["pipe_pct"] == {"xu": 57.25, "fma": 31.5}  # a value ncu could not give is left out, not zero
     assert all(v >= 0.05 for v in k["stalls_per_issue"].values())
     assert hardware_counters.parse_shape("softmax:1029x16655+3") == ("softmax", 1029, 16655, 3)
     keep = "softmax:1024x65536@_RESIDENT_KEEP=True,_RESIDENT_STREAM_WARPS=16"
