@@ -1,4 +1,4 @@
-"""Correctness gates 2-6 for one case. Each gate raises CandidateFailure with its verdict; the first failure ends the
+"""Correctness gates 2-7 for one case. Each gate raises CandidateFailure with its verdict; the first failure ends the
 case and no timing is taken.
 
 Order (METHODOLOGY.md explains each):
@@ -9,6 +9,8 @@ Order (METHODOLOGY.md explains each):
   4. tolerance (elementwise, magnitude-aware and, for 16-bit outputs, within one ulp), then proof of work
   5. exact replay on copies of the same inputs, in new memory
   6. fresh-data recheck on new random inputs
+  7. (GPU, sm_90 on, when the setting asks for it) the dependent-launch probe: the inputs written by the kernel just
+     before the candidate, which lets dependents start early (integrity.dependent_launch, `stale_input`)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 
 from kernelproof_core.candidate import LoadedCandidate, short_traceback
 from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.integrity import dependent_launch
 from kernelproof_core.integrity.guard import CallGuard, Watch, bitwise_equal
 from kernelproof_core.integrity.precision import check_precision
 from kernelproof_core.integrity.profiled import with_profile_retries
@@ -199,12 +202,13 @@ def check_fresh(
 
 
 class CaseGates:
-    """Gates 2-6 of one case (kernelproof_core/gates.py, docs/METHODOLOGY.md), each candidate call observed."""
+    """Gates 2-7 of one case (kernelproof_core/gates.py, docs/METHODOLOGY.md), each candidate call observed.
+    `late_write_ms`: the dependent-launch probe's delay (gate 7), None to leave the probe off."""
 
     def __init__(self, task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandidate, device: torch.device,
-                 guard: CallGuard | None, evidence: Integrity) -> None:
+                 guard: CallGuard | None, evidence: Integrity, late_write_ms: float | None = None) -> None:
         self.task, self.case, self.dtype, self.loaded, self.device = task, case, dtype, loaded, device
-        self.guard, self.evidence = guard, evidence
+        self.guard, self.evidence, self.late_write_ms = guard, evidence, late_write_ms
         self.spec = task.output_spec(case, dtype)
         self.policy = task.tolerance(dtype)
         self.metrics: ErrorMetrics | None = None
@@ -234,7 +238,7 @@ class CaseGates:
                 check_gpu_share(watch.kernel_us, watch.log.owned_names)
 
     def run(self, inputs: Sequence[Any], seed: int, events: Any) -> None:
-        """Gates 2-6 in order; `events` gets the execute phase once the first (compiling) call returned. The first
+        """Gates 2-7 in order; `events` gets the execute phase once the first (compiling) call returned. The first
         call must launch an own kernel at once (a no-op is caught before the oracle exists); the full proof of work
         of each call follows its numeric checks, so a wrong or stale output gets the more specific verdict."""
         task, policy, cuda = self.task, self.policy, self.device.type == "cuda"
@@ -265,6 +269,33 @@ class CaseGates:
         check_fresh(out, reference, fresh_out, fresh_reference, policy)
         self.prove(replay, second, replay_inputs)
         self.prove(fresh_out, third, fresh_inputs)
+        self.evidence.dependent_launch = self.probe_dependent_launch(originals)  # gate 7
+
+    def probe_dependent_launch(self, inputs: Sequence[Any]) -> dependent_launch.DependentLaunchProbe:
+        """Gate 7: correct output when the kernel just before the candidate writes its inputs and lets dependents
+        start early. The observed call takes no snapshot first: nothing may come between the writer and the
+        candidate's launch on the stream."""
+        if self.late_write_ms is None:
+            return "off"
+        if not dependent_launch.supported(self.device):
+            return "unsupported"
+
+        def observed(given: Sequence[Any]) -> Any:
+            return call_guarded(self.loaded.fn, given, self.device, self.guard)[0]
+
+        def problem(out: Any, truth: Sequence[Any], given: Sequence[Any]) -> str | None:
+            out = check_output_contract(out, self.spec, self.device)
+            check_inputs_unchanged(given, truth)
+            reference = self.task.oracle(truth)
+            try:
+                check_finite(out, reference)
+                check_tolerance(out, reference, self.policy)
+            except CandidateFailure as failure:  # what gates 3 and 4 would say, as this gate's verdict
+                return failure.message
+            return None
+
+        return dependent_launch.probe(observed, lambda given: self.loaded.fn(*given), inputs, problem,
+                                      self.late_write_ms)
 
     def spec_itemsize(self) -> int:
         return torch.empty((), dtype=self.spec.dtype).element_size()

@@ -251,7 +251,7 @@ def run_case(
     events: PipelineEvents,
     integrity: RunIntegrity | None = None,
 ) -> CaseResult:
-    """Gates 2-6, then measurement. Candidate faults become verdicts; our own faults become infra_error."""
+    """Gates 2-7, then measurement. Candidate faults become verdicts; our own faults become infra_error."""
     ran = _gate_case(task, case, dtype, loaded, campaign, device, events, integrity or RunIntegrity(), False)
     assert isinstance(ran, CaseResult)
     return ran
@@ -264,7 +264,10 @@ def _gate_case(task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandida
     seed = input_seed(campaign, task, dtype, case)
     inputs: Sequence[Any] = []
     evidence = Integrity(own_launches=0, policy=integrity.policy)
-    gates = CaseGates(task, case, dtype, loaded, device, integrity.guard, evidence)
+    settings = get_settings()
+    late_write_ms = settings.integrity_dependent_launch_delay_ms if settings.integrity_dependent_launch_probe \
+        else None
+    gates = CaseGates(task, case, dtype, loaded, device, integrity.guard, evidence, late_write_ms)
     try:
         inputs = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(seed))
         events.phase("compile", case.case_id)

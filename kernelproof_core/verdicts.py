@@ -42,6 +42,7 @@ class Verdict(StrEnum):
     TAMPERING = "tampering"
     IMPLAUSIBLE_TIMING = "implausible_timing"
     POLICY_VIOLATION = "policy_violation"
+    STALE_INPUT = "stale_input"
     # Ours, never the candidate's.
     INFRA_ERROR = "infra_error"
     # Not run because an earlier, run-wide gate failed (e.g. the file did not load).
@@ -89,6 +90,9 @@ VERDICT_INFO: dict[Verdict, VerdictInfo] = {
     Verdict.TAMPERING: VerdictInfo(True, "The candidate altered the harness, timers or deferred its work."),
     Verdict.IMPLAUSIBLE_TIMING: VerdictInfo(True, "Measured time is below what the GPU's bandwidth physically allows."),
     Verdict.POLICY_VIOLATION: VerdictInfo(True, "The source breaks a rule of the static policy."),
+    Verdict.STALE_INPUT: VerdictInfo(
+        True, "Wrong output when the kernel before it writes its inputs: it reads them without waiting for that "
+        "kernel (programmatic dependent launch without griddepcontrol.wait)."),
     Verdict.INFRA_ERROR: VerdictInfo(False, "A fault of the verifier or its host; never blamed on the candidate."),
     Verdict.SKIPPED: VerdictInfo(False, "Not run because a run-wide gate failed first (see that verdict)."),
 }

@@ -13,6 +13,7 @@ Runtime checks come first and must hold on their own; the static policy is a sec
 | `precision.py` | 16-bit outputs within one unit in the last place, so downcast math cannot hide in tolerances |
 | `plausibility.py` | the physical floor on measured time (`implausible_timing`) and persisting-L2 control |
 | `policy.py` | the static AST policy (`policy_violation`) |
+| `dependent_launch.py` | inputs written by the kernel just before, which lets dependents start early (`stale_input`) |
 | `hidden_cases.py` | hidden cases: planning and input seeds from the per-run secret |
 | `run.py` | arming all of it for one candidate run, before the candidate's code runs; restoring afterwards |
 """

@@ -91,14 +91,14 @@ def capture_pair(candidate: Fn, baseline: Fn, input_sets: Sequence[Sequence[Any]
         try:
             captured.append(capture(fn, input_sets, calls, last, keep))
         except Exception as exc:  # not capturable: time both with stream launches
-            _recover()
+            recover_failed_capture()
             why = f"the {name} could not be captured in a CUDA graph ({type(exc).__name__}: {str(exc)[:300]})"
             log.info("stream timing: %s", why)
             return None, None, why
     return captured[0], captured[1], None
 
 
-def _recover() -> None:
+def recover_failed_capture() -> None:
     """After a failed capture: drain the device, and give the default CUDA generator a fresh state. The capture
     registered it (capture mode on), and a capture that ends in an error never turns that off: every later CUDA
     random draw in the process would fail ("Offset increment outside graph capture")."""
@@ -115,4 +115,4 @@ def _recover() -> None:
         log.warning("could not reset the CUDA generator after a failed capture: %s", exc)
 
 
-__all__ = ["CapturedSample", "capture", "capture_pair"]
+__all__ = ["CapturedSample", "capture", "capture_pair", "recover_failed_capture"]

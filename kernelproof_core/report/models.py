@@ -138,6 +138,10 @@ class Timing(_Model):
     )
 
 
+# Outcomes of the dependent-launch probe (integrity/dependent_launch.py).
+DependentLaunchProbe = Literal["passed", "stream_only", "off", "unsupported"]
+
+
 class Integrity(_Model):
     """Evidence of the cheat checks for one case (kernelproof_core/integrity)."""
 
@@ -147,6 +151,11 @@ class Integrity(_Model):
         None, description="GPU: share of a call's GPU time in kernels the candidate did not write (CUPTI)"
     )
     policy: str | None = Field(None, description="static policy version the source was checked against")
+    dependent_launch: DependentLaunchProbe | None = Field(
+        None, description="the dependent-launch probe (its inputs written by the kernel just before it): passed "
+        "from the stream and from a CUDA graph, stream_only (not capturable), off (setting), unsupported (no PDL: "
+        "interpreter, before sm_90); null where the case did not reach it"
+    )
 
 
 class Reward(_Model):

@@ -66,6 +66,8 @@ CHILD_SETTINGS = (
     "throttle_clock_fraction",
     "integrity_audit_samples",
     "integrity_min_call_fraction",
+    "integrity_dependent_launch_probe",
+    "integrity_dependent_launch_delay_ms",
 )
 
 

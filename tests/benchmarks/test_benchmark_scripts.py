@@ -82,7 +82,8 @@ def test_throughput_script(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("script", ["benchmarks/launch_overhead.py", "benchmarks/kernel_sweep.py",
                                     "benchmarks/hardware_counters.py",
-                                    "scripts/timing_overhead_probe.py", "benchmarks/ring_audit_ab.py"])
+                                    "scripts/timing_overhead_probe.py", "benchmarks/ring_audit_ab.py",
+                                    "benchmarks/dependent_launch_gain.py"])
 def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
     """Their numbers need a GPU (scripts/gpu-check runs them on the H200); here they must import the harness and the
     built-ins they drive, and say so instead of failing."""
@@ -91,6 +92,22 @@ def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
     proc = subprocess.run([sys.executable, str(REPO / script)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "needs CUDA" in proc.stdout
+
+
+def test_dependent_launch_gain_builds_differ_only_in_the_launch_and_the_wait() -> None:
+    """The PDL benchmark's three builds: `plain` is the honest source without the launch attribute, `wait` the honest
+    source, `no_wait` the exploit (the same kernel without gdc_wait); its cases resolve in the full set."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import dependent_launch_gain as gain
+
+    builds = {name: src.decode() for name, src in gain.builds().items()}
+    pdl = '{"launch_pdl": True}'
+    assert pdl not in builds["plain"] and pdl in builds["wait"] and pdl in builds["no_wait"]
+    assert "gdc_wait()" in builds["plain"] and "gdc_wait()" in builds["wait"] and "gdc_wait()" not in builds["no_wait"]
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/dependent_launch_gain.py"), "--list"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [line.split()[1] for line in proc.stdout.splitlines()] == gain.CASES
 
 
 def test_ring_audit_ab_cases_resolve_on_both_sides_of_64_mb() -> None:

@@ -1,0 +1,115 @@
+"""What programmatic dependent launch (PDL) buys an rms_norm candidate in the harness's timing, honestly and not.
+
+Three builds of one kernel (tests/adversarial/candidates): `plain` (no PDL), `wait` (launched with PDL, releases the
+next call as it starts, executes griddepcontrol.wait before its loads: the honest form, an overlap of launch and
+scheduling only) and `no_wait` (the exploit: PDL without the wait, so back-to-back timed calls overlap their memory
+traffic too). Each is timed against the eager baseline through measure_cuda (CUDA graphs, launch gate, the task's
+input ring, ring audits as configured), per case, and the script prints the medians, each build's gain over
+`plain`, and each build's CUPTI kernel time over its event median: above 1.10 (+ 1 us) the harness calls a timing
+`tampering` (integrity/plausibility.py), so a `no_wait` gain under that line is what the exploit collected before
+the dependent-launch probe (gate 7, integrity/dependent_launch.py). A diagnostic: it sets no target.
+
+    python benchmarks/dependent_launch_gain.py --output dependent_launch_gain.json [--list] [--samples 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelproof_core.candidate import load_candidate
+from kernelproof_core.integrity.plausibility import KERNEL_OVER_EVENTS_SLACK_US, MAX_KERNEL_OVER_EVENTS
+from kernelproof_core.measurement.timing import measure_cuda, ring_size
+from kernelproof_core.settings import get_settings
+from kernelproof_core.tasks import Case, CaseSet, get_task
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = REPO / "tests" / "adversarial" / "candidates"
+HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
+EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
+PDL_LAUNCH = 'extra = {"launch_pdl": True} if compiled else {}'
+# rms_norm cases of 2 MB to 268 MB (the kernel holds one row a program: no wide rows)
+CASES = ["tail127", "n1024", "large_values", "gpt_oss_2880", "llama_4096", "llama_8192"]
+
+
+def builds() -> dict[str, bytes]:
+    """The three builds' sources: `plain` is the honest one with its launch attribute taken out (the wait and the
+    release stay: both are no-ops without PDL)."""
+    honest = HONEST.read_text()
+    if PDL_LAUNCH not in honest:
+        raise SystemExit(f"{HONEST.name} no longer launches with {PDL_LAUNCH!r}: update this script")
+    return {"plain": honest.replace(PDL_LAUNCH, "extra = {}").encode(), "wait": honest.encode(),
+            "no_wait": EXPLOIT.read_bytes()}
+
+
+def _case(case_id: str) -> Case:
+    (case,) = [c for c in get_task("rms_norm").cases(CaseSet.FULL, 0) if c.case_id == case_id]
+    return case
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--list", action="store_true", help="print the cases and the bytes each moves, then exit")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    task = get_task("rms_norm")
+    sources = builds()
+    if args.list:
+        for case_id in CASES:
+            case = _case(case_id)
+            print(f"rms_norm {case_id} {case.shape_label()} {task.min_bytes(case, dtype) / 1e6:.1f} MB")
+        return
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
+        print("dependent_launch_gain.py needs CUDA on a GPU with programmatic dependent launch (sm_90 on)")
+        return
+    settings = get_settings()
+    device = torch.device("cuda")
+    fns = {name: load_candidate(src, f"{name}.py").fn for name, src in sources.items()}
+    rows: list[dict[str, Any]] = []
+    print(f"{'case':<14} {'MB':>7} " + " ".join(f"{n + ' us':>10} {'kern/ev':>7}" for n in fns)
+          + f" {'wait gain':>9} {'no_wait gain':>12}", flush=True)
+    for case_id in CASES:
+        case = _case(case_id)
+        first = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(0))
+        min_bytes = task.min_bytes(case, dtype)
+        n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
+                           settings.input_ring_max_bytes)
+        sets = [first] + [task.ring_inputs(first, k + 1) for k in range(n_sets - 1)]
+        got: dict[str, dict[str, float]] = {}
+        for name, fn in fns.items():
+            pair = measure_cuda(fn, task.baseline(), sets, warmups=5, samples=args.samples, invocations=100,
+                                l2_flush_bytes=settings.l2_flush_bytes, profiler_invocations=20,
+                                max_sample_ms=settings.max_sample_ms, ring_audits=settings.timing_ring_audits,
+                                kept_outputs_max_bytes=settings.timing_kept_outputs_max_bytes)
+            kernel = pair.candidate_device_us or 0.0
+            got[name] = {"us": pair.candidate.median, "kernel_us": kernel, "baseline_us": pair.baseline.median,
+                         "kernel_over_events": kernel / pair.candidate.median,
+                         "tampering_line_us": MAX_KERNEL_OVER_EVENTS * pair.candidate.median
+                         + KERNEL_OVER_EVENTS_SLACK_US, "sample_launch": pair.sample_launch}
+        row = {"case": case_id, "shape": case.shape_label(), "mb_moved": min_bytes / 1e6, "builds": got,
+               "wait_gain": got["plain"]["us"] / got["wait"]["us"],
+               "no_wait_gain": got["plain"]["us"] / got["no_wait"]["us"]}
+        rows.append(row)
+        print(f"{case_id:<14} {row['mb_moved']:>7.1f} "
+              + " ".join(f"{g['us']:>10.2f} {g['kernel_over_events']:>7.3f}" for g in got.values())
+              + f" {row['wait_gain']:>9.3f} {row['no_wait_gain']:>12.3f}", flush=True)
+        del sets, first
+        torch.cuda.empty_cache()
+    if args.output is not None:
+        report = {"benchmark": "dependent_launch_gain", "device": torch.cuda.get_device_name(0), "dtype": args.dtype,
+                  "rows": rows}
+        args.output.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""The dependent-launch probe: a candidate must be correct when the kernel just before it wrote its inputs.
+
+Hopper's programmatic dependent launch (PDL: a launch with the programmatic-stream-serialization attribute, Triton's
+`launch_pdl=True`) lets a kernel start before the kernel ahead of it on the stream has finished, once every program of
+that one has called `griddepcontrol.launch_dependents` (or exited). A kernel that does so must execute
+`griddepcontrol.wait` (Triton's `gdc_wait`) before it reads memory the earlier kernel writes; otherwise it reads
+whatever was there before. The timed calls cannot see that mistake: their inputs were written long before, so a
+candidate launched with PDL, releasing its successor at once and never waiting, runs each call on top of the one
+before it, hides its ramp and tail, and still returns correct outputs. It is fast and wrong in any real model, where
+the kernel before it produces its input. Only the kernel-time check bounds it (CUPTI durations above 1.10x the
+events + 1 us are `tampering`): an overlap under that passes.
+
+So the probe recreates the real situation. The case's inputs are copied into memory filled with NaN (every byte
+0xFF), and a harness kernel that releases its dependents as it starts, waits `delay_ms`, then writes the true values
+is launched just before the candidate is called, with nothing in between on the stream. A candidate that waits (or
+uses no PDL: then the stream orders it after the writer, as always) computes from the true values; one that does not
+reads NaN. Twice: from the caller's stream, and captured in a CUDA graph with the writer (how the timed calls run:
+host time then plays no part). A wrong output is `stale_input`. The writer runs on a few SMs (`WRITER_PROGRAMS`),
+so the candidate's programs find room beside it. GPUs without PDL (before sm_90) and the interpreter skip the probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.measurement.replay import recover_failed_capture
+from kernelproof_core.report.models import DependentLaunchProbe
+
+__all__ = ["DependentLaunchProbe", "LateInputs", "probe", "supported"]
+from kernelproof_core.verdicts import Verdict
+
+WRITER_PROGRAMS = 8  # programs of the late writer: one SM each at most, the rest of the GPU free for the candidate
+MAX_TENSORS = 3
+_BLOCK = 4096  # bytes a writer program copies per step
+
+
+@triton.jit
+def _globaltimer() -> tl.tensor:
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _copy_bytes(src: tl.tensor, dst: tl.tensor, n: tl.tensor, BLOCK: tl.constexpr) -> None:
+    for start in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def _late_write(src0: tl.tensor, dst0: tl.tensor, n0: tl.tensor, src1: tl.tensor, dst1: tl.tensor, n1: tl.tensor,
+                src2: tl.tensor, dst2: tl.tensor, n2: tl.tensor, delay_ns: tl.tensor, COUNT: tl.constexpr,
+                BLOCK: tl.constexpr) -> None:
+    # Release dependents first, then wait, then write: a dependent that does not wait reads the stale bytes.
+    tl.extra.cuda.gdc_launch_dependents()
+    start = _globaltimer()
+    now = start
+    while now - start < delay_ns:
+        now = _globaltimer()
+    _copy_bytes(src0, dst0, n0, BLOCK)
+    if COUNT > 1:
+        _copy_bytes(src1, dst1, n1, BLOCK)
+    if COUNT > 2:
+        _copy_bytes(src2, dst2, n2, BLOCK)
+
+
+def supported(device: torch.device) -> bool:
+    """PDL exists from sm_90 on; the interpreter has none (its @jit functions are not JITFunctions)."""
+    return (device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+            and isinstance(_late_write, triton.JITFunction))
+
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage of `t` (allocated by us at offset 0) as bytes."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def _empty_like(t: torch.Tensor) -> torch.Tensor:
+    """Same sizes and strides (torch.empty_like makes a padded view contiguous), storage at offset 0."""
+    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+
+
+def _like(t: torch.Tensor) -> torch.Tensor:
+    out = _empty_like(t)
+    out.copy_(t)
+    return out
+
+
+class LateInputs:
+    """The case's inputs twice: `truth` (copies of the values) and `stale` (same layout, every byte 0xFF: NaN in
+    every float format) that `write` fills with the truth from a kernel releasing its dependents before it does."""
+
+    def __init__(self, inputs: Sequence[Any]) -> None:
+        self.truth = [_like(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        self.stale = [_empty_like(x) if isinstance(x, torch.Tensor) else x for x in self.truth]
+        self.pairs = [(_bytes(t), _bytes(s)) for t, s in zip(self.truth, self.stale, strict=True)
+                      if isinstance(t, torch.Tensor)]
+        if not 0 < len(self.pairs) <= MAX_TENSORS:
+            raise ValueError(f"the probe writes 1-{MAX_TENSORS} tensor inputs, not {len(self.pairs)}")
+
+    def spoil(self) -> None:
+        for _, stale in self.pairs:
+            stale.fill_(0xFF)
+
+    def write(self, delay_ms: float) -> None:
+        """Launch the late writer on the current stream (the candidate's launch must come right after it)."""
+        args: list[Any] = []
+        for src, dst in self.pairs + [self.pairs[0]] * (MAX_TENSORS - len(self.pairs)):
+            args += [src, dst, src.numel()]
+        _late_write[(WRITER_PROGRAMS,)](*args, int(delay_ms * 1e6), COUNT=len(self.pairs), BLOCK=_BLOCK,
+                                        num_warps=4)
+
+
+Check = Callable[[Any, Sequence[Any], Sequence[Any]], str | None]
+
+
+def _judge(out: Any, late: LateInputs, check: Check, how: str) -> None:
+    problem = check(out, late.truth, late.stale)
+    if problem is not None:
+        raise CandidateFailure(
+            Verdict.STALE_INPUT,
+            f"wrong output when the kernel before it on the stream writes its inputs ({how}): {problem}. A kernel "
+            "launched with programmatic dependent launch (launch_pdl) must execute griddepcontrol.wait "
+            "(triton.language.extra.cuda.gdc_wait) before it reads them")
+
+
+def probe(call: Callable[[Sequence[Any]], Any], raw_call: Callable[[Sequence[Any]], Any], inputs: Sequence[Any],
+          check: Check, delay_ms: float) -> DependentLaunchProbe:
+    """Run both probes on copies of `inputs`. `call` is an observed gate call (it synchronizes); `raw_call` is the
+    candidate itself, captured as the timing captures it (whatever it raises there means "not capturable");
+    `check(out, true_inputs, given_inputs)` says what is wrong with an output, or None (or raises the verdict of a
+    broken contract). Returns "stream_only" when the candidate cannot be captured (its timed calls then run from the
+    stream too)."""
+    late = LateInputs(inputs)
+    late.spoil()
+    late.write(delay_ms)
+    _judge(call(late.stale), late, check, "called from the stream")
+    late.spoil()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            late.write(delay_ms)
+            out = raw_call(late.stale)
+    except Exception:  # not capturable (it synchronizes, reads a result on the host): timed from the stream too
+        recover_failed_capture()
+        return "stream_only"
+    graph.replay()
+    torch.cuda.synchronize()
+    _judge(out, late, check, "replayed from a CUDA graph")
+    return "passed"

@@ -1,0 +1,133 @@
+"""The dependent-launch probe (integrity/dependent_launch.py, gate 7) where no GPU is needed: the stale and true copies
+of a case's inputs, the gate's place in a verification (off by default, unsupported under the interpreter), and the
+sm_90 builds of the writer, the exploit and the honest candidate. The probe itself runs in tests/gpu."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelproof_core.campaign import Campaign, CandidateJob
+from kernelproof_core.integrity.dependent_launch import MAX_TENSORS, LateInputs, supported
+from kernelproof_core.pipeline import verify_candidate
+from kernelproof_core.settings import get_settings
+from kernelproof_core.tasks import CaseSet
+from kernelproof_core.verdicts import VERDICT_INFO, Verdict
+from tests.sm90_build import compile_for_sm90
+
+CANDIDATES = Path(__file__).resolve().parents[1] / "adversarial" / "candidates"
+EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
+HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
+
+
+def test_late_inputs_hold_the_truth_and_a_nan_copy_of_the_same_layout() -> None:
+    base = torch.randn(6, 40, dtype=torch.float32).to(torch.bfloat16)
+    strided = base[:, 3:35]  # a view: offset into its storage, row stride 40
+    weight = torch.randn(32, dtype=torch.float16)
+    late = LateInputs([strided, weight, 1e-6])
+    truth, stale = late.truth, late.stale
+    assert torch.equal(truth[0], strided) and truth[0].stride() == strided.stride()
+    assert truth[0].data_ptr() != strided.data_ptr()  # a copy: the case's own inputs are never touched
+    assert stale[0].stride() == strided.stride() and stale[0].dtype == torch.bfloat16
+    assert truth[2] == stale[2] == 1e-6  # non-tensor arguments pass through
+    late.spoil()
+    assert torch.isnan(stale[0]).all() and torch.isnan(stale[1]).all()  # every byte 0xFF: NaN in each format
+    assert torch.equal(truth[0], strided) and torch.equal(truth[1], weight)
+    # the writer copies whole storages: the bytes it reads and writes cover each tensor exactly
+    assert [(s.numel(), d.numel()) for s, d in late.pairs] == [(truth[0].untyped_storage().nbytes(),) * 2,
+                                                                (weight.numel() * 2,) * 2]
+
+
+def test_late_inputs_take_one_to_three_tensors() -> None:
+    with pytest.raises(ValueError, match="1-3 tensor inputs"):
+        LateInputs([1.0])
+    with pytest.raises(ValueError, match="1-3 tensor inputs"):
+        LateInputs([torch.zeros(2)] * (MAX_TENSORS + 1))
+
+
+def test_stale_input_is_the_candidates_fault() -> None:
+    info = VERDICT_INFO[Verdict.STALE_INPUT]
+    assert info.candidate_fault and "griddepcontrol.wait" in info.description
+    assert Verdict("stale_input") is Verdict.STALE_INPUT
+
+
+def test_no_probe_without_a_gpu() -> None:
+    assert not supported(torch.device("cpu"))
+
+
+@pytest.fixture
+def probe_setting(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("KERNELPROOF_INTEGRITY_DEPENDENT_LAUNCH_PROBE", "true")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def _verify(path: Path, device: str) -> list:
+    campaign = Campaign(device=device, dtypes=["bfloat16"], case_set=CaseSet.INTERPRETER,
+                        case_ids=["tail127"], measure=False)
+    return verify_candidate(CandidateJob(task="rms_norm", source=path.read_bytes()), campaign).cases
+
+
+def test_the_probe_is_off_by_default(device: str) -> None:
+    if device == "cuda":
+        pytest.skip("the GPU suite runs the probe (tests/gpu/test_gpu_dependent_launch.py)")
+    (result,) = _verify(HONEST, device)
+    assert result.verdict is Verdict.PASS and result.integrity is not None
+    assert result.integrity.dependent_launch == "off"
+
+
+def test_the_interpreter_has_no_dependent_launch(device: str, probe_setting: None) -> None:
+    """Asked for, the probe reports that this device cannot run it; both candidates are plain kernels here."""
+    if device == "cuda":
+        pytest.skip("the GPU suite runs the probe (tests/gpu/test_gpu_dependent_launch.py)")
+    for path in (HONEST, EXPLOIT):
+        (result,) = _verify(path, device)
+        assert result.verdict is Verdict.PASS, (path.name, result.failure)
+        assert result.integrity is not None and result.integrity.dependent_launch == "unsupported"
+
+
+_BUILD = r"""
+import importlib.util, json, sys, torch
+from kernelproof_core.precompile import compile_only
+from kernelproof_core.integrity import dependent_launch as dl
+
+def ptx_of(kernel):
+    ptx = kernel.asm["ptx"]
+    body = ptx[ptx.index(".entry"):]
+    return {"launch_dependents": body.find("griddepcontrol.launch_dependents"),
+            "wait": body.find("griddepcontrol.wait"), "timer": body.find("%globaltimer"),
+            "first_load": min((i for i in (body.find("ld.global"),) if i >= 0), default=-1),
+            "launch_pdl": bool(kernel.metadata.launch_pdl)}
+
+out = []
+for case in json.loads(sys.argv[1]):
+    if case == "writer":
+        b = torch.empty(64, dtype=torch.uint8)
+        with compile_only("cuda", 90, 32):
+            out.append(ptx_of(dl._late_write[(dl.WRITER_PROGRAMS,)](b, b, 64, b, b, 64, b, b, 64, 1000, COUNT=2,
+                                                                     BLOCK=dl._BLOCK, num_warps=4)))
+        continue
+    spec = importlib.util.spec_from_file_location("candidate", case)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, w = torch.empty((4, 64), dtype=torch.bfloat16), torch.empty(64, dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        out.append(ptx_of(module._rms_norm[(4,)](x, w, x, 64, 64, 64, 1e-6, BLOCK=64, PDL=True, launch_pdl=True)))
+print(json.dumps(out))
+"""
+
+
+def test_sm90_builds_release_dependents_and_only_the_honest_candidate_waits() -> None:
+    """The writer releases its dependents before its timed wait and never waits itself; the exploit is launched with
+    PDL and has no wait; the honest candidate waits before its first global load."""
+    writer, exploit, honest = compile_for_sm90(_BUILD, ["writer", str(EXPLOIT), str(HONEST)])
+    assert 0 <= writer["launch_dependents"] < writer["timer"] and writer["wait"] == -1, json.dumps(writer)
+    assert not writer["launch_pdl"]  # the writer is an ordinary launch: only its dependents carry the attribute
+    assert exploit["launch_pdl"] and exploit["launch_dependents"] >= 0 and exploit["wait"] == -1, exploit
+    assert honest["launch_pdl"] and 0 <= honest["wait"] < honest["first_load"], honest

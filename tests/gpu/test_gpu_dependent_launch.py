@@ -1,0 +1,143 @@
+"""The dependent-launch probe on a real GPU (integrity/dependent_launch.py, gate 7): first the hardware behaviour it
+rests on (a kernel launched with PDL that does not wait reads what was there before the writer, from the stream and
+from a graph; one that waits, or one launched without PDL, reads the truth), then verdicts: the exploit that never
+waits is `stale_input`, an honest PDL candidate and the three built-ins pass, in process and sandboxed. Skipped
+without CUDA or below sm_90; run on the H200 by scripts/gpu-check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from kernelproof_core.campaign import Campaign, CandidateJob
+from kernelproof_core.integrity.dependent_launch import LateInputs
+from kernelproof_core.pipeline import verify_candidate
+from kernelproof_core.sandbox import SandboxExecutor
+from kernelproof_core.settings import get_settings
+from kernelproof_core.tasks import CaseSet
+from kernelproof_core.verdicts import Verdict
+from tests.sandbox.conftest import sandbox_settings
+
+pytestmark = pytest.mark.gpu
+requires_pdl = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                                  reason="needs a GPU with programmatic dependent launch (sm_90 on)")
+CANDIDATES = Path(__file__).resolve().parents[1] / "adversarial" / "candidates"
+EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
+HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
+BUILTINS = Path(__file__).resolve().parents[2] / "kernelproof_core" / "kernels"
+DELAY_MS = 20.0
+
+
+@triton.jit
+def _read(x_ptr: tl.tensor, y_ptr: tl.tensor, n: tl.tensor, WAIT: tl.constexpr, BLOCK: tl.constexpr) -> None:
+    tl.extra.cuda.gdc_launch_dependents()
+    if WAIT:
+        tl.extra.cuda.gdc_wait()
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def _reader(wait: bool, pdl: bool) -> Callable[[torch.Tensor], torch.Tensor]:
+    def read(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        _read[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), WAIT=wait, BLOCK=1024, launch_pdl=pdl)
+        return y
+    return read
+
+
+@requires_pdl
+@pytest.mark.parametrize("graph", [False, True], ids=["stream", "cuda_graph"])
+@pytest.mark.parametrize(("wait", "pdl", "stale"), [(False, True, True), (True, True, False), (False, False, False)],
+                         ids=["pdl_no_wait", "pdl_wait", "no_pdl"])
+def test_only_a_dependent_launch_without_the_wait_reads_the_stale_inputs(wait: bool, pdl: bool, stale: bool,
+                                                                         graph: bool) -> None:
+    """If pdl_no_wait reads the truth here, the GPU or driver did not start it early: the probe cannot catch the
+    exploit on this machine, and the verdict tests below fail for the same reason."""
+    x = torch.randn(1 << 20, device="cuda")
+    late = LateInputs([x])
+    read = _reader(wait, pdl)
+    read(late.truth[0])  # compiled before the probe, as a candidate is by its gate calls
+    late.write(0.001)  # and the writer (the gate's stream probe builds it before its capture)
+    late.spoil()
+    torch.cuda.synchronize()
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            late.write(DELAY_MS)
+            y = read(late.stale[0])
+        g.replay()
+    else:
+        late.write(DELAY_MS)
+        y = read(late.stale[0])
+    torch.cuda.synchronize()
+    assert torch.equal(late.stale[0], x)  # the writer did write the truth, after the delay
+    if stale:
+        assert torch.isnan(y).all(), f"{int(torch.isnan(y).sum())} of {y.numel()} stale: PDL did not overlap"
+    else:
+        assert torch.equal(y, x)
+
+
+@pytest.fixture
+def probe_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("KERNELPROOF_INTEGRITY_DEPENDENT_LAUNCH_PROBE", "true")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def _campaign(cases: list[str], **kw: object) -> Campaign:
+    return Campaign(device="cuda", dtypes=["bfloat16"], case_set=CaseSet.FULL, case_ids=cases,
+                    measure=False, **kw)
+
+
+@requires_pdl
+def test_a_candidate_that_never_waits_is_stale_input(probe_on: None) -> None:
+    cases = verify_candidate(CandidateJob(task="rms_norm", source=EXPLOIT.read_bytes()),
+                             _campaign(["tail127", "llama_4096"])).cases
+    for result in cases:
+        assert result.verdict is Verdict.STALE_INPUT, (result.case_id, result.failure)
+        assert result.failure is not None and "griddepcontrol.wait" in result.failure.message
+        assert "called from the stream" in result.failure.message  # the first of the two probes already saw it
+
+
+@requires_pdl
+def test_a_candidate_that_waits_passes(probe_on: None) -> None:
+    cases = verify_candidate(CandidateJob(task="rms_norm", source=HONEST.read_bytes()),
+                             _campaign(["tail127", "strided", "llama_4096"])).cases
+    for result in cases:
+        assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
+        assert result.integrity is not None and result.integrity.dependent_launch == "passed"
+
+
+@requires_pdl
+@pytest.mark.parametrize(("task", "cases"), [("rms_norm", ["tail127", "strided", "llama_4096"]),
+                                             ("softmax", ["tail127", "long_65536", "random2"]),
+                                             ("swiglu", ["tail127", "strided", "llama_11008"])])
+def test_the_builtins_pass_the_probe(task: str, cases: list[str], probe_on: None) -> None:
+    results = verify_candidate(CandidateJob(task=task, source=(BUILTINS / f"{task}.py").read_bytes()),
+                               _campaign(cases)).cases
+    for result in results:
+        assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
+        assert result.integrity is not None and result.integrity.dependent_launch == "passed"
+
+
+@requires_pdl
+def test_the_probe_setting_reaches_a_sandboxed_child() -> None:
+    settings = sandbox_settings(sandbox_memory_limit_bytes=16 * 1024**3, sandbox_max_processes=1024,
+                                sandbox_kill_grace_s=10.0, integrity_dependent_launch_probe=True)
+    ex = SandboxExecutor(settings)
+    try:
+        for path, verdict, probe in ((EXPLOIT, Verdict.STALE_INPUT, None), (HONEST, Verdict.PASS, "passed")):
+            job = CandidateJob(task="rms_norm", source=path.read_bytes(), filename=path.name)
+            (result,) = ex.execute(job, _campaign(["tail127"], compile_timeout_s=120.0)).outcome.cases
+            assert result.verdict is verdict, (path.name, result.failure)
+            if probe is not None:
+                assert result.integrity is not None and result.integrity.dependent_launch == probe
+    finally:
+        ex.close()
