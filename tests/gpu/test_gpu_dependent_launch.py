@@ -92,8 +92,10 @@ def probe_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _campaign(cases: list[str], **kw: object) -> Campaign:
-    return Campaign(device="cuda", dtypes=["bfloat16"], case_set=CaseSet.FULL, case_ids=cases,
-                    measure=False, **kw)
+    values: dict[str, object] = dict(device="cuda", dtypes=["bfloat16"], case_set=CaseSet.FULL, case_ids=cases,
+                                     measure=False)
+    values.update(kw)
+    return Campaign(**values)
 
 
 @requires_pdl
@@ -113,6 +115,20 @@ def test_a_candidate_that_waits_passes(probe_on: None) -> None:
     for result in cases:
         assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
         assert result.integrity is not None and result.integrity.dependent_launch == "passed"
+
+
+@requires_pdl
+def test_a_candidate_that_waits_is_timed_without_tampering(probe_on: None) -> None:
+    """Timed, an honest PDL candidate's next call may be scheduled while this one drains and wait there: CUPTI
+    counts that wait as kernel time, and the kernel-time check (durations summed over every stream, above 1.10x the
+    events + 1 us: `tampering`) must not mistake it for work outside the events. If this fails, the record needs
+    each stream's kernel intervals merged before the check (benchmarks/NOTES.md, Still to do)."""
+    cases = verify_candidate(CandidateJob(task="rms_norm", source=HONEST.read_bytes()),
+                             _campaign(["n1024", "gpt_oss_2880", "llama_8192"], measure=True, warmups=3, samples=10,
+                                       invocations_per_sample=20)).cases
+    for result in cases:
+        assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
+        assert result.timing is not None and result.timing.candidate_device_us is not None
 
 
 @requires_pdl
