@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import pytest
 import torch
 
 from kernelproof_core.interpreter import enable_interpreter
+from kernelproof_core.settings import get_settings
 
 HAS_CUDA = torch.cuda.is_available()
 if not HAS_CUDA:
@@ -23,3 +26,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def device() -> str:
     return "cuda" if HAS_CUDA else "interpreter"
+
+
+@pytest.fixture
+def kp_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    """Set KERNELPROOF_* settings for this test's in-process runs (`kp_settings(timing_ring_audits=False)`); the
+    cached settings are rebuilt now and after the test."""
+    def apply(**values: object) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(f"KERNELPROOF_{name.upper()}", str(value).lower())
+        get_settings.cache_clear()
+
+    yield apply
+    monkeypatch.undo()
+    get_settings.cache_clear()

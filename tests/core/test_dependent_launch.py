@@ -5,7 +5,7 @@ sm_90 builds of the writer, the exploit and the honest candidate. The probe itse
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,6 @@ import torch
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.integrity.dependent_launch import MAX_TENSORS, LateInputs, supported
 from kernelproof_core.pipeline import verify_candidate
-from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import VERDICT_INFO, Verdict
 from tests.sm90_build import compile_for_sm90
@@ -60,12 +59,8 @@ def test_no_probe_without_a_gpu() -> None:
 
 
 @pytest.fixture
-def probe_setting(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("KERNELPROOF_INTEGRITY_DEPENDENT_LAUNCH_PROBE", "true")
-    get_settings.cache_clear()
-    yield
-    monkeypatch.undo()
-    get_settings.cache_clear()
+def probe_setting(kp_settings: Callable[..., None]) -> None:
+    kp_settings(integrity_dependent_launch_probe=True)
 
 
 def _verify(path: Path, device: str) -> list:

@@ -6,7 +6,7 @@ without CUDA or below sm_90; run on the H200 by scripts/gpu-check."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,6 @@ from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.integrity.dependent_launch import LateInputs
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.sandbox import SandboxExecutor
-from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
 from tests.sandbox.conftest import sandbox_settings
@@ -83,12 +82,8 @@ def test_only_a_dependent_launch_without_the_wait_reads_the_stale_inputs(wait: b
 
 
 @pytest.fixture
-def probe_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("KERNELPROOF_INTEGRITY_DEPENDENT_LAUNCH_PROBE", "true")
-    get_settings.cache_clear()
-    yield
-    monkeypatch.undo()
-    get_settings.cache_clear()
+def probe_on(kp_settings: Callable[..., None]) -> None:
+    kp_settings(integrity_dependent_launch_probe=True)
 
 
 def _campaign(cases: list[str], **kw: object) -> Campaign:

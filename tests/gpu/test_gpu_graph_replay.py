@@ -6,7 +6,7 @@ scripts/gpu-check."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -15,7 +15,6 @@ from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.measurement.replay import capture, capture_pair
 from kernelproof_core.measurement.timing import measure_cuda
 from kernelproof_core.pipeline import verify_candidate
-from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import Verdict
 from tests.candidates.rms_norm_variants import source
@@ -143,23 +142,10 @@ def test_ring_audits_time_the_pair_alike(graphs: bool) -> None:
         assert 0.9 < pair.candidate.median / pair.candidate_device_us < 1.1, (pair.candidate, pair.candidate_device_us)
 
 
-@pytest.fixture
-def timing_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
-    """Set KERNELPROOF_* timing settings for this test's in-process runs; the cached settings are rebuilt after."""
-    def apply(**values: object) -> None:
-        for name, value in values.items():
-            monkeypatch.setenv(f"KERNELPROOF_{name.upper()}", str(value).lower())
-        get_settings.cache_clear()
-
-    yield apply
-    monkeypatch.undo()
-    get_settings.cache_clear()
-
-
 @requires_cuda
 @pytest.mark.parametrize("graphs", [True, False], ids=["cuda_graph", "stream"])
 def test_ring_audits_catch_a_skip_keyed_on_input_addresses(graphs: bool,
-                                                            timing_settings: Callable[..., None]) -> None:
+                                                            kp_settings: Callable[..., None]) -> None:
     """The candidate skips every third call on a ring address it has seen, in every mode alike, so the kernel-only
     pass agrees with the events and the audit set's calls are all computed (docs/SECURITY.md): without ring audits
     it passes (the hole; if this fails, the exploit is caught elsewhere and no longer shows it). With ring audits on
@@ -168,10 +154,10 @@ def test_ring_audits_catch_a_skip_keyed_on_input_addresses(graphs: bool,
     skip = CandidateJob(task="rms_norm", source=source("skip_by_address"))
     if graphs:  # the hole: every gate and audit passes. Stream sampling reuses the audit set in every audited
         # sample, so this naive skip also hits it there and is caught without ring audits (H200, 2026-12-05).
-        timing_settings(timing_ring_audits=False, timing_cuda_graphs=graphs, integrity_audit_samples=20)
+        kp_settings(timing_ring_audits=False, timing_cuda_graphs=graphs, integrity_audit_samples=20)
         (r,) = verify_candidate(skip, _campaign()).cases
         assert r.verdict is Verdict.PASS, (r.verdict, r.failure)
-    timing_settings(timing_ring_audits=True, timing_cuda_graphs=graphs, integrity_audit_samples=20)
+    kp_settings(timing_ring_audits=True, timing_cuda_graphs=graphs, integrity_audit_samples=20)
     (r,) = verify_candidate(skip, _campaign()).cases
     assert r.verdict is Verdict.CACHED_OUTPUT and r.failure is not None, (r.verdict, r.failure)
     assert "same buffer" in r.failure.message or "timed call" in r.failure.message, r.failure
