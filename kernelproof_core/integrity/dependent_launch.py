@@ -32,7 +32,7 @@ from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.measurement.replay import recover_failed_capture
 from kernelproof_core.report.models import DependentLaunchProbe
 
-__all__ = ["DependentLaunchProbe", "LateInputs", "probe", "supported"]
+__all__ = ["DependentLaunchProbe", "LateInputs", "probe", "supported", "warm_up"]
 from kernelproof_core.verdicts import Verdict
 
 WRITER_PROGRAMS = 8  # programs of the late writer: one SM each at most, the rest of the GPU free for the candidate
@@ -73,6 +73,15 @@ def supported(device: torch.device) -> bool:
     """PDL exists from sm_90 on; the interpreter has none (its @jit functions are not JITFunctions)."""
     return (device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
             and isinstance(_late_write, triton.JITFunction))
+
+
+def warm_up() -> None:
+    """Build and run the writer once (no delay), before the harness snapshot and any candidate code: the probe's
+    first use then compiles nothing inside a candidate's run (integrity.run.warm_up_process)."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    if supported(device):
+        LateInputs([torch.zeros(16, device=device)]).write(0.0)
+        torch.cuda.synchronize(device)
 
 
 def _bytes(t: torch.Tensor) -> torch.Tensor:

@@ -12,6 +12,7 @@ import torch
 from kernelproof_core.campaign import Campaign
 from kernelproof_core.candidate import decode_source
 from kernelproof_core.errors import CandidateFailure
+from kernelproof_core.integrity import dependent_launch
 from kernelproof_core.integrity.guard import CallGuard, warm_up
 from kernelproof_core.integrity.launches import LaunchObserver
 from kernelproof_core.integrity.plausibility import PersistingL2, copy_bandwidth_ceiling_gbps
@@ -35,6 +36,8 @@ def warm_up_process(device: str) -> None:
     warm_up(device, launch_observer())
     if device == "cuda" and get_settings().launch_gate_host_release:
         host_release()  # compiled and self-tested here, before any snapshot or candidate code
+    if device == "cuda" and get_settings().integrity_dependent_launch_probe:
+        dependent_launch.warm_up()  # gate 7's writer, likewise
 
 
 @dataclass
