@@ -47,7 +47,7 @@ def _globaltimer() -> tl.tensor:
 
 @triton.jit
 def _copy_bytes(src: tl.tensor, dst: tl.tensor, n: tl.tensor, BLOCK: tl.constexpr) -> None:
-    for start in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
+    for start in range(tl.program_id(0).to(tl.int64) * BLOCK, n, tl.num_programs(0) * BLOCK):  # inputs past 2 GB
         offs = start + tl.arange(0, BLOCK)
         tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
 
