@@ -3,11 +3,13 @@
 Three builds of one kernel (tests/adversarial/candidates): `plain` (no PDL), `wait` (launched with PDL, releases the
 next call as it starts, executes griddepcontrol.wait before its loads: the honest form, an overlap of launch and
 scheduling only) and `no_wait` (the exploit: PDL without the wait, so back-to-back timed calls overlap their memory
-traffic too). Each is timed against the eager baseline through measure_cuda (CUDA graphs, launch gate, the task's
-input ring, ring audits as configured), per case, and the script prints the medians, each build's gain over
-`plain`, and each build's CUPTI kernel time over its event median: above 1.10 (+ 1 us) the harness calls a timing
-`tampering` (integrity/plausibility.py), so a `no_wait` gain under that line is what the exploit collected before
-the dependent-launch probe (gate 7, integrity/dependent_launch.py). A diagnostic: it sets no target.
+traffic too); and the shipped rms_norm with its `_PDL` switch off and on (`builtin`, `builtin_pdl`: the row kernel
+launched with PDL and the wait), whose gpt_oss_2880 case misses 90% of copy by 0.09 us. Each is timed against the
+eager baseline through measure_cuda (CUDA graphs, launch gate, the task's input ring, ring audits as configured),
+per case, and the script prints the medians, each build's CUPTI kernel time over its event median, and the gains
+(GAINS: wait and no_wait over plain, builtin_pdl over builtin). Above 1.10 (+ 1 us) kernel over events the harness
+calls a timing `tampering` (integrity/plausibility.py), so a `no_wait` gain under that line is what the exploit
+collected before the dependent-launch probe (gate 7, integrity/dependent_launch.py). A diagnostic: no target.
 
     python benchmarks/dependent_launch_gain.py --output dependent_launch_gain.json [--list] [--samples 30]
 """
@@ -39,14 +41,23 @@ PDL_LAUNCH = 'extra = {"launch_pdl": True} if compiled else {}'
 CASES = ["tail127", "n1024", "large_values", "gpt_oss_2880", "llama_4096", "llama_8192"]
 
 
+BUILTIN = REPO / "kernelproof_core" / "kernels" / "rms_norm.py"
+BUILTIN_SWITCH = "_PDL = False"
+# (build, the build it is compared with): the gains printed
+GAINS = (("wait", "plain"), ("no_wait", "plain"), ("builtin_pdl", "builtin"))
+
+
 def builds() -> dict[str, bytes]:
-    """The three builds' sources: `plain` is the honest one with its launch attribute taken out (the wait and the
-    release stay: both are no-ops without PDL)."""
-    honest = HONEST.read_text()
-    if PDL_LAUNCH not in honest:
-        raise SystemExit(f"{HONEST.name} no longer launches with {PDL_LAUNCH!r}: update this script")
+    """The builds' sources: `plain` is the honest one with its launch attribute taken out (the wait and the release
+    stay: both are no-ops without PDL); `builtin` the shipped rms_norm, `builtin_pdl` the same with _PDL on (its row
+    kernel launched with PDL and the wait)."""
+    honest, builtin = HONEST.read_text(), BUILTIN.read_text()
+    for path, text, needle in ((HONEST, honest, PDL_LAUNCH), (BUILTIN, builtin, BUILTIN_SWITCH)):
+        if needle not in text:
+            raise SystemExit(f"{path.name} no longer holds {needle!r}: update this script")
     return {"plain": honest.replace(PDL_LAUNCH, "extra = {}").encode(), "wait": honest.encode(),
-            "no_wait": EXPLOIT.read_bytes()}
+            "no_wait": EXPLOIT.read_bytes(), "builtin": builtin.encode(),
+            "builtin_pdl": builtin.replace(BUILTIN_SWITCH, "_PDL = True").encode()}
 
 
 def _case(case_id: str) -> Case:
@@ -76,8 +87,8 @@ def main() -> None:
     device = torch.device("cuda")
     fns = {name: load_candidate(src, f"{name}.py").fn for name, src in sources.items()}
     rows: list[dict[str, Any]] = []
-    print(f"{'case':<14} {'MB':>7} " + " ".join(f"{n + ' us':>10} {'kern/ev':>7}" for n in fns)
-          + f" {'wait gain':>9} {'no_wait gain':>12}", flush=True)
+    print(f"{'case':<14} {'MB':>7} " + " ".join(f"{n + ' us':>15} {'kern/ev':>7}" for n in fns)
+          + "".join(f" {a + '/' + b:>20}" for a, b in GAINS), flush=True)
     for case_id in CASES:
         case = _case(case_id)
         first = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(0))
@@ -96,13 +107,13 @@ def main() -> None:
                          "kernel_over_events": kernel / pair.candidate.median,
                          "tampering_line_us": MAX_KERNEL_OVER_EVENTS * pair.candidate.median
                          + KERNEL_OVER_EVENTS_SLACK_US, "sample_launch": pair.sample_launch}
+        gains = {f"{a}/{b}": got[b]["us"] / got[a]["us"] for a, b in GAINS}  # > 1: a is faster
         row = {"case": case_id, "shape": case.shape_label(), "mb_moved": min_bytes / 1e6, "builds": got,
-               "wait_gain": got["plain"]["us"] / got["wait"]["us"],
-               "no_wait_gain": got["plain"]["us"] / got["no_wait"]["us"]}
+               "gains": gains}
         rows.append(row)
         print(f"{case_id:<14} {row['mb_moved']:>7.1f} "
-              + " ".join(f"{g['us']:>10.2f} {g['kernel_over_events']:>7.3f}" for g in got.values())
-              + f" {row['wait_gain']:>9.3f} {row['no_wait_gain']:>12.3f}", flush=True)
+              + " ".join(f"{g['us']:>15.2f} {g['kernel_over_events']:>7.3f}" for g in got.values())
+              + "".join(f" {v:>20.3f}" for v in gains.values()), flush=True)
         del sets, first
         torch.cuda.empty_cache()
     if args.output is not None:

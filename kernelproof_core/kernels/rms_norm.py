@@ -42,6 +42,11 @@ _TILE = 8192  # elements per program for the fused path
 _REREAD_MIN_N, _REREAD_MAX_N = 1024, 8192  # padded row widths where the re-reading row kernel was measured
 _REREAD_TILE = 4096  # elements per program for it
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
+# Programmatic dependent launch with its wait, on the row kernel (sm_90 on, compiled): each program lets the next
+# launch start as it begins and waits (gdc_wait) before it reads anything, so back-to-back calls hide the launch and
+# the first wave's scheduling behind the previous call's last wave, never its memory traffic. Off until the H200
+# measures it (benchmarks/dependent_launch_gain.py, gpu-check stage pdl): gpt_oss_2880 misses 90% of copy by 0.09 us.
+_PDL = False
 # Wide path: rows in flight stay within this much L2 (H200: 50 MB), so pass 2 re-reads hit L2; and a
 # persistent grid is used only if no program does more than this times the mean work.
 _L2_BUDGET_BYTES = 32 << 20
@@ -114,7 +119,7 @@ def _warps(tile: int) -> int:
 def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor,
                    stride_x: tl.tensor, eps: tl.tensor, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    ALIGN: tl.constexpr, EVEN: tl.constexpr = False, REREAD: tl.constexpr = False,
-                   STREAM: tl.constexpr = False) -> None:
+                   STREAM: tl.constexpr = False, PDL: tl.constexpr = False) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16.
     # EVEN (the host guarantees N == BLOCK_N and BLOCK_M divides M): no masks and no row clamping at all.
@@ -122,6 +127,10 @@ def _rms_norm_rows(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.t
     # read served by L1/L2, then evicted first), instead of being held in registers across the reduction: fewer
     # registers per thread, more programs per SM in flight (torch.compile's rms_norm does the same).
     # STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2.
+    # PDL (launched with launch_pdl, _PDL): release the next launch, then wait for the previous kernel's writes.
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
@@ -596,6 +605,22 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
     """The launch for an m x n rms_norm (row stride `stride`). realign_split=False: wide 16-bit rows off the 16-byte
     grid on scalar accesses, as before the realigned split; two_phase=False: the realigned split where the two-phase
     path runs now (benchmarks time both beside the built-in's)."""
+    plan = _plan_launch(m, n, stride, elsize, device, realign_split, two_phase)
+    # the row kernel's plans are the ones with a BLOCK_N
+    if _PDL and not isinstance(plan, _Split | _TwoPhase) and "BLOCK_N" in plan[1] and _dependent_launch(device):
+        return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
+    return plan
+
+
+def _dependent_launch(device: torch.device) -> bool:
+    """Programmatic dependent launch: sm_90 on, compiled (under TRITON_INTERPRET=1 @triton.jit makes an interpreted
+    function)."""
+    return (device.type == "cuda" and isinstance(_rms_norm_rows, triton.JITFunction)
+            and torch.cuda.get_device_capability(device)[0] >= 9)
+
+
+def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device, realign_split: bool,
+                 two_phase: bool) -> Plan:
     align = _align(elsize, n, stride)
     vectorised = align * elsize == 16
     if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):

@@ -95,8 +95,9 @@ def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
 
 
 def test_dependent_launch_gain_builds_differ_only_in_the_launch_and_the_wait() -> None:
-    """The PDL benchmark's three builds: `plain` is the honest source without the launch attribute, `wait` the honest
-    source, `no_wait` the exploit (the same kernel without gdc_wait); its cases resolve in the full set."""
+    """The PDL benchmark's builds: `plain` is the honest source without the launch attribute, `wait` the honest
+    source, `no_wait` the exploit (the same kernel without gdc_wait), `builtin_pdl` the shipped rms_norm with its
+    _PDL switch on; its cases resolve in the full set."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import dependent_launch_gain as gain
 
@@ -104,6 +105,7 @@ def test_dependent_launch_gain_builds_differ_only_in_the_launch_and_the_wait() -
     pdl = '{"launch_pdl": True}'
     assert pdl not in builds["plain"] and pdl in builds["wait"] and pdl in builds["no_wait"]
     assert "gdc_wait()" in builds["plain"] and "gdc_wait()" in builds["wait"] and "gdc_wait()" not in builds["no_wait"]
+    assert builds["builtin_pdl"] == builds["builtin"].replace("_PDL = False", "_PDL = True") != builds["builtin"]
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks/dependent_launch_gain.py"), "--list"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -177,3 +177,40 @@ def test_short_16_bit_rms_norm_rows_reread_small_tiles(m: int, n: int, stride: i
     for width, elsize in ((127, 4), (60, 2), (333, 2)):  # fp32, 64 lanes, 512 scalar lanes: the tile rule
         _launch, meta = rms_norm._plan(4096, width, width, elsize, torch.device("cpu"))  # type: ignore[misc]
         assert not meta.get("REREAD") and meta["BLOCK_M"] * meta["BLOCK_N"] >= 512, (width, elsize, meta)
+
+
+_COMPILE_PDL = r"""
+import json, sys, torch
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+
+rms_norm._num_sms = lambda device: 132  # the H200's topology; no GPU here
+rms_norm._dependent_launch = lambda device: True  # an sm_90 GPU, compiled
+out = []
+for pdl, m, n in json.loads(sys.argv[1]):
+    rms_norm._PDL = pdl
+    plan = rms_norm._plan(m, n, n, 2, torch.device("cuda"))
+    launch, meta = plan
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty(n, dtype=torch.bfloat16), x, m, n, n, 1e-6, **meta)
+    body = kernel.asm["ptx"][kernel.asm["ptx"].index(".entry"):]
+    out.append({"kernel": kernel.name, "meta": {k: v for k, v in meta.items() if k in ("PDL", "launch_pdl")},
+                "launch_pdl": bool(kernel.metadata.launch_pdl),
+                "release": body.find("griddepcontrol.launch_dependents"), "wait": body.find("griddepcontrol.wait"),
+                "first_load": body.find("ld.global")})
+print(json.dumps(out))
+"""
+
+
+def test_rms_norm_row_kernel_takes_dependent_launch_only_when_asked() -> None:
+    """_PDL (off until the H200 measures it): the row kernel's plans (gpt_oss_2880 re-read, short and narrow tiles)
+    are launched with launch_pdl and wait before their first load; off, no grid-dependency instruction at all. Other
+    kernels (the realigned one at 2879 wide) never take it. Built for sm_90 without a GPU."""
+    cases = [(True, 8192, 2880), (True, 4096, 127), (True, 4096, 1024), (False, 8192, 2880), (True, 8192, 2879)]
+    on_reread, on_short, on_tile, off, realigned = compile_for_sm90(_COMPILE_PDL, cases)
+    for built in (on_reread, on_short, on_tile):
+        assert built["kernel"] == "_rms_norm_rows" and built["meta"] == {"PDL": True, "launch_pdl": True}, built
+        assert built["launch_pdl"] and 0 <= built["release"] < built["wait"] < built["first_load"], built
+    assert off["meta"] == {} and not off["launch_pdl"] and off["release"] == off["wait"] == -1, off
+    assert realigned["kernel"] == "_rms_norm_realigned" and realigned["meta"] == {} and realigned["wait"] == -1

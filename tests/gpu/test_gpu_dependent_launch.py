@@ -127,6 +127,19 @@ def test_a_candidate_that_waits_is_timed_without_tampering(probe_on: None) -> No
 
 
 @requires_pdl
+def test_the_builtin_rms_norm_with_dependent_launch_passes_and_is_timed(probe_on: None) -> None:
+    """rms_norm's _PDL switch (off until benchmarks/dependent_launch_gain.py measures it): its row kernel launched
+    with PDL and the wait passes the probe and is timed without `tampering`."""
+    source = (BUILTINS / "rms_norm.py").read_text().replace("_PDL = False", "_PDL = True").encode()
+    cases = verify_candidate(CandidateJob(task="rms_norm", source=source),
+                             _campaign(["tail127", "n1024", "gpt_oss_2880"], measure=True, warmups=3, samples=10,
+                                       invocations_per_sample=20)).cases
+    for result in cases:
+        assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
+        assert result.integrity is not None and result.integrity.dependent_launch == "passed"
+
+
+@requires_pdl
 @pytest.mark.parametrize(("task", "cases"), [("rms_norm", ["tail127", "strided", "llama_4096"]),
                                              ("softmax", ["tail127", "long_65536", "random2"]),
                                              ("swiglu", ["tail127", "strided", "llama_11008"])])
