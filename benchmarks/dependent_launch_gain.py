@@ -11,7 +11,10 @@ per case, and the script prints the medians, each build's CUPTI kernel time over
 calls a timing `tampering` (integrity/plausibility.py), so a `no_wait` gain under that line is what the exploit
 collected before the dependent-launch probe (gate 7, integrity/dependent_launch.py). A diagnostic: no target.
 
-    python benchmarks/dependent_launch_gain.py --output dependent_launch_gain.json [--list] [--samples 30]
+    python benchmarks/dependent_launch_gain.py --output dependent_launch_gain.json [--task rms_norm|softmax]
+        [--dtype bfloat16] [--list] [--samples 30]
+
+--task softmax times only the shipped softmax's two builds (its row and realigned kernels take the switch).
 """
 
 from __future__ import annotations
@@ -37,31 +40,36 @@ CANDIDATES = REPO / "tests" / "adversarial" / "candidates"
 HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
 EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
 PDL_LAUNCH = 'extra = {"launch_pdl": True} if compiled else {}'
-# rms_norm cases of 2 MB to 268 MB (the kernel holds one row a program: no wide rows)
-CASES = ["tail127", "n1024", "large_values", "gpt_oss_2880", "llama_4096", "llama_8192"]
-
-
-BUILTIN = REPO / "kernelproof_core" / "kernels" / "rms_norm.py"
 BUILTIN_SWITCH = "_PDL = False"
-# (build, the build it is compared with): the gains printed
+# Per task: cases of 2 MB to 268 MB (rms_norm: the trio's kernel holds one row a program, no wide rows; softmax: the
+# row and realigned kernels' cases nearest 90% of copy, long_32768 89.5% in fp16 at 0.7.0).
+CASES = {"rms_norm": ["tail127", "n1024", "large_values", "gpt_oss_2880", "llama_4096", "llama_8192"],
+         "softmax": ["large_values", "attn_4096", "vocab_32000", "long_32768", "random0"]}
+# (build, the build it is compared with): the gains printed, where both builds run
 GAINS = (("wait", "plain"), ("no_wait", "plain"), ("builtin_pdl", "builtin"))
 
 
-def builds() -> dict[str, bytes]:
-    """The builds' sources: `plain` is the honest one with its launch attribute taken out (the wait and the release
-    stay: both are no-ops without PDL); `builtin` the shipped rms_norm, `builtin_pdl` the same with _PDL on (its row
-    kernel launched with PDL and the wait)."""
-    honest, builtin = HONEST.read_text(), BUILTIN.read_text()
-    for path, text, needle in ((HONEST, honest, PDL_LAUNCH), (BUILTIN, builtin, BUILTIN_SWITCH)):
+def builds(task: str = "rms_norm") -> dict[str, bytes]:
+    """The builds' sources: for rms_norm `plain` is the honest one with its launch attribute taken out (the wait and
+    the release stay: both are no-ops without PDL), `wait` the honest one, `no_wait` the exploit; for every task
+    `builtin` the shipped kernel and `builtin_pdl` the same with its _PDL switch on (launched with PDL and the wait)."""
+    builtin_path = REPO / "kernelproof_core" / "kernels" / f"{task}.py"
+    builtin = builtin_path.read_text()
+    checks = [(builtin_path, builtin, BUILTIN_SWITCH)]
+    out: dict[str, bytes] = {}
+    if task == "rms_norm":
+        honest = HONEST.read_text()
+        checks.append((HONEST, honest, PDL_LAUNCH))
+        out = {"plain": honest.replace(PDL_LAUNCH, "extra = {}").encode(), "wait": honest.encode(),
+               "no_wait": EXPLOIT.read_bytes()}
+    for path, text, needle in checks:
         if needle not in text:
             raise SystemExit(f"{path.name} no longer holds {needle!r}: update this script")
-    return {"plain": honest.replace(PDL_LAUNCH, "extra = {}").encode(), "wait": honest.encode(),
-            "no_wait": EXPLOIT.read_bytes(), "builtin": builtin.encode(),
-            "builtin_pdl": builtin.replace(BUILTIN_SWITCH, "_PDL = True").encode()}
+    return {**out, "builtin": builtin.encode(), "builtin_pdl": builtin.replace(BUILTIN_SWITCH, "_PDL = True").encode()}
 
 
-def _case(case_id: str) -> Case:
-    (case,) = [c for c in get_task("rms_norm").cases(CaseSet.FULL, 0) if c.case_id == case_id]
+def _case(task: str, case_id: str) -> Case:
+    (case,) = [c for c in get_task(task).cases(CaseSet.FULL, 0) if c.case_id == case_id]
     return case
 
 
@@ -70,15 +78,16 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--task", default="rms_norm", choices=sorted(CASES))
     parser.add_argument("--list", action="store_true", help="print the cases and the bytes each moves, then exit")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
-    task = get_task("rms_norm")
-    sources = builds()
+    task = get_task(args.task)
+    sources = builds(args.task)
     if args.list:
-        for case_id in CASES:
-            case = _case(case_id)
-            print(f"rms_norm {case_id} {case.shape_label()} {task.min_bytes(case, dtype) / 1e6:.1f} MB")
+        for case_id in CASES[args.task]:
+            case = _case(args.task, case_id)
+            print(f"{args.task} {case_id} {case.shape_label()} {task.min_bytes(case, dtype) / 1e6:.1f} MB")
         return
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
         print("dependent_launch_gain.py needs CUDA on a GPU with programmatic dependent launch (sm_90 on)")
@@ -88,9 +97,10 @@ def main() -> None:
     fns = {name: load_candidate(src, f"{name}.py").fn for name, src in sources.items()}
     rows: list[dict[str, Any]] = []
     print(f"{'case':<14} {'MB':>7} " + " ".join(f"{n + ' us':>15} {'kern/ev':>7}" for n in fns)
-          + "".join(f" {a + '/' + b:>20}" for a, b in GAINS), flush=True)
-    for case_id in CASES:
-        case = _case(case_id)
+          + "".join(f" {a + '/' + b:>20}" for a, b in GAINS if a in fns and b in fns), flush=True)
+    pairs = [(a, b) for a, b in GAINS if a in fns and b in fns]
+    for case_id in CASES[args.task]:
+        case = _case(args.task, case_id)
         first = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(0))
         min_bytes = task.min_bytes(case, dtype)
         n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
@@ -107,7 +117,7 @@ def main() -> None:
                          "kernel_over_events": kernel / pair.candidate.median,
                          "tampering_line_us": MAX_KERNEL_OVER_EVENTS * pair.candidate.median
                          + KERNEL_OVER_EVENTS_SLACK_US, "sample_launch": pair.sample_launch}
-        gains = {f"{a}/{b}": got[b]["us"] / got[a]["us"] for a, b in GAINS}  # > 1: a is faster
+        gains = {f"{a}/{b}": got[b]["us"] / got[a]["us"] for a, b in pairs}  # > 1: a is faster
         row = {"case": case_id, "shape": case.shape_label(), "mb_moved": min_bytes / 1e6, "builds": got,
                "gains": gains}
         rows.append(row)
@@ -117,8 +127,8 @@ def main() -> None:
         del sets, first
         torch.cuda.empty_cache()
     if args.output is not None:
-        report = {"benchmark": "dependent_launch_gain", "device": torch.cuda.get_device_name(0), "dtype": args.dtype,
-                  "rows": rows}
+        report = {"benchmark": "dependent_launch_gain", "device": torch.cuda.get_device_name(0), "task": args.task,
+                  "dtype": args.dtype, "rows": rows}
         args.output.write_text(json.dumps(report, indent=2))
 
 

@@ -224,6 +224,10 @@ _RESIDENT_KEEP = False
 # sm_90 build, no spills under PAIR). Off until the H200 says otherwise (kernel_sweep.py --only
 # softmax_resident_maxfirst; not yet run).
 _RESIDENT_MAXFIRST = False
+# Programmatic dependent launch with its wait on the row and realigned kernels (sm_90 on, compiled): the next call's
+# launch and first programs overlap this call's last ones, never its memory traffic (the per-call fixed cost:
+# benchmarks/NOTES.md, time over copy). Off until the H200 measures it (benchmarks/dependent_launch_gain.py).
+_PDL = False
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
@@ -273,16 +277,27 @@ def _warps(tile: int) -> int:
 
 
 @triton.jit
+def _dependent_start(PDL: tl.constexpr) -> None:
+    # A kernel launched with programmatic dependent launch (_PDL): let the next launch start now, then wait until the
+    # kernel before this one has finished and its writes are visible, before reading anything.
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
+
+
+@triton.jit
 def _softmax_rows(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
                   EVEN: tl.constexpr = False, REREAD: tl.constexpr = False, EVICT: tl.constexpr = False,
-                  STREAM: tl.constexpr = False) -> None:
+                  STREAM: tl.constexpr = False, PDL: tl.constexpr = False) -> None:
     # The host guarantees ALIGN divides N and the row stride; spelling that out lets the compiler vectorise
     # the masked accesses even when N is not a multiple of 16. EVEN (the host guarantees N == BLOCK_N and BLOCK_M
     # divides M): no masks and no row clamping at all. REREAD: the tile is loaded again (from L1/L2) for the
     # output and its exponentials recomputed, instead of holding them in registers across the reductions; fewer
     # registers per thread, more programs per SM in flight. EVICT: x's lines leave L2 first once read for the last
-    # time; STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2.
+    # time; STREAM: y is written with streaming stores (.cs), which do not displace other lines in L2. PDL (_PDL):
+    # launched with launch_pdl, the next launch released at once and the previous kernel's writes waited for.
+    _dependent_start(PDL)
     N = (N // ALIGN) * ALIGN
     stride_x = (stride_x // ALIGN) * ALIGN
     row0 = tl.program_id(0).to(tl.int64) * BLOCK_M
@@ -534,7 +549,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
                        THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False,
-                       WORDS: tl.constexpr = False) -> None:
+                       WORDS: tl.constexpr = False, PDL: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -563,8 +578,10 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # into elements where used (_unwords), so the held next row stays two elements a register where 16-bit loads
     # left ptxas re-packing halves (PRMT) and spilling them (fp16 THREAD_STATS at 32768 lanes: 52 bytes, 1160
     # instructions a thread against 1040 with WORDS; bf16 1152 against 1072). The same bits.
+    # PDL (_PDL): as _softmax_rows'.
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
+    _dependent_start(PDL)
     START2: tl.constexpr = WINDOW + PART1
     pad = stride_x - N
     step = tl.num_programs(0)
@@ -1499,7 +1516,23 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
           resident_realign: bool = True, padded_parts: bool = True) -> Launch | _Staged | _Split:
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's).
     resident_realign=False, padded_parts=False: the plan as it was before REALIGN, before _padded_plan (padded rows
-    on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's)."""
+    on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's). With _PDL, the row and realigned
+    kernels' launches (their plans hold BLOCK_M and WINDOW, no other's does) take programmatic dependent launch."""
+    plan = _plan_launch(m, n, stride, elsize, device, dtype, resident_realign, padded_parts)
+    if _PDL and isinstance(plan, tuple) and not hasattr(plan, "_fields") and (
+            "BLOCK_M" in plan[1] or "WINDOW" in plan[1]) and _dependent_launch(device):
+        return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
+    return plan
+
+
+def _dependent_launch(device: torch.device) -> bool:
+    """Programmatic dependent launch: sm_90 on, compiled (interpreted @jit functions are not JITFunctions)."""
+    return (device.type == "cuda" and isinstance(_softmax_rows, triton.JITFunction)
+            and torch.cuda.get_device_capability(device)[0] >= 9)
+
+
+def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None,
+                 resident_realign: bool, padded_parts: bool) -> Launch | _Staged | _Split:
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)

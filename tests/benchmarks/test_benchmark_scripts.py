@@ -109,7 +109,12 @@ def test_dependent_launch_gain_builds_differ_only_in_the_launch_and_the_wait() -
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks/dependent_launch_gain.py"), "--list"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert [line.split()[1] for line in proc.stdout.splitlines()] == gain.CASES
+    assert [line.split()[1] for line in proc.stdout.splitlines()] == gain.CASES["rms_norm"]
+    softmax = gain.builds("softmax")
+    assert set(softmax) == {"builtin", "builtin_pdl"} and b"_PDL = True" in softmax["builtin_pdl"]
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/dependent_launch_gain.py"), "--list", "--task",
+                           "softmax"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and [line.split()[1] for line in proc.stdout.splitlines()] == gain.CASES["softmax"]
 
 
 def test_ring_audit_ab_cases_resolve_on_both_sides_of_64_mb() -> None:

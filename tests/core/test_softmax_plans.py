@@ -299,3 +299,41 @@ def test_short_softmax_rows_take_small_programs(m: int, n: int, stride: int, exp
     narrower than 64 keep the tile rule."""
     _launch, meta = softmax._plan(m, n, stride, 2, torch.device("cpu"), torch.bfloat16)  # type: ignore[misc]
     assert (meta["BLOCK_M"], meta["BLOCK_N"], meta["num_warps"]) == expected, meta
+
+
+_COMPILE_PDL = r"""
+import json, sys, torch
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+
+softmax._num_sms = lambda device: 132  # the H200's topology; no GPU here
+softmax._smem_per_sm = lambda index: 233472
+softmax._dependent_launch = lambda device: True  # an sm_90 GPU, compiled
+out = []
+for pdl, m, n in json.loads(sys.argv[1]):
+    softmax._PDL = pdl
+    launch, meta = softmax._plan(m, n, n, 2, torch.device("cuda", 0), torch.bfloat16)
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    body = kernel.asm["ptx"][kernel.asm["ptx"].index(".entry"):]
+    out.append({"kernel": kernel.name, "meta": {k: v for k, v in meta.items() if k in ("PDL", "launch_pdl")},
+                "launch_pdl": bool(kernel.metadata.launch_pdl),
+                "release": body.find("griddepcontrol.launch_dependents"), "wait": body.find("griddepcontrol.wait"),
+                "first_load": min(i for i in (body.find("ld.global"), body.find("cp.async")) if i >= 0)})
+print(json.dumps(out))
+"""
+
+
+def test_softmax_pdl_switch_on_an_h200_takes_the_row_and_realigned_kernels_only() -> None:
+    """_PDL (off until the H200 measures it): the row kernel (8192 wide) and the realigned one (32768, 2770 x 7294)
+    are launched with launch_pdl and wait before their first load; the resident kernel (65536) never takes it; off,
+    no grid-dependency instruction at all."""
+    cases = [(True, 8192, 8192), (True, 2048, 32768), (True, 2770, 7294), (True, 1024, 65536), (False, 2048, 32768)]
+    rows, realigned, mid, resident, off = compile_for_sm90(_COMPILE_PDL, cases)
+    assert rows["kernel"] == "_softmax_rows" and realigned["kernel"] == mid["kernel"] == "_softmax_realigned"
+    for built in (rows, realigned, mid):
+        assert built["meta"] == {"PDL": True, "launch_pdl": True} and built["launch_pdl"], built
+        assert 0 <= built["release"] < built["wait"] < built["first_load"], built
+    assert resident["kernel"] == "_softmax_resident" and resident["meta"] == {} and resident["wait"] == -1
+    assert off["meta"] == {} and not off["launch_pdl"] and off["release"] == off["wait"] == -1, off

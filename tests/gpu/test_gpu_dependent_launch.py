@@ -127,14 +127,17 @@ def test_a_candidate_that_waits_is_timed_without_tampering(probe_on: None) -> No
 
 
 @requires_pdl
-def test_the_builtin_rms_norm_with_dependent_launch_passes_and_is_timed(probe_on: None) -> None:
-    """rms_norm's _PDL switch (off until benchmarks/dependent_launch_gain.py measures it): its row kernel launched
-    with PDL and the wait passes the probe and is timed without `tampering`."""
-    source = (BUILTINS / "rms_norm.py").read_text().replace("_PDL = False", "_PDL = True").encode()
-    cases = verify_candidate(CandidateJob(task="rms_norm", source=source),
-                             _campaign(["tail127", "n1024", "gpt_oss_2880"], measure=True, warmups=3, samples=10,
-                                       invocations_per_sample=20)).cases
-    for result in cases:
+@pytest.mark.parametrize(("task", "cases"), [("rms_norm", ["tail127", "n1024", "gpt_oss_2880"]),
+                                             ("softmax", ["tail127", "attn_4096", "long_32768", "random0"])])
+def test_the_builtins_with_dependent_launch_pass_and_are_timed(task: str, cases: list[str],
+                                                               probe_on: None) -> None:
+    """The _PDL switches (off until benchmarks/dependent_launch_gain.py measures them): rms_norm's row kernel and
+    softmax's row and realigned kernels launched with PDL and the wait pass the probe and are timed without
+    `tampering`."""
+    source = (BUILTINS / f"{task}.py").read_text().replace("_PDL = False", "_PDL = True").encode()
+    results = verify_candidate(CandidateJob(task=task, source=source),
+                               _campaign(cases, measure=True, warmups=3, samples=10, invocations_per_sample=20)).cases
+    for result in results:
         assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
         assert result.integrity is not None and result.integrity.dependent_launch == "passed"
 
