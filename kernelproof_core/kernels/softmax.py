@@ -1519,7 +1519,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's). With _PDL, the row and realigned
     kernels' launches (their plans hold BLOCK_M and WINDOW, no other's does) take programmatic dependent launch."""
     plan = _plan_launch(m, n, stride, elsize, device, dtype, resident_realign, padded_parts)
-    if _PDL and isinstance(plan, tuple) and not hasattr(plan, "_fields") and (
+    if _PDL and not isinstance(plan, _Staged | _Split) and (
             "BLOCK_M" in plan[1] or "WINDOW" in plan[1]) and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
     return plan
