@@ -106,8 +106,8 @@ def kernel_only_us(fn: Callable[..., Any], inputs: tuple[Any, ...], calls: int =
     cache = torch.empty(_FLUSH, dtype=torch.uint8, device="cuda")
 
     def measure() -> float:
-        flush_names = set(kernel_times(cache.zero_, [()], 3))
-        times = kernel_times(lambda *a: (cache.zero_(), fn(*a)), [inputs], calls)
+        flush_names = set(kernel_times(cache.zero_, [()], 3).per_kernel)
+        times = kernel_times(lambda *a: (cache.zero_(), fn(*a)), [inputs], calls).per_kernel
         return sum(t for name, t in times.items() if name not in flush_names)
 
     # With TEARDOWN_CUPTI a session started during the last one's teardown can record nothing (the H200 run of

@@ -4,12 +4,13 @@ Three builds of one kernel (tests/adversarial/candidates): `plain` (no PDL), `wa
 next call as it starts, executes griddepcontrol.wait before its loads: the honest form, an overlap of launch and
 scheduling only) and `no_wait` (the exploit: PDL without the wait, so back-to-back timed calls overlap their memory
 traffic too); and the shipped rms_norm with its `_PDL` switch off and on (`builtin`, `builtin_pdl`: the row kernel
-launched with PDL and the wait), whose gpt_oss_2880 case misses 90% of copy by 0.09 us. Each is timed against the
-eager baseline through measure_cuda (CUDA graphs, launch gate, the task's input ring, ring audits as configured),
-per case, and the script prints the medians, each build's CUPTI kernel time over its event median, and the gains
-(GAINS: wait and no_wait over plain, builtin_pdl over builtin). Above 1.10 (+ 1 us) kernel over events the harness
-calls a timing `tampering` (integrity/plausibility.py), so a `no_wait` gain under that line is what the exploit
-collected before the dependent-launch probe (gate 7, integrity/dependent_launch.py). A diagnostic: no target.
+launched with PDL and the wait, as shipped), whose gpt_oss_2880 case missed 90% of copy by 0.09 us without it.
+Each is timed against the eager baseline through measure_cuda (CUDA graphs, launch gate, the task's input ring, ring
+audits as configured), per case, and the script prints the medians, each build's CUPTI kernel time over its event
+median, and the gains (GAINS: wait and no_wait over plain, builtin_pdl over builtin). Above 1.10 (+ 1 us) kernel
+over events the harness calls a timing `tampering` (integrity/plausibility.py), so a `no_wait` gain under that line
+is what the exploit collected before the dependent-launch probe (gate 7, integrity/dependent_launch.py). A
+diagnostic: no target.
 
     python benchmarks/dependent_launch_gain.py --output dependent_launch_gain.json [--task rms_norm|softmax]
         [--dtype bfloat16] [--list] [--samples 30]
@@ -40,7 +41,7 @@ CANDIDATES = REPO / "tests" / "adversarial" / "candidates"
 HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
 EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
 PDL_LAUNCH = 'extra = {"launch_pdl": True} if compiled else {}'
-BUILTIN_SWITCH = "_PDL = False"
+BUILTIN_SWITCH, BUILTIN_OFF = "_PDL, _PDL_MIN_BYTES = True,", "_PDL, _PDL_MIN_BYTES = False,"
 # Per task: cases of 2 MB to 268 MB (rms_norm: the trio's kernel holds one row a program, no wide rows; softmax: the
 # row and realigned kernels' cases nearest 90% of copy, long_32768 89.5% in fp16 at 0.7.0).
 CASES = {"rms_norm": ["tail127", "n1024", "large_values", "gpt_oss_2880", "llama_4096", "llama_8192"],
@@ -52,7 +53,8 @@ GAINS = (("wait", "plain"), ("no_wait", "plain"), ("builtin_pdl", "builtin"))
 def builds(task: str = "rms_norm") -> dict[str, bytes]:
     """The builds' sources: for rms_norm `plain` is the honest one with its launch attribute taken out (the wait and
     the release stay: both are no-ops without PDL), `wait` the honest one, `no_wait` the exploit; for every task
-    `builtin` the shipped kernel and `builtin_pdl` the same with its _PDL switch on (launched with PDL and the wait)."""
+    `builtin_pdl` the shipped kernel (its _PDL switch on: launched with PDL and the wait) and `builtin` the same with
+    the switch off."""
     builtin_path = REPO / "kernelproof_core" / "kernels" / f"{task}.py"
     builtin = builtin_path.read_text()
     checks = [(builtin_path, builtin, BUILTIN_SWITCH)]
@@ -65,7 +67,7 @@ def builds(task: str = "rms_norm") -> dict[str, bytes]:
     for path, text, needle in checks:
         if needle not in text:
             raise SystemExit(f"{path.name} no longer holds {needle!r}: update this script")
-    return {**out, "builtin": builtin.encode(), "builtin_pdl": builtin.replace(BUILTIN_SWITCH, "_PDL = True").encode()}
+    return {**out, "builtin": builtin.replace(BUILTIN_SWITCH, BUILTIN_OFF).encode(), "builtin_pdl": builtin.encode()}
 
 
 def _case(task: str, case_id: str) -> Case:

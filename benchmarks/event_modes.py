@@ -96,7 +96,8 @@ def main() -> None:
             fn()
     torch.cuda.set_sync_debug_mode(0)
     print(f"sync debug warnings: {[str(w.message)[:100] for w in caught]}", flush=True)
-    print("kernel_times:", {k: round(v, 2) for k, v in kernel_times(fns["kp softmax"], [()], 5).items()}, flush=True)
+    per_kernel = kernel_times(fns["kp softmax"], [()], 5).per_kernel
+    print("kernel_times:", {k: round(v, 2) for k, v in per_kernel.items()}, flush=True)
     _rounds("after CUPTI", fns)
     for name, fn in fns.items():
         print(f"host per call {name:<16} {_host_us(fn):6.1f} us (after CUPTI)", flush=True)

@@ -180,9 +180,9 @@ class Settings(BaseSettings):
         default=0.75, gt=0, le=1, description="each sample makes a random count of calls in [fraction*n, n]"
     )
     integrity_dependent_launch_probe: bool = Field(
-        default=False, description="GPU, sm_90 on: verify each case once more with its inputs written by the kernel "
+        default=True, description="GPU, sm_90 on: verify each case once more with its inputs written by the kernel "
         "just before the candidate, which lets dependents launch early (integrity/dependent_launch.py, "
-        "`stale_input`); off until it has run on the GPU"
+        "`stale_input`; harness 0.8.0)"
     )
     integrity_dependent_launch_delay_ms: float = Field(
         default=20.0, gt=0, le=1000, description="how long the probe's writer holds the true inputs back after "

@@ -126,20 +126,49 @@ class LateInputs:
 
 
 Check = Callable[[Any, Sequence[Any], Sequence[Any]], str | None]
+Call = Callable[[Sequence[Any]], Any]
 
 
-def _judge(out: Any, late: LateInputs, check: Check, how: str) -> None:
+def _judge(out: Any, late: LateInputs, check: Check, how: str, control: Call) -> None:
+    """A wrong output is `stale_input` only if the same call form, on inputs written before it began (`control`,
+    given copies of the truth), is right; otherwise the candidate is wrong on fresh inputs whoever wrote them (a
+    shortcut it captures, work it batches across calls): `cached_output`, as the timing's checks would call it."""
     problem = check(out, late.truth, late.stale)
-    if problem is not None:
-        raise CandidateFailure(
-            Verdict.STALE_INPUT,
-            f"wrong output when the kernel before it on the stream writes its inputs ({how}): {problem}. A kernel "
-            "launched with programmatic dependent launch (launch_pdl) must execute griddepcontrol.wait "
-            "(triton.language.extra.cuda.gdc_wait) before it reads them")
+    if problem is None:
+        return
+    given = [_like(x) if isinstance(x, torch.Tensor) else x for x in late.truth]
+    torch.cuda.synchronize()
+    try:
+        again = check(control(given), late.truth, given)
+    except CandidateFailure:
+        raise
+    except Exception as exc:  # the same call form failed outright this time: it behaves differently between calls
+        again = f"{type(exc).__name__}: {exc}"[:300]
+    if again is not None:
+        raise CandidateFailure(Verdict.CACHED_OUTPUT, f"wrong output on fresh inputs ({how}), whoever wrote them: "
+                               f"{again}")
+    raise CandidateFailure(
+        Verdict.STALE_INPUT,
+        f"wrong output when the kernel before it on the stream writes its inputs ({how}): {problem}; right when they "
+        "were written before it began. A kernel launched with programmatic dependent launch (launch_pdl) must "
+        "execute griddepcontrol.wait (triton.language.extra.cuda.gdc_wait) before it reads them")
 
 
-def probe(call: Callable[[Sequence[Any]], Any], raw_call: Callable[[Sequence[Any]], Any], inputs: Sequence[Any],
-          check: Check, delay_ms: float) -> DependentLaunchProbe:
+def _replayed(raw_call: Call, given: Sequence[Any], late: LateInputs | None, delay_ms: float) -> tuple[Any, Any]:
+    """Capture (the late writer, when given, then) the candidate on `given`, replay once: (graph, output). Raises
+    what the capture raised."""
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        if late is not None:
+            late.write(delay_ms)
+        out = raw_call(given)
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph, out
+
+
+def probe(call: Call, raw_call: Call, inputs: Sequence[Any], check: Check, delay_ms: float) -> DependentLaunchProbe:
     """Run both probes on copies of `inputs`. `call` is an observed gate call (it synchronizes); `raw_call` is the
     candidate itself, captured as the timing captures it (whatever it raises there means "not capturable");
     `check(out, true_inputs, given_inputs)` says what is wrong with an output, or None (or raises the verdict of a
@@ -148,18 +177,19 @@ def probe(call: Callable[[Sequence[Any]], Any], raw_call: Callable[[Sequence[Any
     late = LateInputs(inputs)
     late.spoil()
     late.write(delay_ms)
-    _judge(call(late.stale), late, check, "called from the stream")
+    _judge(call(late.stale), late, check, "called from the stream", call)
     late.spoil()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.graph(graph):
-            late.write(delay_ms)
-            out = raw_call(late.stale)
+        graph, out = _replayed(raw_call, late.stale, late, delay_ms)
     except Exception:  # not capturable (it synchronizes, reads a result on the host): timed from the stream too
         recover_failed_capture()
         return "stream_only"
-    graph.replay()
-    torch.cuda.synchronize()
-    _judge(out, late, check, "replayed from a CUDA graph")
+    graphs = [graph]  # kept until judged: the outputs live in their graphs' memory pools
+
+    def control(given: Sequence[Any]) -> Any:
+        graphs.append(None)
+        graphs[-1], again = _replayed(raw_call, given, None, 0.0)
+        return again
+
+    _judge(out, late, check, "replayed from a CUDA graph", control)
     return "passed"

@@ -56,6 +56,7 @@ class Record:
     kernel_us: dict[str, float]
     canaries: int
     gap: str = ""  # why the record is not the session the harness opened, when it is not
+    busy_us: float = 0.0  # per stream, the time some activity ran (overlaps counted once), summed over streams
 
 
 CANARIES = 2  # the opening and the closing launch
@@ -108,6 +109,7 @@ class ProfiledCall:
         if restarted:  # what it holds is another session's: a canary of the right name in it proves nothing
             return Record({}, 0, restarted)
         times: dict[str, float] = {}
+        spans: dict[object, list[tuple[float, float]]] = {}
         canaries = 0
         for event in events:
             if event.device_type != DeviceType.CUDA:
@@ -116,7 +118,9 @@ class ProfiledCall:
                 canaries += 1
                 continue
             times[event.name] = times.get(event.name, 0.0) + float(event.time_range.elapsed_us())
-        return Record(times, canaries)
+            spans.setdefault(getattr(event, "device_resource_id", None), []).append(
+                (float(event.time_range.start), float(event.time_range.end)))
+        return Record(times, canaries, busy_us=sum(covered_us(s) for s in spans.values()))
 
     def _restarted(self) -> str:
         """Why the record read at stop() is not the session start() opened ("" when it is): kineto stamps each
@@ -129,6 +133,18 @@ class ProfiledCall:
             return ""
         late_ns = int(started_ns()) - self._opened_ns
         return f"the session was begun again {late_ns / 1e3:.0f} us into the call" if late_ns > 0 else ""
+
+
+def covered_us(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of (start, end) intervals. One stream's kernels run one after another, except that a
+    kernel launched with programmatic dependent launch may start while the one before it ends and wait inside the
+    GPU (gdc_wait): CUPTI counts that wait in its duration, and the union counts the overlap once."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
 
 
 def require_canary(record: Record) -> None:

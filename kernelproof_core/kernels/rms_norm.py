@@ -42,11 +42,14 @@ _TILE = 8192  # elements per program for the fused path
 _REREAD_MIN_N, _REREAD_MAX_N = 1024, 8192  # padded row widths where the re-reading row kernel was measured
 _REREAD_TILE = 4096  # elements per program for it
 _WAVES = 2  # shrink tiles until the grid covers this many programs per SM
-# Programmatic dependent launch with its wait, on the row kernel (sm_90 on, compiled): each program lets the next
-# launch start as it begins and waits (gdc_wait) before it reads anything, so back-to-back calls hide the launch and
-# the first wave's scheduling behind the previous call's last wave, never its memory traffic. Off until the H200
-# measures it (benchmarks/dependent_launch_gain.py, gpu-check stage pdl): gpt_oss_2880 misses 90% of copy by 0.09 us.
-_PDL = False
+# Programmatic dependent launch with its wait, on the row kernel (sm_90 on, compiled) where a call moves at least
+# _PDL_MIN_BYTES: each program lets the next launch start as it begins and waits (gdc_wait) before it reads
+# anything, so back-to-back calls hide the launch and the first wave's scheduling behind the previous call's last
+# wave, never its memory traffic. H100, bf16, through the harness's timing (benchmarks/dependent_launch_gain.py,
+# evidence/h100/2026-12-05_dependent_launch/1_*): 4096 x 1024 6.66 us against 7.25, 2048 x 4096 12.65 against
+# 13.41, 8192 x 2880 32.96 against 33.42 (gpt_oss_2880, 0.09 us short of 90% of copy on the H200), 8192 x 8192
+# 89.96 against 90.81; 4096 x 127 (2 MB) 3.95 against 3.03: slower under the floor.
+_PDL, _PDL_MIN_BYTES = True, 8 << 20
 # Wide path: rows in flight stay within this much L2 (H200: 50 MB), so pass 2 re-reads hit L2; and a
 # persistent grid is used only if no program does more than this times the mean work.
 _L2_BUDGET_BYTES = 32 << 20
@@ -607,7 +610,8 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
     path runs now (benchmarks time both beside the built-in's)."""
     plan = _plan_launch(m, n, stride, elsize, device, realign_split, two_phase)
     # the row kernel's plans are the ones with a BLOCK_N
-    if _PDL and not isinstance(plan, _Split | _TwoPhase) and "BLOCK_N" in plan[1] and _dependent_launch(device):
+    if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Split | _TwoPhase) \
+            and "BLOCK_N" in plan[1] and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
     return plan
 

@@ -224,10 +224,12 @@ _RESIDENT_KEEP = False
 # sm_90 build, no spills under PAIR). Off until the H200 says otherwise (kernel_sweep.py --only
 # softmax_resident_maxfirst; not yet run).
 _RESIDENT_MAXFIRST = False
-# Programmatic dependent launch with its wait on the row and realigned kernels (sm_90 on, compiled): the next call's
-# launch and first programs overlap this call's last ones, never its memory traffic (the per-call fixed cost:
-# benchmarks/NOTES.md, time over copy). Off until the H200 measures it (benchmarks/dependent_launch_gain.py).
-_PDL = False
+# Programmatic dependent launch with its wait on the row and realigned kernels (sm_90 on, compiled) where a call moves
+# at least _PDL_MIN_BYTES: the next call's launch and first programs overlap this call's last ones, never its memory
+# traffic (the per-call fixed cost: benchmarks/NOTES.md, time over copy). H100, fp16, through the harness's timing
+# (benchmarks/dependent_launch_gain.py, evidence/h100/2026-12-05_dependent_launch/1_*): 0.6-2.8% faster at 34-268 MB
+# (2048 x 32768 97.28 us against 98.04, 1723 x 25249 64.73 against 65.70); rms_norm's 2 MB case was slower.
+_PDL, _PDL_MIN_BYTES = True, 8 << 20
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
@@ -1519,7 +1521,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's). With _PDL, the row and realigned
     kernels' launches (their plans hold BLOCK_M and WINDOW, no other's does) take programmatic dependent launch."""
     plan = _plan_launch(m, n, stride, elsize, device, dtype, resident_realign, padded_parts)
-    if _PDL and not isinstance(plan, _Staged | _Split) and (
+    if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Staged | _Split) and (
             "BLOCK_M" in plan[1] or "WINDOW" in plan[1]) and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
     return plan

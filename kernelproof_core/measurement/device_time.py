@@ -7,6 +7,7 @@ the event class are bound when this module is imported, before any candidate cod
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -63,21 +64,31 @@ def single_call_ms(fn: Fn, inputs: Sequence[Any]) -> float:
     return float(start.elapsed_time(end))
 
 
+@dataclass(frozen=True, slots=True)
+class KernelTimes:
+    """A kernel-only pass per call (microseconds): each kernel name's summed durations, and the time the GPU was busy
+    with them (per stream, overlaps counted once: integrity.profiled.covered_us; summed over streams)."""
+
+    per_kernel: dict[str, float]
+    busy_us: float
+
+
 def kernel_time_us(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int) -> float:
-    """Mean summed GPU kernel time per call (microseconds) over `calls` traced calls.
+    """Mean GPU busy time per call (microseconds) over `calls` traced calls.
 
     Only kernels launched inside the traced region count (the L2 flush is outside it), so this is the device time the
     call's kernels took, without launch gaps.
     """
-    return total(kernel_times(fn, input_sets, calls))
+    return kernel_times(fn, input_sets, calls).busy_us
 
 
-def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int, keep_bytes: int = 0) -> dict[str, float]:
-    """GPU time per call of each kernel name (microseconds), over `calls` traced calls. The traced region is
-    bracketed by the harness's canary kernels (integrity.profiled): a record that lost activity (a session ended or
-    restarted during the calls, or cut short) would read low and hide kernels from the checks that read it, so it is
-    a ProfilerGap (an infrastructure fault; callers retry), never a time. `keep_bytes`: the latest outputs are kept
-    up to that many bytes (measurement.kept_outputs; ring audits), so calls write fresh memory as in the samples."""
+def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int, keep_bytes: int = 0) -> KernelTimes:
+    """GPU time per call of each kernel name, and busy time (microseconds), over `calls` traced calls. The traced
+    region is bracketed by the harness's canary kernels (integrity.profiled): a record that lost activity (a session
+    ended or restarted during the calls, or cut short) would read low and hide kernels from the checks that read it,
+    so it is a ProfilerGap (an infrastructure fault; callers retry), never a time. `keep_bytes`: the latest outputs
+    are kept up to that many bytes (measurement.kept_outputs; ring audits), so calls write fresh memory as in the
+    samples."""
     n = len(input_sets)
     window = OutputWindow(keep_bytes)
     _synchronize()
@@ -93,8 +104,4 @@ def kernel_times(fn: Fn, input_sets: Sequence[Sequence[Any]], calls: int, keep_b
     require_canary(record)
     if sum(record.kernel_us.values()) <= 0:
         raise RuntimeError("profiler recorded no kernels")
-    return {name: us / calls for name, us in record.kernel_us.items()}
-
-
-def total(times: dict[str, float]) -> float:
-    return float(sum(times.values()))
+    return KernelTimes({name: us / calls for name, us in record.kernel_us.items()}, record.busy_us / calls)

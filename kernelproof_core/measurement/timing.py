@@ -63,7 +63,6 @@ from kernelproof_core.measurement.device_time import (
     single_call_ms,
     sync_gap_us,
     tail_gap_us,
-    total,
 )
 from kernelproof_core.measurement.kept_outputs import kept_bytes_cap, kept_calls, output_bytes
 from kernelproof_core.measurement.launch_gate import (
@@ -269,13 +268,14 @@ def measure_cuda(
     try:
         # A record that lost a canary (ProfilerGap) is retried, then propagates (infra_error): the integrity checks
         # read this record (kernels outside the timed region, foreign kernels), so a partial one cannot pass.
-        kernels = with_profile_retries(lambda: kernel_times(candidate, input_sets, profiler_invocations, keep_bytes),
-                                       "kernel-only pass of the candidate")
-        cand_dev = total(kernels)
-        base_dev = total(with_profile_retries(
+        cand_pass = with_profile_retries(lambda: kernel_times(candidate, input_sets, profiler_invocations, keep_bytes),
+                                         "kernel-only pass of the candidate")
+        kernels, cand_dev = cand_pass.per_kernel, cand_pass.busy_us
+        base_dev = with_profile_retries(
             lambda: kernel_times(baseline, input_sets, profiler_invocations, keep_bytes),
-            "kernel-only pass of the baseline"))
-        source = f"torch.profiler (CUPTI): summed kernel durations, mean of {profiler_invocations} calls"
+            "kernel-only pass of the baseline").busy_us
+        source = (f"torch.profiler (CUPTI): kernel busy time (each stream's kernels, overlaps counted once), mean of "
+                  f"{profiler_invocations} calls")
     except ProfilerGap:
         raise
     except Exception as exc:  # otherwise the profiler is an extra; its failure must not fail the case

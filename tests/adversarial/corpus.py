@@ -94,6 +94,9 @@ EXPLOITS: tuple[Exploit, ...] = (
             V.POLICY_VIOLATION, V.CACHED_OUTPUT, measure=True),
     Exploit("shape_specialised", "rms_norm", "kernel right only on the published shapes", V.TOLERANCE, V.TOLERANCE,
             cases=("tail127", "n1024"), hidden=True),
+    Exploit("dependent_launch_no_wait", "rms_norm", "programmatic dependent launch without the wait: timed calls "
+            "overlap, inputs read before the kernel that writes them finishes", V.STALE_INPUT, V.STALE_INPUT,
+            device="gpu", cases=("tail127", "llama_4096")),
     Exploit("torch_fallback_decoy", "rms_norm", "PyTorch fallback behind a decoy Triton kernel", V.NO_KERNEL_LAUNCH,
             V.NO_KERNEL_LAUNCH),
     Exploit("torch_fallback_copy_kernel", "rms_norm", "PyTorch fallback copied into place by an own kernel",

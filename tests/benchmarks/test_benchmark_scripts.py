@@ -96,8 +96,8 @@ def test_cuda_only_scripts_import_and_decline_without_cuda(script: str) -> None:
 
 def test_dependent_launch_gain_builds_differ_only_in_the_launch_and_the_wait() -> None:
     """The PDL benchmark's builds: `plain` is the honest source without the launch attribute, `wait` the honest
-    source, `no_wait` the exploit (the same kernel without gdc_wait), `builtin_pdl` the shipped rms_norm with its
-    _PDL switch on; its cases resolve in the full set."""
+    source, `no_wait` the exploit (the same kernel without gdc_wait), `builtin` the shipped rms_norm with its _PDL
+    switch off; its cases resolve in the full set."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import dependent_launch_gain as gain
 
@@ -105,13 +105,14 @@ def test_dependent_launch_gain_builds_differ_only_in_the_launch_and_the_wait() -
     pdl = '{"launch_pdl": True}'
     assert pdl not in builds["plain"] and pdl in builds["wait"] and pdl in builds["no_wait"]
     assert "gdc_wait()" in builds["plain"] and "gdc_wait()" in builds["wait"] and "gdc_wait()" not in builds["no_wait"]
-    assert builds["builtin_pdl"] == builds["builtin"].replace("_PDL = False", "_PDL = True") != builds["builtin"]
+    on, off = "_PDL, _PDL_MIN_BYTES = True,", "_PDL, _PDL_MIN_BYTES = False,"
+    assert builds["builtin"] == builds["builtin_pdl"].replace(on, off) != builds["builtin_pdl"]
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks/dependent_launch_gain.py"), "--list"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [line.split()[1] for line in proc.stdout.splitlines()] == gain.CASES["rms_norm"]
     softmax = gain.builds("softmax")
-    assert set(softmax) == {"builtin", "builtin_pdl"} and b"_PDL = True" in softmax["builtin_pdl"]
+    assert set(softmax) == {"builtin", "builtin_pdl"} and b"_PDL, _PDL_MIN_BYTES = False," in softmax["builtin"]
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks/dependent_launch_gain.py"), "--list", "--task",
                            "softmax"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and [line.split()[1] for line in proc.stdout.splitlines()] == gain.CASES["softmax"]

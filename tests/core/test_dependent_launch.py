@@ -1,6 +1,7 @@
 """The dependent-launch probe (integrity/dependent_launch.py, gate 7) where no GPU is needed: the stale and true copies
 of a case's inputs, the gate's place in a verification (off by default, unsupported under the interpreter), and the
-sm_90 builds of the writer, the exploit and the honest candidate. The probe itself runs in tests/gpu."""
+sm_90 builds of the writer, the exploit and the honest candidate, and kernel busy time. The probe itself runs in
+tests/gpu."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 
 from kernelproof_core.campaign import Campaign, CandidateJob
 from kernelproof_core.integrity.dependent_launch import MAX_TENSORS, LateInputs, supported
+from kernelproof_core.integrity.profiled import covered_us
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.tasks import CaseSet
 from kernelproof_core.verdicts import VERDICT_INFO, Verdict
@@ -69,12 +71,24 @@ def _verify(path: Path, device: str) -> list:
     return verify_candidate(CandidateJob(task="rms_norm", source=path.read_bytes()), campaign).cases
 
 
-def test_the_probe_is_off_by_default(device: str) -> None:
+def test_the_probe_is_on_by_default_and_can_be_turned_off(device: str, kp_settings: Callable[..., None]) -> None:
     if device == "cuda":
         pytest.skip("the GPU suite runs the probe (tests/gpu/test_gpu_dependent_launch.py)")
     (result,) = _verify(HONEST, device)
     assert result.verdict is Verdict.PASS and result.integrity is not None
-    assert result.integrity.dependent_launch == "off"
+    assert result.integrity.dependent_launch == "unsupported"  # on, but the interpreter has no PDL
+    kp_settings(integrity_dependent_launch_probe=False)
+    (result,) = _verify(HONEST, device)
+    assert result.integrity is not None and result.integrity.dependent_launch == "off"
+
+
+def test_covered_time_counts_one_streams_overlap_once() -> None:
+    """Kernel time as busy time (integrity.profiled.covered_us): a dependent launched early and waiting inside the
+    GPU overlaps the kernel before it on the stream; the overlap counts once, gaps not at all."""
+    assert covered_us([]) == 0.0
+    assert covered_us([(0.0, 10.0), (12.0, 20.0)]) == 18.0  # one after another, a gap between
+    assert covered_us([(12.0, 20.0), (0.0, 10.0), (8.0, 15.0)]) == 20.0  # overlapping, out of order
+    assert covered_us([(0.0, 30.0), (5.0, 10.0)]) == 30.0  # one inside another
 
 
 def test_the_interpreter_has_no_dependent_launch(device: str, probe_setting: None) -> None:

@@ -204,13 +204,17 @@ print(json.dumps(out))
 
 
 def test_rms_norm_row_kernel_takes_dependent_launch_only_when_asked() -> None:
-    """_PDL (off until the H200 measures it): the row kernel's plans (gpt_oss_2880 re-read, short and narrow tiles)
-    are launched with launch_pdl and wait before their first load; off, no grid-dependency instruction at all. Other
-    kernels (the realigned one at 2879 wide) never take it. Built for sm_90 without a GPU."""
-    cases = [(True, 8192, 2880), (True, 4096, 127), (True, 4096, 1024), (False, 8192, 2880), (True, 8192, 2879)]
-    on_reread, on_short, on_tile, off, realigned = compile_for_sm90(_COMPILE_PDL, cases)
+    """_PDL: the row kernel's plans of 8 MB or more (gpt_oss_2880 re-read, the narrow tile of 4096 x 1024, short rows
+    of 32768 x 127) are launched with launch_pdl and wait before their first load; under 8 MB (4096 x 127) or with
+    the switch off, no grid-dependency instruction at all. Other kernels (the realigned one at 2879 wide) never take
+    it. Built for sm_90 without a GPU."""
+    cases = [(True, 8192, 2880), (True, 32768, 127), (True, 4096, 1024), (False, 8192, 2880), (True, 8192, 2879),
+             (True, 4096, 127)]
+    on_reread, on_short, on_tile, off, realigned, small = compile_for_sm90(_COMPILE_PDL, cases)
     for built in (on_reread, on_short, on_tile):
         assert built["kernel"] == "_rms_norm_rows" and built["meta"] == {"PDL": True, "launch_pdl": True}, built
         assert built["launch_pdl"] and 0 <= built["release"] < built["wait"] < built["first_load"], built
-    assert off["meta"] == {} and not off["launch_pdl"] and off["release"] == off["wait"] == -1, off
+    for plain in (off, small):
+        assert plain["kernel"] == "_rms_norm_rows" and plain["meta"] == {} and not plain["launch_pdl"], plain
+        assert plain["release"] == plain["wait"] == -1, plain
     assert realigned["kernel"] == "_rms_norm_realigned" and realigned["meta"] == {} and realigned["wait"] == -1

@@ -326,11 +326,13 @@ print(json.dumps(out))
 
 
 def test_softmax_pdl_switch_on_an_h200_takes_the_row_and_realigned_kernels_only() -> None:
-    """_PDL (off until the H200 measures it): the row kernel (8192 wide) and the realigned one (32768, 2770 x 7294)
-    are launched with launch_pdl and wait before their first load; the resident kernel (65536) never takes it; off,
-    no grid-dependency instruction at all."""
-    cases = [(True, 8192, 8192), (True, 2048, 32768), (True, 2770, 7294), (True, 1024, 65536), (False, 2048, 32768)]
-    rows, realigned, mid, resident, off = compile_for_sm90(_COMPILE_PDL, cases)
+    """_PDL: the row kernel (8192 wide) and the realigned one (32768, 2770 x 7294) are launched with launch_pdl and
+    wait before their first load; the resident kernel (65536) never takes it; under 8 MB (64 x 8192) or with the
+    switch off, no grid-dependency instruction at all."""
+    cases = [(True, 8192, 8192), (True, 2048, 32768), (True, 2770, 7294), (True, 1024, 65536), (False, 2048, 32768),
+             (True, 64, 8192)]
+    rows, realigned, mid, resident, off, small = compile_for_sm90(_COMPILE_PDL, cases)
+    assert small["meta"] == {} and small["release"] == small["wait"] == -1, small
     assert rows["kernel"] == "_softmax_rows" and realigned["kernel"] == mid["kernel"] == "_softmax_realigned"
     for built in (rows, realigned, mid):
         assert built["meta"] == {"PDL": True, "launch_pdl": True} and built["launch_pdl"], built
