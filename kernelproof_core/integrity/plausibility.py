@@ -9,9 +9,10 @@ L2 flush and input rotation keep honest timings HBM-bound for every case large e
 
 Work outside the timed region: each sample's calls are queued while the caller's stream is held (a wait kernel or a
 GPU sleep: launches hidden, measurement/launch_gate.py), so work put on another stream could run during that hold,
-before the start event. Kernels of one stream run one after another, so their summed durations (CUPTI, every
-stream) cannot exceed the event-timed device time that brackets them; a candidate whose kernel time does, by more
-than MAX_KERNEL_OVER_EVENTS, ran work outside the bracket: `tampering`.
+before the start event. Kernels of one stream run one after another, so the time the GPU is busy with them (CUPTI:
+per stream the union of their intervals, which counts once the wait of a kernel launched early by programmatic
+dependent launch; summed over every stream) cannot exceed the event-timed device time that brackets them; a
+candidate whose kernel time does, by more than MAX_KERNEL_OVER_EVENTS, ran work outside the bracket: `tampering`.
 
 Persisting L2 (cudaAccessPolicyWindow) could keep a working set resident across the flush. The measurement sets the
 persisting-L2 limit to zero, resets persisting lines before every flush, and treats a limit changed by the

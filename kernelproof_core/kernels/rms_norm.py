@@ -619,7 +619,7 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
 def _dependent_launch(device: torch.device) -> bool:
     """Programmatic dependent launch: sm_90 on, compiled (under TRITON_INTERPRET=1 @triton.jit makes an interpreted
     function)."""
-    return (device.type == "cuda" and isinstance(_rms_norm_rows, triton.JITFunction)
+    return (device.type == "cuda" and isinstance(_rms_norm_rows, triton.JITFunction) and torch.cuda.is_available()
             and torch.cuda.get_device_capability(device)[0] >= 9)
 
 

@@ -1528,8 +1528,9 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
 
 
 def _dependent_launch(device: torch.device) -> bool:
-    """Programmatic dependent launch: sm_90 on, compiled (interpreted @jit functions are not JITFunctions)."""
-    return (device.type == "cuda" and isinstance(_softmax_rows, triton.JITFunction)
+    """Programmatic dependent launch: sm_90 on, compiled (interpreted @jit functions are not JITFunctions), a GPU
+    present (a script building for sm_90 on a host without one plans without it)."""
+    return (device.type == "cuda" and isinstance(_softmax_rows, triton.JITFunction) and torch.cuda.is_available()
             and torch.cuda.get_device_capability(device)[0] >= 9)
 
 
