@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelproof_core.candidate import load_candidate
 from kernelproof_core.integrity.plausibility import KERNEL_OVER_EVENTS_SLACK_US, MAX_KERNEL_OVER_EVENTS
-from kernelproof_core.measurement.timing import measure_cuda, ring_size
+from kernelproof_core.measurement.timing import measure_cuda, ring_input_sets
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import Case, CaseSet, get_task
 
@@ -105,9 +105,7 @@ def main() -> None:
         case = _case(args.task, case_id)
         first = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(0))
         min_bytes = task.min_bytes(case, dtype)
-        n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
-                           settings.input_ring_max_bytes)
-        sets = [first] + [task.ring_inputs(first, k + 1) for k in range(n_sets - 1)]
+        sets = ring_input_sets(task, first, min_bytes, settings)
         got: dict[str, dict[str, float]] = {}
         for name, fn in fns.items():
             pair = measure_cuda(fn, task.baseline(), sets, warmups=5, samples=args.samples, invocations=100,

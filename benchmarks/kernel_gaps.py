@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernelproof_core.candidate import load_candidate
 from kernelproof_core.measurement.launch_gate import host_release
 from kernelproof_core.measurement.replay import capture
-from kernelproof_core.measurement.timing import ring_size
+from kernelproof_core.measurement.timing import ring_input_sets
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import CaseSet, get_task
 
@@ -135,9 +135,7 @@ def main() -> int:
     for case_id in args.cases or DEFAULT_CASES:
         case = cases[case_id]
         first = task.make_inputs(case, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))
-        n_sets = ring_size(task.min_bytes(case, dtype), settings.input_ring_min_bytes, settings.input_ring_max_sets,
-                           settings.input_ring_max_bytes)
-        sets = [first] + [task.ring_inputs(first, i + 1) for i in range(n_sets - 1)]
+        sets = ring_input_sets(task, first, task.min_bytes(case, dtype), settings)
         row = one_case(loaded.fn, sets, args.calls, f"_{task.name}", args.repeats)
         rows[case_id] = row
         excess = 100.0 * (row["events_us"] / row["kernel_ungated_us"] - 1.0)

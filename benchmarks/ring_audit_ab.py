@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelproof_core.candidate import load_candidate
-from kernelproof_core.measurement.timing import measure_cuda, ring_size
+from kernelproof_core.measurement.timing import measure_cuda, ring_input_sets
 from kernelproof_core.settings import get_settings
 from kernelproof_core.tasks import Case, CaseSet, get_task
 
@@ -90,9 +90,8 @@ def main() -> None:
         fn = load_candidate(task.builtin_candidate.read_bytes(), str(task.builtin_candidate)).fn
         first = task.make_inputs(case, dtype, device, torch.Generator().manual_seed(0))
         min_bytes = task.min_bytes(case, dtype)
-        n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
-                           settings.input_ring_max_bytes)
-        sets = [first] + [task.ring_inputs(first, k + 1) for k in range(n_sets - 1)]
+        sets = ring_input_sets(task, first, min_bytes, settings)
+        n_sets = len(sets)
         order = (False, True) if i % 2 == 0 else (True, False)  # alternate which goes first
         got = {mode: _time(task, fn, sets, mode, args.samples) for mode in order}
         off, on = got[False], got[True]

@@ -34,7 +34,7 @@ from kernelproof_core.integrity.run import RunIntegrity, arm, enforce_policy, wa
 from kernelproof_core.interpreter import compiled_mode_fixed, enable_interpreter
 from kernelproof_core.measurement.clocks import ClockMonitor, ClockSummary
 from kernelproof_core.measurement.speed_of_light import REWARD_INPUT_CUDA, speed_of_light
-from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_size
+from kernelproof_core.measurement.timing import measure_cuda, measure_interpreter, ring_input_sets
 from kernelproof_core.report.models import CandidateInfo, CaseResult, ErrorMetrics, Failure, Integrity, Timing
 from kernelproof_core.reward import case_reward, failed_case_reward
 from kernelproof_core.settings import TEARDOWN_CUPTI, get_settings
@@ -357,9 +357,8 @@ def measure_case(
     spec = task.output_spec(case, dtype)
     floor: float | None = None
     if device.type == "cuda":
-        n_sets = ring_size(min_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
-                           settings.input_ring_max_bytes)
-        sets = [first_inputs] + [task.ring_inputs(first_inputs, i + 1) for i in range(n_sets - 1)]
+        sets = ring_input_sets(task, first_inputs, min_bytes, settings)
+        n_sets = len(sets)
         # One more set, outside the ring, for the audited calls only (measure_cuda's audit_set).
         audit_set = task.ring_inputs(first_inputs, n_sets) if guard is not None else None
         # Audited samples are drawn from those every run takes: all of a fixed count, the minimum of an adaptive one.

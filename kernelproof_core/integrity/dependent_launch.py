@@ -7,15 +7,16 @@ that one has called `griddepcontrol.launch_dependents` (or exited). A kernel tha
 whatever was there before. The timed calls cannot see that mistake: their inputs were written long before, so a
 candidate launched with PDL, releasing its successor at once and never waiting, runs each call on top of the one
 before it, hides its ramp and tail, and still returns correct outputs. It is fast and wrong in any real model, where
-the kernel before it produces its input. Only the kernel-time check bounds it (CUPTI durations above 1.10x the
-events + 1 us are `tampering`): an overlap under that passes.
+the kernel before it produces its input. The kernel-time check does not bound it: it counts each stream's busy
+time (integrity.profiled.covered_us), so that honest PDL, whose early programs wait inside the GPU, passes it.
 
 So the probe recreates the real situation. The case's inputs are copied into memory filled with NaN (every byte
 0xFF), and a harness kernel that releases its dependents as it starts, waits `delay_ms`, then writes the true values
 is launched just before the candidate is called, with nothing in between on the stream. A candidate that waits (or
 uses no PDL: then the stream orders it after the writer, as always) computes from the true values; one that does not
 reads NaN. Twice: from the caller's stream, and captured in a CUDA graph with the writer (how the timed calls run:
-host time then plays no part). A wrong output is `stale_input`. The writer runs on a few SMs (`WRITER_PROGRAMS`),
+host time then plays no part). A wrong output is `stale_input` if the same call form on inputs written before it
+began is right, else `cached_output` (_judge). The writer runs on a few SMs (`WRITER_PROGRAMS`),
 so the candidate's programs find room beside it. GPUs without PDL (before sm_90) and the interpreter skip the probe.
 """
 
@@ -187,8 +188,8 @@ def probe(call: Call, raw_call: Call, inputs: Sequence[Any], check: Check, delay
     graphs = [graph]  # kept until judged: the outputs live in their graphs' memory pools
 
     def control(given: Sequence[Any]) -> Any:
-        graphs.append(None)
-        graphs[-1], again = _replayed(raw_call, given, None, 0.0)
+        kept, again = _replayed(raw_call, given, None, 0.0)
+        graphs.append(kept)
         return again
 
     _judge(out, late, check, "replayed from a CUDA graph", control)

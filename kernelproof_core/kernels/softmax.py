@@ -221,8 +221,9 @@ _CARRY_MAX = gl.constexpr(float(2**29))
 _RESIDENT_KEEP = False
 # MAXFIRST (resident launches of 16-bit rows without KEEP or PARTS): the row's max first, then one exponential an
 # element kept as fp16 over x, the output pass a multiply (2.26 -> 1.01 MUFU instructions an element at 65536 in the
-# sm_90 build, no spills under PAIR). Off until the H200 says otherwise (kernel_sweep.py --only
-# softmax_resident_maxfirst; not yet run).
+# sm_90 build, no spills under PAIR). Correct on an H100 (GPU tolerance tests) but behind the plan there at 65536-131072
+# (1024 x 65536 90.5% of copy against 91.4%; kernel_sweep.py --only softmax_resident_maxfirst,
+# evidence/h100/2026-12-05_dependent_launch/3_*): off until an H200 sweep says otherwise.
 _RESIDENT_MAXFIRST = False
 # Programmatic dependent launch with its wait on the row and realigned kernels (sm_90 on, compiled) where a call moves
 # at least _PDL_MIN_BYTES: the next call's launch and first programs overlap this call's last ones, never its memory

@@ -45,7 +45,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -77,6 +77,10 @@ from kernelproof_core.measurement.sampler import CudaSampler, SampleAuditor, ver
 from kernelproof_core.measurement.stats import summarize
 from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule, median_rse, stop_reason
 from kernelproof_core.report.models import Distribution
+
+if TYPE_CHECKING:
+    from kernelproof_core.settings import Settings
+    from kernelproof_core.tasks.base import Task
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +145,14 @@ def ring_size(case_bytes: int, ring_min_bytes: int, max_sets: int, max_bytes: in
     wanted = -(-ring_min_bytes // case_bytes)
     affordable = max(1, max_bytes // case_bytes)
     return max(1, min(wanted, max_sets, affordable))
+
+
+def ring_input_sets(task: Task, first: Sequence[Any], case_bytes: int, settings: Settings) -> list[Sequence[Any]]:
+    """The input sets a case's samples rotate through: `first`, then the task's ring variants of it (ring_size of
+    them in all, from the settings' ring budget)."""
+    n_sets = ring_size(case_bytes, settings.input_ring_min_bytes, settings.input_ring_max_sets,
+                       settings.input_ring_max_bytes)
+    return [first, *(task.ring_inputs(first, i + 1) for i in range(n_sets - 1))]
 
 
 def deferral_limit_us(tail_us: float) -> float:
@@ -330,4 +342,5 @@ def measure_interpreter(
     )
 
 
-__all__ = ["PairTiming", "kernel_time_us", "measure_cuda", "measure_interpreter", "ring_size", "sync_gap_us"]
+__all__ = ["PairTiming", "kernel_time_us", "measure_cuda", "measure_interpreter", "ring_input_sets", "ring_size",
+           "sync_gap_us"]

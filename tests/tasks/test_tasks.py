@@ -263,3 +263,20 @@ def test_ring_inputs_are_new_device_copies_of_the_same_layout(task_name: str) ->
             assert sorted(map(tuple, b.reshape(b.shape[0], -1).tolist())) == rows  # rolled, not redrawn
     x_sets = [ring[0] for ring in sets]
     assert all(not torch.equal(p, q) for i, p in enumerate(x_sets) for q in x_sets[i + 1:])
+
+
+def test_ring_input_sets_cover_the_ring_budget_within_its_caps() -> None:
+    """measurement.timing.ring_input_sets: the case's own inputs first, then ring variants, as many as the settings'
+    ring budget asks for (enough to exceed its bytes, within the set and memory caps)."""
+    from kernelproof_core.measurement.timing import ring_input_sets
+    from kernelproof_core.settings import Settings
+
+    task = TASKS["rms_norm"]
+    case = Case("ring", CaseKind.EDGE, {"M": 4, "N": 64}, "")
+    first = task.make_inputs(case, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(2))
+    case_bytes = task.min_bytes(case, torch.float32)
+    for min_bytes, max_sets, expected in ((5 * case_bytes, 64, 5), (5 * case_bytes, 3, 3), (1, 64, 1)):
+        settings = Settings(input_ring_min_bytes=min_bytes, input_ring_max_sets=max_sets)
+        sets = ring_input_sets(task, first, case_bytes, settings)
+        assert len(sets) == expected and sets[0] is first
+        assert len({s[0].data_ptr() for s in sets}) == expected  # each set its own memory
