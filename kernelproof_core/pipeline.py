@@ -291,12 +291,15 @@ def _gate_case(task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandida
     result = _result(task, case, dtype, inputs, Verdict.PASS, gates.metrics, None)
     result.integrity = evidence
 
+    def timed_probe(ring_set: Sequence[Any], median_us: float) -> None:
+        evidence.dependent_launch_timed = gates.probe_dependent_launch(ring_set, median_us)
+
     def measure() -> CaseResult:
         if campaign.measure:
             events.phase("measure", case.case_id)  # exclusive: a sandbox pauses its standby children meanwhile
             try:
                 result.timing = measure_case(task, case, dtype, loaded, campaign, device, inputs, integrity,
-                                             gates.owned_names)
+                                             gates.owned_names, timed_probe if late_write_ms is not None else None)
             except CandidateFailure as failure:
                 result.verdict = failure.verdict
                 result.failure = Failure(code=failure.verdict, message=failure.message, detail=failure.detail)
@@ -345,9 +348,12 @@ def measure_case(
     first_inputs: Sequence[Any],
     integrity: RunIntegrity | None = None,
     owned_names: set[str] | None = None,
+    timed_probe: Callable[[Sequence[Any], float], None] | None = None,
 ) -> Timing:
     """Time candidate and baseline on the same rotated inputs (see measurement.timing), audited between samples;
-    then the physical floor and, on a GPU, the share of foreign kernels in the profiled pass."""
+    then, on a GPU, `timed_probe(ring_set, candidate_median_us)` (the dependent-launch probe again, in place on a
+    ring set the timed calls used: gates.CaseGates.probe_dependent_launch), the physical floor and the share of
+    foreign kernels in the profiled pass."""
     settings = get_settings()
     integrity = integrity or RunIntegrity()
     min_bytes = task.min_bytes(case, dtype)
@@ -381,6 +387,8 @@ def measure_case(
             )
         if guard is not None:  # the kernel-only pass ran the candidate after the last audited sample: the record
             guard.check()      # the checks below read must not come through a profiler it patched meanwhile
+        if timed_probe is not None:  # a candidate that waits only on inputs it has not seen would pass gate 7
+            timed_probe(sets[-1], pair.candidate.median)
         kind = "cuda_events"
         invocations = pair.invocations
         baseline_invocations: int | None = pair.baseline_invocations

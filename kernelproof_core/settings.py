@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     integrity_dependent_launch_probe: bool = Field(
         default=True, description="GPU, sm_90 on: verify each case once more with its inputs written by the kernel "
         "just before the candidate, which lets dependents launch early (integrity/dependent_launch.py, "
-        "`stale_input`; harness 0.8.0)"
+        "`stale_input`; harness 0.8.0), and again after its timed samples on a ring set they used (0.9.0)"
     )
     integrity_dependent_launch_delay_ms: float = Field(
         default=20.0, gt=0, le=1000, description="how long the probe's writer holds the true inputs back after "

@@ -18,6 +18,13 @@ reads NaN. Twice: from the caller's stream, and captured in a CUDA graph with th
 host time then plays no part). A wrong output is `stale_input` if the same call form on inputs written before it
 began is right, else `cached_output` (_judge). The writer runs on a few SMs (`WRITER_PROGRAMS`),
 so the candidate's programs find room beside it. GPUs without PDL (before sm_90) and the interpreter skip the probe.
+
+Gate 7 probes fresh copies of a case's inputs, before any timing. A candidate can tell tensors apart (by object or
+address) and wait only on those it has not seen before: then it waits in gate 7, where every input is new, and
+skips the wait in its timed calls, which reuse the ring's input sets. So the probe runs a second time after the
+timed samples, in place on a ring set the timed calls used (`LateInputs(..., in_place=True)`: the set's own tensors
+spoilt and rewritten late, its values restored afterwards; measurement-phase delay from the timed median,
+`timed_delay_ms`).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.measurement.replay import recover_failed_capture
 from kernelproof_core.report.models import DependentLaunchProbe
 
-__all__ = ["DependentLaunchProbe", "LateInputs", "probe", "supported", "warm_up"]
+__all__ = ["DependentLaunchProbe", "LateInputs", "probe", "supported", "timed_delay_ms", "warm_up"]
 from kernelproof_core.verdicts import Verdict
 
 WRITER_PROGRAMS = 8  # programs of the late writer: one SM each at most, the rest of the GPU free for the candidate
@@ -101,21 +108,47 @@ def _like(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
-class LateInputs:
-    """The case's inputs twice: `truth` (copies of the values) and `stale` (same layout, every byte 0xFF: NaN in
-    every float format) that `write` fills with the truth from a kernel releasing its dependents before it does."""
+def _view_into(storage_bytes: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """`t`'s view (dtype, offset, sizes, strides) of another storage: where a copy of t's storage holds t's values."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(storage_bytes.untyped_storage(), t.storage_offset(),
+                                                               t.size(), t.stride())
 
-    def __init__(self, inputs: Sequence[Any]) -> None:
-        self.truth = [_like(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        self.stale = [_empty_like(x) if isinstance(x, torch.Tensor) else x for x in self.truth]
-        self.pairs = [(_bytes(t), _bytes(s)) for t, s in zip(self.truth, self.stale, strict=True)
-                      if isinstance(t, torch.Tensor)]
+
+class LateInputs:
+    """The case's inputs twice: `truth` (the values) and `stale` (same layout, every byte 0xFF after `spoil`: NaN in
+    every float format) that `write` fills with the truth from a kernel releasing its dependents before it does.
+
+    By default both are copies, so the caller's tensors are never touched. `in_place`: `stale` is the given tensors
+    themselves (the same objects, at the same addresses) and `truth` a copy of their storages; tensors sharing a
+    storage (views of one buffer) are written once, as the buffer; `restore` puts the values back."""
+
+    def __init__(self, inputs: Sequence[Any], in_place: bool = False) -> None:
+        if in_place:
+            storages: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # storage address: (truth, stale) bytes
+            for x in inputs:
+                if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() not in storages:
+                    stale_bytes = _bytes(x)
+                    storages[x.untyped_storage().data_ptr()] = (stale_bytes.clone(), stale_bytes)
+            self.stale = list(inputs)
+            self.truth = [_view_into(storages[x.untyped_storage().data_ptr()][0], x) if isinstance(x, torch.Tensor)
+                          else x for x in inputs]
+            self.pairs = list(storages.values())
+        else:
+            self.truth = [_like(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+            self.stale = [_empty_like(x) if isinstance(x, torch.Tensor) else x for x in self.truth]
+            self.pairs = [(_bytes(t), _bytes(s)) for t, s in zip(self.truth, self.stale, strict=True)
+                          if isinstance(t, torch.Tensor)]
         if not 0 < len(self.pairs) <= MAX_TENSORS:
             raise ValueError(f"the probe writes 1-{MAX_TENSORS} tensor inputs, not {len(self.pairs)}")
 
     def spoil(self) -> None:
         for _, stale in self.pairs:
             stale.fill_(0xFF)
+
+    def restore(self) -> None:
+        """The true values back in `stale`, on the stream (in place: the caller's tensors hold their values again)."""
+        for truth, stale in self.pairs:
+            stale.copy_(truth)
 
     def write(self, delay_ms: float) -> None:
         """Launch the late writer on the current stream (the candidate's launch must come right after it)."""
@@ -169,13 +202,30 @@ def _replayed(raw_call: Call, given: Sequence[Any], late: LateInputs | None, del
     return graph, out
 
 
-def probe(call: Call, raw_call: Call, inputs: Sequence[Any], check: Check, delay_ms: float) -> DependentLaunchProbe:
-    """Run both probes on copies of `inputs`. `call` is an observed gate call (it synchronizes); `raw_call` is the
-    candidate itself, captured as the timing captures it (whatever it raises there means "not capturable");
-    `check(out, true_inputs, given_inputs)` says what is wrong with an output, or None (or raises the verdict of a
-    broken contract). Returns "stream_only" when the candidate cannot be captured (its timed calls then run from the
-    stream too)."""
-    late = LateInputs(inputs)
+def timed_delay_ms(call_median_us: float, gate_delay_ms: float) -> float:
+    """The late writer's wait for the probe after the timed samples: five timed calls' worth (a call's reads end
+    within its own duration; five allow for calls that overlapped while timed), at least 1 ms, at most gate 7's
+    delay (the setting), which gate 7 waits in full: it has no timing yet."""
+    return min(gate_delay_ms, max(1.0, 5 * call_median_us / 1e3))
+
+
+def probe(call: Call, raw_call: Call, inputs: Sequence[Any], check: Check, delay_ms: float,
+          in_place: bool = False) -> DependentLaunchProbe:
+    """Run both probes on copies of `inputs` (`in_place`: on `inputs` themselves, their values restored after).
+    `call` is an observed gate call (it synchronizes); `raw_call` is the candidate itself, captured as the timing
+    captures it (whatever it raises there means "not capturable"); `check(out, true_inputs, given_inputs)` says what
+    is wrong with an output, or None (or raises the verdict of a broken contract). Returns "stream_only" when the
+    candidate cannot be captured (its timed calls then run from the stream too)."""
+    late = LateInputs(inputs, in_place)
+    try:
+        return _probe(call, raw_call, late, check, delay_ms)
+    finally:
+        if in_place:
+            late.restore()
+            torch.cuda.synchronize()
+
+
+def _probe(call: Call, raw_call: Call, late: LateInputs, check: Check, delay_ms: float) -> DependentLaunchProbe:
     late.spoil()
     late.write(delay_ms)
     _judge(call(late.stale), late, check, "called from the stream", call)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelproof_core.measurement.stopping import StoppedBy, StoppingRule
 from kernelproof_core.verdicts import Verdict
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 TimingKind = Literal["cuda_events", "interpreter_wall_clock"]
 
@@ -155,6 +155,11 @@ class Integrity(_Model):
         None, description="the dependent-launch probe (its inputs written by the kernel just before it): passed "
         "from the stream and from a CUDA graph, stream_only (not capturable), off (setting), unsupported (no PDL: "
         "interpreter, before sm_90); null where the case did not reach it"
+    )
+    dependent_launch_timed: DependentLaunchProbe | None = Field(
+        None, description="the same probe after the timed samples, in place on a ring input set the timed calls "
+        "used (a candidate that waits only on inputs it has not seen passes the first and fails this one); null "
+        "where the case was not timed (interpreter, a failed gate, measure off)"
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernelproof_core.campaign import Campaign, CandidateJob
-from kernelproof_core.integrity.dependent_launch import MAX_TENSORS, LateInputs, supported
+from kernelproof_core.integrity.dependent_launch import MAX_TENSORS, LateInputs, supported, timed_delay_ms
 from kernelproof_core.integrity.profiled import covered_us
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.tasks import CaseSet
@@ -41,6 +41,31 @@ def test_late_inputs_hold_the_truth_and_a_nan_copy_of_the_same_layout() -> None:
     # the writer copies whole storages: the bytes it reads and writes cover each tensor exactly
     assert [(s.numel(), d.numel()) for s, d in late.pairs] == [(truth[0].untyped_storage().nbytes(),) * 2,
                                                                 (weight.numel() * 2,) * 2]
+
+
+def test_late_inputs_in_place_spoil_and_restore_the_callers_own_tensors() -> None:
+    """After the timed samples the probe runs on a ring set itself (the objects and addresses the timed calls
+    used); views of one buffer (swiglu's halves of a fused projection) are one storage, spoilt and written once."""
+    fused = torch.randn(4, 64).to(torch.bfloat16)
+    gate, up = fused[:, :32], fused[:, 32:]
+    before = fused.clone()
+    late = LateInputs([gate, up, 0.5], in_place=True)
+    assert late.stale[0] is gate and late.stale[1] is up and late.stale[2] == late.truth[2] == 0.5
+    assert len(late.pairs) == 1 and late.pairs[0][1].numel() == fused.untyped_storage().nbytes()
+    assert late.truth[1].data_ptr() != up.data_ptr() and late.truth[1].stride() == up.stride()
+    assert torch.equal(late.truth[0], gate) and torch.equal(late.truth[1], up)
+    late.spoil()
+    assert torch.isnan(gate).all() and torch.isnan(up).all()  # the caller's tensors, until the writer comes
+    assert torch.equal(late.truth[0], before[:, :32]) and torch.equal(late.truth[1], before[:, 32:])
+    late.restore()
+    assert torch.equal(fused, before)
+
+
+def test_the_timed_probe_waits_five_calls_within_bounds() -> None:
+    assert timed_delay_ms(30.0, 20.0) == 1.0  # at least 1 ms
+    assert timed_delay_ms(1000.0, 20.0) == 5.0  # five 1 ms calls
+    assert timed_delay_ms(10_000.0, 20.0) == 20.0  # never longer than gate 7's own delay
+    assert timed_delay_ms(10_000.0, 2.0) == 2.0
 
 
 def test_late_inputs_take_one_to_three_tensors() -> None:
@@ -80,6 +105,18 @@ def test_the_probe_is_on_by_default_and_can_be_turned_off(device: str, kp_settin
     kp_settings(integrity_dependent_launch_probe=False)
     (result,) = _verify(HONEST, device)
     assert result.integrity is not None and result.integrity.dependent_launch == "off"
+
+
+def test_no_timed_probe_under_the_interpreter(device: str) -> None:
+    """The second probe runs after timed samples on a GPU; an interpreted case is timed by wall clock and says
+    nothing there (null), while gate 7 says `unsupported`."""
+    if device == "cuda":
+        pytest.skip("the GPU suite runs the probe (tests/gpu/test_gpu_dependent_launch.py)")
+    campaign = Campaign(device=device, dtypes=["bfloat16"], case_set=CaseSet.INTERPRETER, case_ids=["tail127"],
+                        samples=2, warmups=0)
+    (result,) = verify_candidate(CandidateJob(task="rms_norm", source=HONEST.read_bytes()), campaign).cases
+    assert result.verdict is Verdict.PASS and result.timing is not None and result.integrity is not None
+    assert result.integrity.dependent_launch == "unsupported" and result.integrity.dependent_launch_timed is None
 
 
 def test_covered_time_counts_one_streams_overlap_once() -> None:

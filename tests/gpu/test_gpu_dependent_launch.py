@@ -27,6 +27,7 @@ requires_pdl = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.ge
                                   reason="needs a GPU with programmatic dependent launch (sm_90 on)")
 CANDIDATES = Path(__file__).resolve().parents[1] / "adversarial" / "candidates"
 EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
+FAMILIAR = CANDIDATES / "dependent_launch_familiar_no_wait.py"
 HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
 BUILTINS = Path(__file__).resolve().parents[2] / "kernelproof_core" / "kernels"
 DELAY_MS = 20.0
@@ -50,15 +51,18 @@ def _reader(wait: bool, pdl: bool) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 @requires_pdl
+@pytest.mark.parametrize("in_place", [False, True], ids=["copies", "in_place"])
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "cuda_graph"])
 @pytest.mark.parametrize(("wait", "pdl", "stale"), [(False, True, True), (True, True, False), (False, False, False)],
                          ids=["pdl_no_wait", "pdl_wait", "no_pdl"])
 def test_only_a_dependent_launch_without_the_wait_reads_the_stale_inputs(wait: bool, pdl: bool, stale: bool,
-                                                                         graph: bool) -> None:
+                                                                         graph: bool, in_place: bool) -> None:
     """If pdl_no_wait reads the truth here, the GPU or driver did not start it early: the probe cannot catch the
-    exploit on this machine, and the verdict tests below fail for the same reason."""
+    exploit on this machine, and the verdict tests below fail for the same reason. `in_place`: the caller's own
+    tensor spoilt and rewritten (the probe after the timed samples), its values back in it afterwards."""
     x = torch.randn(1 << 20, device="cuda")
-    late = LateInputs([x])
+    original = x.clone()
+    late = LateInputs([x], in_place)
     read = _reader(wait, pdl)
     read(late.truth[0])  # compiled before the probe, as a candidate is by its gate calls
     late.write(0.001)  # and the writer (the gate's stream probe builds it before its capture)
@@ -74,7 +78,8 @@ def test_only_a_dependent_launch_without_the_wait_reads_the_stale_inputs(wait: b
         late.write(DELAY_MS)
         y = read(late.stale[0])
     torch.cuda.synchronize()
-    assert torch.equal(late.stale[0], x)  # the writer did write the truth, after the delay
+    assert torch.equal(late.stale[0], original)  # the writer did write the truth, after the delay
+    assert torch.equal(x, original)  # in place it wrote the caller's tensor back; with copies it never touched it
     if stale:
         assert torch.isnan(y).all(), f"{int(torch.isnan(y).sum())} of {y.numel()} stale: PDL did not overlap"
     else:
@@ -104,6 +109,18 @@ def test_a_candidate_that_never_waits_is_stale_input(probe_on: None) -> None:
 
 
 @requires_pdl
+def test_a_candidate_that_waits_only_on_new_inputs_passes_gate_7_and_fails_after_timing(probe_on: None) -> None:
+    """Gate 7 probes fresh copies, so a candidate keyed on tensor objects waits there; the probe after the timed
+    samples uses a ring set the timed calls used, where it does not wait."""
+    (result,) = verify_candidate(CandidateJob(task="rms_norm", source=FAMILIAR.read_bytes()),
+                                 _campaign(["llama_4096"], measure=True, warmups=3, samples=10,
+                                           invocations_per_sample=20)).cases
+    assert result.verdict is Verdict.STALE_INPUT, result.failure
+    assert result.failure is not None and "griddepcontrol.wait" in result.failure.message
+    assert result.integrity is not None and result.integrity.dependent_launch == "passed"  # gate 7 alone: passed
+
+
+@requires_pdl
 def test_a_candidate_that_waits_passes(probe_on: None) -> None:
     cases = verify_candidate(CandidateJob(task="rms_norm", source=HONEST.read_bytes()),
                              _campaign(["tail127", "strided", "llama_4096"])).cases
@@ -124,6 +141,7 @@ def test_a_candidate_that_waits_is_timed_without_tampering(probe_on: None) -> No
     for result in cases:
         assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
         assert result.timing is not None and result.timing.candidate_device_us is not None
+        assert result.integrity is not None and result.integrity.dependent_launch_timed == "passed"
 
 
 @requires_pdl
@@ -140,6 +158,7 @@ def test_the_builtins_with_dependent_launch_pass_and_are_timed(task: str, cases:
     for result in results:
         assert result.verdict is Verdict.PASS, (result.case_id, result.failure)
         assert result.integrity is not None and result.integrity.dependent_launch == "passed"
+        assert result.integrity.dependent_launch_timed == "passed"
 
 
 @requires_pdl
