@@ -46,6 +46,16 @@ def rows(report: dict[str, Any], min_mb: float = 16.0) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (r["task"], r["dtype"], r["mb"]))
 
 
+def bar(report: dict[str, Any], min_mb: float = 64.0) -> tuple[int, int, list[str]]:
+    """Issue 6's bar over a report: timed cases of at least `min_mb` MB, how many reach TARGET of copy by both the
+    events and the kernel time (the report's own fractions), and the others as "task dtype case"."""
+    timed = [c for c in report["cases"] if c.get("timing") and (c["timing"].get("min_bytes") or 0) >= min_mb * 1e6]
+    missed = [f"{c['task']} {c['dtype']} {c['case_id']}" for c in timed
+              if min(c["timing"].get("speed_of_light_fraction") or 0.0,
+                     c["timing"].get("speed_of_light_fraction_kernel") or 0.0) < TARGET]
+    return len(timed), len(timed) - len(missed), missed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path)
@@ -65,6 +75,9 @@ def main() -> None:
         print(f"{r['task']:<9} {r['dtype']:<9} {r['case_id']:<18} {r['shape']:<12} {r['mb']:>7.1f} "
               f"{r['median_us']:>8.2f} {r['ideal_us']:>8.2f} {r['over_us']:>7.2f} {kern:>9} {r['allowed_us']:>7.2f} "
               f"{r['pct_of_copy']:>6.1f}")
+    total, reached, missed = bar(report)
+    print(f"cases of 64 MB or more: {reached} of {total} at {TARGET:.0%} of copy or more by events and kernel time"
+          + (f"; under it: {', '.join(missed)}" if missed else ""))
 
 
 if __name__ == "__main__":

@@ -259,4 +259,8 @@ def test_time_over_copy_reads_a_committed_h200_campaign() -> None:
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks/time_over_copy.py"), str(path), "--task",
                            "softmax", "--min-mb", "64"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "long_65536" in proc.stdout and "rms_norm" not in proc.stdout.split("\n", 2)[2]
+    assert "long_65536" in proc.stdout and "rms_norm" not in proc.stdout.split("\n", 2)[2].rsplit("\n", 2)[0]
+    # the bar over the whole report, as benchmarks/NOTES.md states it for this campaign: 37 of 52
+    total, reached, missed = time_over_copy.bar(report)
+    assert (total, reached) == (52, 37) and "rms_norm bfloat16 gpt_oss_2880" in missed
+    assert "cases of 64 MB or more: 37 of 52" in proc.stdout
