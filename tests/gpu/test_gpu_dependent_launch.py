@@ -110,8 +110,9 @@ def test_a_candidate_that_never_waits_is_stale_input(probe_on: None) -> None:
 
 @requires_pdl
 def test_a_candidate_that_waits_only_on_new_inputs_passes_gate_7_and_fails_after_timing(probe_on: None) -> None:
-    """Gate 7 probes fresh copies, so a candidate keyed on tensor objects waits there; the probe after the timed
-    samples uses a ring set the timed calls used, where it does not wait."""
+    """Gate 7 probes fresh copies (twice: from the stream, then in a graph), so a candidate that waits on a tensor's
+    first two calls waits there; the probe after the timed samples uses a ring set the timed calls used many times,
+    where it does not wait."""
     (result,) = verify_candidate(CandidateJob(task="rms_norm", source=FAMILIAR.read_bytes()),
                                  _campaign(["llama_4096"], measure=True, warmups=3, samples=10,
                                            invocations_per_sample=20)).cases

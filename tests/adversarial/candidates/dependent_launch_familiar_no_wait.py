@@ -1,16 +1,18 @@
-"""Exploit (GPU): programmatic dependent launch that waits only on inputs it has not seen before. Every call is
-launched with launch_pdl and releases the next launch as it starts; it executes griddepcontrol.wait only when x is a
-tensor object it meets for the first time. Each gate calls it with new tensors (gate 7's probe too: fresh copies),
-so it waits there and passes; the timed calls reuse the ring's input sets, so from their second use on it skips the
-wait and back-to-back calls overlap, every output still right (the inputs were written long before). In a model,
-where activation buffers are reused call after call, it reads stale memory. Expected: stale_input from the probe
-after the timed samples (in place on a ring set: integrity/dependent_launch.py), while gate 7 alone passes it."""
+"""Exploit (GPU): programmatic dependent launch that waits only on inputs it has not seen often. Every call is
+launched with launch_pdl and releases the next launch as it starts; it executes griddepcontrol.wait only the first
+two times it meets a tensor object as x. The gates call it with new tensors, and gate 7's probe calls it twice with
+the same fresh copies (from the stream, then captured in a graph), so it waits there and passes; the timed calls
+reuse the ring's input sets, so from their third use on it skips the wait and back-to-back calls overlap, every
+output still right (the inputs were written long before). In a model, where activation buffers are reused call
+after call, it reads stale memory. Expected: stale_input from the probe after the timed samples (in place on a ring
+set: integrity/dependent_launch.py), while gate 7 alone passes it."""
 
 import torch
 import triton
 import triton.language as tl
 
-_seen: dict[int, torch.Tensor] = {}  # by object; the tensors are kept, so an id is never reused meanwhile
+_SKIP_AFTER = 2  # calls on one tensor object that wait before it stops waiting on it
+_seen: dict[int, tuple[int, torch.Tensor]] = {}  # id: (calls so far, the tensor: kept, so no id is reused meanwhile)
 
 
 @triton.jit
@@ -31,8 +33,9 @@ def _rms_norm(x_ptr, w_ptr, y_ptr, stride_x, stride_y, N, eps, BLOCK: tl.constex
 
 def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     m, n = x.shape
-    familiar = id(x) in _seen
-    _seen[id(x)] = x
+    calls = _seen.get(id(x), (0, x))[0]
+    _seen[id(x)] = (calls + 1, x)
+    familiar = calls >= _SKIP_AFTER
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     compiled = x.is_cuda and isinstance(_rms_norm, triton.JITFunction)  # the interpreter has no PDL
     extra = {"launch_pdl": True} if compiled else {}
