@@ -272,11 +272,12 @@ class CaseGates:
         self.evidence.dependent_launch = self.probe_dependent_launch(originals)  # gate 7
 
     def probe_dependent_launch(self, inputs: Sequence[Any], timed_median_us: float | None = None,
-                               ) -> dependent_launch.DependentLaunchProbe:
+                               before: Sequence[Sequence[Any]] = ()) -> dependent_launch.DependentLaunchProbe:
         """Gate 7: correct output when the kernel just before the candidate writes its inputs and lets dependents
         start early. The observed call takes no snapshot first: nothing may come between the writer and the
         candidate's launch on the stream. With `timed_median_us` (after the timed samples): in place on `inputs`, a
-        ring set the timed calls used, the writer's delay from that median (dependent_launch.timed_delay_ms)."""
+        ring set the timed calls used, the writer's delay from that median (dependent_launch.timed_delay_ms), the
+        graph calling the candidate on each set of `before` first (dependent_launch.ahead_sets)."""
         if self.late_write_ms is None:
             return "off"
         if not dependent_launch.supported(self.device):
@@ -301,7 +302,7 @@ class CaseGates:
                                           self.late_write_ms)
         return dependent_launch.probe(observed, lambda given: self.loaded.fn(*given), inputs, problem,
                                       dependent_launch.timed_delay_ms(timed_median_us, self.late_write_ms),
-                                      in_place=True)
+                                      in_place=True, before=before)
 
     def spec_itemsize(self) -> int:
         return torch.empty((), dtype=self.spec.dtype).element_size()

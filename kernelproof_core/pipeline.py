@@ -24,6 +24,7 @@ from kernelproof_core.candidate import LoadedCandidate, load_candidate, source_s
 from kernelproof_core.dtypes import dtype_name, parse_dtype
 from kernelproof_core.errors import CandidateFailure, UsageError
 from kernelproof_core.gates import CaseGates
+from kernelproof_core.integrity import dependent_launch
 from kernelproof_core.integrity.audit import SampleAuditor
 from kernelproof_core.integrity.device_fault import describes_device_fault, is_device_fault
 from kernelproof_core.integrity.hidden_cases import derive_seed, hidden_cases, input_seed
@@ -291,8 +292,9 @@ def _gate_case(task: Task, case: Case, dtype: torch.dtype, loaded: LoadedCandida
     result = _result(task, case, dtype, inputs, Verdict.PASS, gates.metrics, None)
     result.integrity = evidence
 
-    def timed_probe(ring_set: Sequence[Any], median_us: float) -> None:
-        evidence.dependent_launch_timed = gates.probe_dependent_launch(ring_set, median_us)
+    def timed_probe(ring: Sequence[Sequence[Any]], median_us: float, calls: int) -> None:
+        evidence.dependent_launch_timed = gates.probe_dependent_launch(ring[-1], median_us,
+                                                                       dependent_launch.ahead_sets(ring, calls))
 
     def measure() -> CaseResult:
         if campaign.measure:
@@ -348,11 +350,11 @@ def measure_case(
     first_inputs: Sequence[Any],
     integrity: RunIntegrity | None = None,
     owned_names: set[str] | None = None,
-    timed_probe: Callable[[Sequence[Any], float], None] | None = None,
+    timed_probe: Callable[[Sequence[Sequence[Any]], float, int], None] | None = None,
 ) -> Timing:
     """Time candidate and baseline on the same rotated inputs (see measurement.timing), audited between samples;
-    then, on a GPU, `timed_probe(ring_set, candidate_median_us)` (the dependent-launch probe again, in place on a
-    ring set the timed calls used: gates.CaseGates.probe_dependent_launch), the physical floor and the share of
+    then, on a GPU, `timed_probe(ring, candidate_median_us, calls_per_sample)` (the dependent-launch probe again, in
+    place on the ring's last set: gates.CaseGates.probe_dependent_launch), the physical floor and the share of
     foreign kernels in the profiled pass."""
     settings = get_settings()
     integrity = integrity or RunIntegrity()
@@ -388,7 +390,7 @@ def measure_case(
         if guard is not None:  # the kernel-only pass ran the candidate after the last audited sample: the record
             guard.check()      # the checks below read must not come through a profiler it patched meanwhile
         if timed_probe is not None:  # a candidate that waits only on inputs it has not seen would pass gate 7
-            timed_probe(sets[-1], pair.candidate.median)
+            timed_probe(sets, pair.candidate.median, pair.invocations)
         kind = "cuda_events"
         invocations = pair.invocations
         baseline_invocations: int | None = pair.baseline_invocations

@@ -24,11 +24,14 @@ address) and wait only on those it has not seen before: then it waits in gate 7,
 skips the wait in its timed calls, which reuse the ring's input sets. So the probe runs a second time after the
 timed samples, in place on a ring set the timed calls used (`LateInputs(..., in_place=True)`: the set's own tensors
 spoilt and rewritten late, its values restored afterwards; measurement-phase delay from the timed median,
-`timed_delay_ms`).
+`timed_delay_ms`). Its graph also calls the candidate on other ring sets first (`ahead_sets`: a random number of
+calls, up to a timed sample's), so the probed call sits where a timed sample's later calls do: a candidate that
+skips the wait only from a capture's second call on waits in a one-call graph.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,7 +43,7 @@ from kernelproof_core.errors import CandidateFailure
 from kernelproof_core.measurement.replay import recover_failed_capture
 from kernelproof_core.report.models import DependentLaunchProbe
 
-__all__ = ["DependentLaunchProbe", "LateInputs", "probe", "supported", "timed_delay_ms", "warm_up"]
+__all__ = ["DependentLaunchProbe", "LateInputs", "ahead_sets", "probe", "supported", "timed_delay_ms", "warm_up"]
 from kernelproof_core.verdicts import Verdict
 
 WRITER_PROGRAMS = 8  # programs of the late writer: one SM each at most, the rest of the GPU free for the candidate
@@ -188,12 +191,15 @@ def _judge(out: Any, late: LateInputs, check: Check, how: str, control: Call) ->
         "execute griddepcontrol.wait (triton.language.extra.cuda.gdc_wait) before it reads them")
 
 
-def _replayed(raw_call: Call, given: Sequence[Any], late: LateInputs | None, delay_ms: float) -> tuple[Any, Any]:
-    """Capture (the late writer, when given, then) the candidate on `given`, replay once: (graph, output). Raises
-    what the capture raised."""
+def _replayed(raw_call: Call, given: Sequence[Any], late: LateInputs | None, delay_ms: float,
+              before: Sequence[Sequence[Any]] = ()) -> tuple[Any, Any]:
+    """Capture the candidate on each set of `before` (outputs dropped), (the late writer, when given, then) the
+    candidate on `given`; replay once: (graph, output). Raises what the capture raised."""
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
+        for ahead in before:  # the calls of the capture ahead of the probed one, as in a timed sample's graph
+            raw_call(ahead)
         if late is not None:
             late.write(delay_ms)
         out = raw_call(given)
@@ -209,36 +215,49 @@ def timed_delay_ms(call_median_us: float, gate_delay_ms: float) -> float:
     return min(gate_delay_ms, max(1.0, 5 * call_median_us / 1e3))
 
 
+def ahead_sets(ring: Sequence[Sequence[Any]], calls: int) -> list[Sequence[Any]]:
+    """The sets the post-timing probe's graph calls the candidate on before the probed call (the ring's last set):
+    1 to `calls` - 1 of them, at random (unpredictable to the candidate), taken round the rest of the ring (the
+    probed set itself where the ring has one set: those calls read its NaN and their outputs are dropped). None for
+    samples of one call. The probed call's place 1 is gate 7's one-call graph."""
+    if calls < 2:
+        return []
+    others = list(ring[:-1]) or [ring[-1]]
+    return [others[i % len(others)] for i in range(1 + secrets.randbelow(calls - 1))]
+
+
 def probe(call: Call, raw_call: Call, inputs: Sequence[Any], check: Check, delay_ms: float,
-          in_place: bool = False) -> DependentLaunchProbe:
-    """Run both probes on copies of `inputs` (`in_place`: on `inputs` themselves, their values restored after).
+          in_place: bool = False, before: Sequence[Sequence[Any]] = ()) -> DependentLaunchProbe:
+    """Run both probes on copies of `inputs` (`in_place`: on `inputs` themselves, their values restored after); in
+    the graph, the candidate is first called on each set of `before`, so the probed call is not a capture's first.
     `call` is an observed gate call (it synchronizes); `raw_call` is the candidate itself, captured as the timing
     captures it (whatever it raises there means "not capturable"); `check(out, true_inputs, given_inputs)` says what
     is wrong with an output, or None (or raises the verdict of a broken contract). Returns "stream_only" when the
     candidate cannot be captured (its timed calls then run from the stream too)."""
     late = LateInputs(inputs, in_place)
     try:
-        return _probe(call, raw_call, late, check, delay_ms)
+        return _probe(call, raw_call, late, check, delay_ms, before)
     finally:
         if in_place:
             late.restore()
             torch.cuda.synchronize()
 
 
-def _probe(call: Call, raw_call: Call, late: LateInputs, check: Check, delay_ms: float) -> DependentLaunchProbe:
+def _probe(call: Call, raw_call: Call, late: LateInputs, check: Check, delay_ms: float,
+           before: Sequence[Sequence[Any]]) -> DependentLaunchProbe:
     late.spoil()
     late.write(delay_ms)
     _judge(call(late.stale), late, check, "called from the stream", call)
     late.spoil()
     try:
-        graph, out = _replayed(raw_call, late.stale, late, delay_ms)
+        graph, out = _replayed(raw_call, late.stale, late, delay_ms, before)
     except Exception:  # not capturable (it synchronizes, reads a result on the host): timed from the stream too
         recover_failed_capture()
         return "stream_only"
     graphs = [graph]  # kept until judged: the outputs live in their graphs' memory pools
 
     def control(given: Sequence[Any]) -> Any:
-        kept, again = _replayed(raw_call, given, None, 0.0)
+        kept, again = _replayed(raw_call, given, None, 0.0, before)
         graphs.append(kept)
         return again
 

@@ -100,6 +100,9 @@ EXPLOITS: tuple[Exploit, ...] = (
     Exploit("dependent_launch_familiar_no_wait", "rms_norm", "programmatic dependent launch that waits only on "
             "tensors it has not seen twice: new inputs in every gate, the ring's reused ones while timed",
             V.STALE_INPUT, V.STALE_INPUT, device="gpu", cases=("llama_4096",), measure=True),
+    Exploit("dependent_launch_capture_count", "rms_norm", "programmatic dependent launch that skips the wait from a "
+            "CUDA-graph capture's second call on: the probes' one-call graphs wait, a timed sample's graph overlaps",
+            V.STALE_INPUT, V.STALE_INPUT, device="gpu", cases=("llama_4096",), measure=True),
     Exploit("torch_fallback_decoy", "rms_norm", "PyTorch fallback behind a decoy Triton kernel", V.NO_KERNEL_LAUNCH,
             V.NO_KERNEL_LAUNCH),
     Exploit("torch_fallback_copy_kernel", "rms_norm", "PyTorch fallback copied into place by an own kernel",

@@ -13,7 +13,13 @@ import pytest
 import torch
 
 from kernelproof_core.campaign import Campaign, CandidateJob
-from kernelproof_core.integrity.dependent_launch import MAX_TENSORS, LateInputs, supported, timed_delay_ms
+from kernelproof_core.integrity.dependent_launch import (
+    MAX_TENSORS,
+    LateInputs,
+    ahead_sets,
+    supported,
+    timed_delay_ms,
+)
 from kernelproof_core.integrity.profiled import covered_us
 from kernelproof_core.pipeline import verify_candidate
 from kernelproof_core.tasks import CaseSet
@@ -66,6 +72,21 @@ def test_the_timed_probe_waits_five_calls_within_bounds() -> None:
     assert timed_delay_ms(1000.0, 20.0) == 5.0  # five 1 ms calls
     assert timed_delay_ms(10_000.0, 20.0) == 20.0  # never longer than gate 7's own delay
     assert timed_delay_ms(10_000.0, 2.0) == 2.0
+
+
+def test_the_timed_probe_puts_its_call_past_a_captures_first() -> None:
+    """The post-timing probe's graph calls the candidate on other ring sets first: 1 to calls - 1 of them, at random,
+    round the ring without the probed (last) set; a ring of one set repeats it; a one-call sample adds none."""
+    ring = [("a",), ("b",), ("c",), ("probed",)]
+    seen = set()
+    for _ in range(300):
+        ahead = ahead_sets(ring, 20)
+        assert 1 <= len(ahead) <= 19 and ("probed",) not in ahead
+        assert ahead == [ring[i % 3] for i in range(len(ahead))]
+        seen.add(len(ahead))
+    assert len(seen) > 10  # drawn, not fixed: a candidate cannot know which call of a capture is probed
+    assert ahead_sets([("only",)], 5)[0] == ("only",) and ahead_sets(ring, 1) == []
+    assert ahead_sets(ring, 2) == [("a",)]
 
 
 def test_late_inputs_take_one_to_three_tensors() -> None:

@@ -28,6 +28,7 @@ requires_pdl = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.ge
 CANDIDATES = Path(__file__).resolve().parents[1] / "adversarial" / "candidates"
 EXPLOIT = CANDIDATES / "dependent_launch_no_wait.py"
 FAMILIAR = CANDIDATES / "dependent_launch_familiar_no_wait.py"
+CAPTURE_COUNT = CANDIDATES / "dependent_launch_capture_count.py"
 HONEST = CANDIDATES / "honest" / "rms_norm_dependent_launch.py"
 BUILTINS = Path(__file__).resolve().parents[2] / "kernelproof_core" / "kernels"
 DELAY_MS = 20.0
@@ -109,11 +110,13 @@ def test_a_candidate_that_never_waits_is_stale_input(probe_on: None) -> None:
 
 
 @requires_pdl
-def test_a_candidate_that_waits_only_on_new_inputs_passes_gate_7_and_fails_after_timing(probe_on: None) -> None:
-    """Gate 7 probes fresh copies (twice: from the stream, then in a graph), so a candidate that waits on a tensor's
-    first two calls waits there; the probe after the timed samples uses a ring set the timed calls used many times,
-    where it does not wait."""
-    (result,) = verify_candidate(CandidateJob(task="rms_norm", source=FAMILIAR.read_bytes()),
+@pytest.mark.parametrize("path", [FAMILIAR, CAPTURE_COUNT], ids=["familiar_tensors", "capture_count"])
+def test_a_candidate_that_waits_only_where_the_gates_look_fails_after_timing(path: Path, probe_on: None) -> None:
+    """Gate 7 probes fresh copies (twice: from the stream, then in a one-call graph). A candidate that waits on a
+    tensor's first two calls, or only on a capture's first call, waits there; the probe after the timed samples
+    uses a ring set the timed calls used many times, its graph calling the candidate on other ring sets first
+    (20 calls a sample: 1 to 19 of them), where neither waits."""
+    (result,) = verify_candidate(CandidateJob(task="rms_norm", source=path.read_bytes()),
                                  _campaign(["llama_4096"], measure=True, warmups=3, samples=10,
                                            invocations_per_sample=20)).cases
     assert result.verdict is Verdict.STALE_INPUT, result.failure
