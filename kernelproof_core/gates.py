@@ -297,12 +297,12 @@ class CaseGates:
                 return failure.message
             return None
 
-        if timed_median_us is None:
-            return dependent_launch.probe(observed, lambda given: self.loaded.fn(*given), inputs, problem,
-                                          self.late_write_ms)
-        return dependent_launch.probe(observed, lambda given: self.loaded.fn(*given), inputs, problem,
-                                      dependent_launch.timed_delay_ms(timed_median_us, self.late_write_ms),
-                                      in_place=True, before=before)
+        if timed_median_us is None:  # gate 7: fresh copies, the setting's delay
+            delay_ms, in_place = self.late_write_ms, False
+        else:  # after the timed samples: in place on a ring set
+            delay_ms, in_place = dependent_launch.timed_delay_ms(timed_median_us, self.late_write_ms), True
+        return dependent_launch.probe(observed, lambda given: self.loaded.fn(*given), inputs, problem, delay_ms,
+                                      in_place=in_place, before=before)
 
     def spec_itemsize(self) -> int:
         return torch.empty((), dtype=self.spec.dtype).element_size()

@@ -158,7 +158,8 @@ class Integrity(_Model):
     )
     dependent_launch_timed: DependentLaunchProbe | None = Field(
         None, description="the same probe after the timed samples, in place on a ring input set the timed calls "
-        "used (a candidate that waits only on inputs it has not seen passes the first and fails this one); null "
+        "used, its graph calling the candidate on other ring sets first (a candidate that waits only on inputs it has "
+        "not seen, or only on a capture's first call, passes the first and fails this one); null "
         "where the case was not timed (interpreter, a failed gate, measure off)"
     )
 
