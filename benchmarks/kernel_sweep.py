@@ -74,6 +74,7 @@ from sweep_parity import (
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
 from sweep_resident import (
+    softmax_resident_free_trials,
     softmax_resident_keep_trials,
     softmax_resident_maxfirst_trials,
     softmax_resident_pair_trials,
@@ -132,6 +133,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_pair": softmax_resident_pair_trials,
             "softmax_resident_parts": softmax_resident_parts_trials,
             "softmax_resident_maxfirst": softmax_resident_maxfirst_trials,
+            "softmax_resident_free": softmax_resident_free_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,

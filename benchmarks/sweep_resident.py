@@ -296,3 +296,37 @@ def softmax_resident_maxfirst_trials(device: torch.device, dtype: torch.dtype) -
                   f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
             if _correct_twice(run, y, ref, f"softmax.resident_maxfirst {m}x{n} {label}"):
                 yield ("softmax.resident_maxfirst", (m, n), label, run, moved, False)
+
+
+# (m, n, overrides): the campaign's wide rows (aligned, and REALIGN at 33508 / 25249 / 49196), PAIR and streamed plans.
+FREE_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
+    (1024, 65536, ({},)), (2048, 65536, ({},)), (1024, 131072, ({},)), (512, 128256, ({},)),
+    (1024, 53248, ({},)), (400, 49196, ({},)), (1991, 33508, ({}, _THREE)), (1723, 25249, ({"per_sm": 2}, _THREE)))
+
+
+def softmax_resident_free_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_free`: the resident kernel with FREE (its copies as inline PTX and its waits without
+    CTA barriers: no barrier inside a row's passes) against the planned launch and the same resident launch without
+    it. Each config is checked against fp32 twice and prints its registers and spills."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    es = 2
+    for m, n, overrides in FREE_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        for kw, free in itertools.product(overrides, (False, True)):
+            realign = n % (16 // es) != 0
+            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=realign, free=free,
+                                          **kw)
+            assert plan is not None
+            meta = plan[1]
+            if free and "per_sm" in kw and "maxnreg" not in meta:  # FREE builds take more registers (80 -> 117 at
+                # 33508 on 8 warps): capped so that per_sm programs still fit an SM
+                meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
+            label = (f"{'free' if free else 'resident'} per_sm={kw.get('per_sm', 'plan')} "
+                     f"warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])}")
+            run = partial(softmax._run, plan, x, y, m, n, n)
+            compiled = plan[0](x, y, m, n, n, **meta)
+            print(f"softmax.resident_free {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
+                  f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
+            if _correct_twice(run, y, ref, f"softmax.resident_free {m}x{n} {label}"):
+                yield ("softmax.resident_free", (m, n), label, run, moved, False)

@@ -225,6 +225,15 @@ _RESIDENT_KEEP = False
 # (1024 x 65536 90.5% of copy against 91.4%; kernel_sweep.py --only softmax_resident_maxfirst,
 # evidence/h100/2026-12-05_dependent_launch/3_*): off until an H200 sweep says otherwise.
 _RESIDENT_MAXFIRST = False
+# FREE (resident launches whose copies are whole 16-byte vectors of x): the slot copies as inline-PTX cp.async and the
+# waits without the CTA barrier Gluon puts after them. Each thread reads back only the vector it copied, after its
+# own wait, so no barrier orders anything; Triton's barrier pass cannot tell (one slot buffer, indices it does not
+# separate) and put two CTA barriers a chunk in the output pass and one after every wait: 58 a 65536-wide row in the
+# sm_90 build, 10 with FREE (the row's reductions). Barrier stalls were the second stall reason on an H100 (4.5 cycles
+# an issue at 1024 x 65536, hardware_counters.py, evidence/h100/2026-12-06_harness_0_9/5_*). Needs the slots at the
+# start of shared memory (global_smem + 0: tests/core/test_softmax_free_build.py pins it). Off until a GPU sweep
+# (kernel_sweep.py --only softmax_resident_free) says otherwise.
+_RESIDENT_FREE = False
 # Programmatic dependent launch with its wait on the row and realigned kernels (sm_90 on, compiled) where a call moves
 # at least _PDL_MIN_BYTES: the next call's launch and first programs overlap this call's last ones, never its memory
 # traffic (the per-call fixed cost: benchmarks/NOTES.md, time over copy). H100, fp16, through the harness's timing
@@ -849,6 +858,25 @@ def _fetch(slot: gl.shared_memory_descriptor, src: gl.tensor, cols: gl.tensor, N
     cp.commit_group()
 
 
+_FREE_COPY = gl.constexpr("cp.async.cg.shared.global [$1], [$2], 16, $3;\n\tmov.u32 $0, 0;")
+
+
+@gluon.jit
+def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
+                live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr) -> None:
+    # FREE's copy group for chunk c: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside
+    # the row sh .. sh + N; sh = 0 for aligned rows) into its place in slot c (`smem`: its place in slot 0), as
+    # inline PTX, which Triton's barrier pass does not see, so no CTA barrier comes with it. Each thread later reads
+    # only the vector it copied, after its own wait. A vector outside the row (or past the last row) reads nothing
+    # (src-size 0, from a harmless address) and is zero-filled, as Gluon's masked copies are.
+    vecs = c * CHUNK + lane * K
+    ok = (vecs >= sh) & (vecs + K <= sh + N) & live
+    gl.inline_asm_elementwise(_FREE_COPY, "=r,r,l,r",
+                              [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null), gl.where(ok, 16, 0)],
+                              dtype=gl.int32, is_pure=False, pack=1)
+    cp.commit_group()
+
+
 @gluon.jit
 def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
     # Half the programs (alternate ones; of two sharing an SM, one) spin `cycles` SM clocks before starting, so
@@ -884,17 +912,27 @@ def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.t
     return keep
 
 
+@gluon.constexpr_function
+def _wait_asm(pending: int) -> str:
+    """cp.async.wait_group as inline PTX: Gluon's cp.wait_group adds a CTA barrier after it (FREE leaves it out)."""
+    return f"cp.async.wait_group {pending};\n\tmov.u32 $0, 0;"
+
+
 @gluon.jit
 def _chunk_x(slots: gl.shared_memory_descriptor, c: gl.constexpr, x_row: gl.tensor, cols: gl.tensor, n_own: gl.tensor,
              sh: gl.tensor, held: gl.tuple, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
-             REALIGN: gl.constexpr, HOLD: gl.constexpr, WAIT: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
+             REALIGN: gl.constexpr, HOLD: gl.constexpr, WAIT: gl.constexpr, layout: gl.constexpr,
+             FREE: gl.constexpr = False, lane: gl.tensor = None) -> gl.tensor:
     # _softmax_resident's chunk c of a row as fp32, lanes outside the row -inf: from its slot (WAIT: once its copy
     # group lands; groups land in order), from registers (HOLD) or from global memory (L2 after the first look).
     T: gl.constexpr = 32 * gl.num_warps()
     if _masked_chunk(c, NCHUNK, REALIGN):
         keep = _whole(c, T, K, sh, n_own, gl.SliceLayout(1, layout)) if REALIGN else cols < n_own
     if c < NRES:
-        if WAIT:
+        if WAIT and FREE:  # the wait alone, without the CTA barrier after it (each thread reads its own copies)
+            gl.inline_asm_elementwise(_wait_asm(NRES - 1 - c), "=r,r", [lane],
+                                      dtype=gl.int32, is_pure=False, pack=1)
+        elif WAIT:
             cp.wait_group(NRES - 1 - c)
         x = slots.index(c).load(layout).to(gl.float32)
         if _masked_chunk(c, NCHUNK, REALIGN):
@@ -942,7 +980,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                      REALIGN: gl.constexpr, layout: gl.constexpr, CARRY: gl.constexpr = False,
                      log_total: gl.tensor = 0.0, KEEP: gl.constexpr = False, refs: gl.tuple = (),
-                     HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False) -> None:
+                     HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False,
+                     FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
@@ -964,8 +1003,11 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             else:
                 x = slots.index(c).load(layout).to(gl.float32)
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
-            _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
-                   _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
+            if FREE:
+                _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK)
+            else:
+                _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
+                       _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
         elif HOLD:  # masked lanes hold -inf: y = 0 there, and they are not stored
             x = held[c - NRES].to(gl.float32)
         elif _masked_chunk(c, NCHUNK, REALIGN):
@@ -1017,7 +1059,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1072,6 +1114,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
         None, :]
+    lane = gl.arange(0, T, layout=rows_layout)  # one element a thread: FREE's waits are emitted once a thread
+    if FREE:  # this thread's vector in slot 0; the slots are the kernel's first allocation (global_smem + 0)
+        gl.static_assert(not (KEEP or MAXFIRST) and PARTS == 1 and (REALIGN or ALIGN == K),
+                         "FREE: whole rows in 16-byte vectors, slots holding x")
+        gl.static_assert(K * x_ptr.dtype.element_ty.primitive_bitwidth == 128, "FREE: 16-byte vectors")
+        smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
+                                         pack=1) + lane * 16
+    else:
+        smem = lane
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)
@@ -1096,7 +1147,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x + col0
     for c in gl.static_range(NRES):
-        if REALIGN:
+        if FREE:
+            _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK)
+        elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
         else:
@@ -1135,7 +1188,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                     held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
         for c in gl.static_range(NCHUNK):
             x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, True,
-                         layout)
+                         layout, FREE, lane)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
             if MAXFIRST:  # the max only; the exponentials after it (below)
                 pass
@@ -1201,7 +1254,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
         _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
-                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST)
+                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane)
         if REALIGN:
             if MAXFIRST:
                 gl.store(y_row + e_offs, gl.exp2((x_e - shift) * _LOG2E - lsum).to(y_ptr.dtype.element_ty),
@@ -1314,7 +1367,8 @@ def _solo_budget(smem_per_sm_bytes: int) -> int:
 def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_sm_bytes: int, warps: int = 0,
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
-                   hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None) -> Launch | None:
+                   hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
+                   free: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1327,7 +1381,9 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     do not fit take PAIR (two 16-warp programs an SM, HOLD, registers capped) unless per_sm, warps or budget_bytes
     is given. parts > 1 (experiment, aligned rows, CARRY): each row cut into `parts` parts of whole vectors on
     sibling programs (PARTS), every size above taken for a part; _run passes the zeroed words they meet through.
-    maxfirst: MAXFIRST, one exponential an element (default _RESIDENT_MAXFIRST; 16-bit rows, no KEEP or PARTS)."""
+    maxfirst: MAXFIRST, one exponential an element (default _RESIDENT_MAXFIRST; 16-bit rows, no KEEP or PARTS).
+    free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
+    MAXFIRST or PARTS)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1359,6 +1415,10 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     maxfirst = (_RESIDENT_MAXFIRST and elsize == 2 and not keep and parts == 1) if maxfirst is None else maxfirst
     if maxfirst and (elsize != 2 or keep or parts > 1):
         raise ValueError("MAXFIRST keeps fp16 exponentials over 16-bit rows, without KEEP or PARTS")
+    free_ok = k * elsize == 16 and (realign or align == k) and not (keep or maxfirst) and parts == 1
+    free = (_RESIDENT_FREE and free_ok) if free is None else free
+    if free and not free_ok:
+        raise ValueError("FREE copies whole 16-byte vectors of x (no KEEP, MAXFIRST or PARTS)")
     hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks
     meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
             "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "HOLD": hold, "num_warps": warps}
@@ -1368,6 +1428,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["PARTS"] = parts
     if maxfirst:
         meta["MAXFIRST"] = True
+    if free:
+        meta["FREE"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 

@@ -354,3 +354,65 @@ def test_resident_maxfirst_compiles_for_sm90_with_one_exponential_an_element() -
         assert first["f16_stores"] == first["nres"] and plain["f16_stores"] == 0, (shape, plain, first)
         assert first["local"] == 0 and first["maxnreg"] == plain["maxnreg"], (shape, plain, first)
     assert results[1]["maxnreg"] == [64]  # PAIR's cap holds
+
+
+def test_resident_free_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FREE (an experiment, not planned): the plan's layout unchanged (PAIR at 65536, streamed chunks at 131072,
+    windows at 33508), the option passed on; only where every copy is a whole 16-byte vector of x (not 4-byte
+    aligned rows) and not beside KEEP, MAXFIRST or
+    PARTS, which write the slots from Gluon. _RESIDENT_FREE plans it where it applies and nowhere else."""
+    for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
+        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign)
+        free = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=True)
+        assert base is not None and free is not None and "FREE" not in base[1]
+        assert free[1] == {**base[1], "FREE": True}
+    for kw in ({"keep": True}, {"parts": 2}, {"maxfirst": True}):
+        with pytest.raises(ValueError, match="FREE"):
+            softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, free=True, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="FREE"):
+        softmax._resident_plan(64, 65534, 2, 2, H200_SMS, H200_SMEM_PER_SM, free=True)  # 4-byte copies
+    monkeypatch.setattr(softmax, "_RESIDENT_FREE", True)
+    planned = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
+    assert planned is not None and planned[1]["FREE"] is True
+    for kw in ({"keep": True}, {"parts": 2}):
+        other = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
+        assert other is not None and "FREE" not in other[1]
+    narrow = softmax._resident_plan(64, 65534, 2, 2, H200_SMS, H200_SMEM_PER_SM)
+    assert narrow is not None and "FREE" not in narrow[1]
+
+
+_COMPILE_FREE = """
+import json, re, sys, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import opcodes
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, align, realign, free in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign, free=free)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    ptx, ops = kernel.asm["ptx"], opcodes(kernel.asm["cubin"])
+    out.append({"bar": ops["BAR"], "copies": ops["LDGSTS"], "local": ptx.count(".local"),
+                "slot_bytes": meta["NRES"] * 32 * meta["num_warps"] * meta["K"] * 2,
+                "offsets": sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
+                "free_base": len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx))})
+print(json.dumps(out))
+"""
+
+
+def test_resident_free_compiles_for_sm90_without_barriers_in_a_row() -> None:
+    """FREE built for the H200's target (no GPU needed): under PAIR, at 131072 (chunks streamed) and through windows
+    (REALIGN), its CTA barriers drop to the row's reductions (58-74 to at most 12), its copies are as many as
+    without it (one 16-byte cp.async a thread a slot fill: the prologue's and the output pass's), and its copies'
+    addresses, taken from global_smem + 0, are the slots': every other shared access (the reductions' scratch) sits
+    past the slots, so the slots (live through the whole kernel, overlapping nothing) start at 0. Its results are
+    the GPU tests'; its speed the sweep's (kernel_sweep.py --only softmax_resident_free)."""
+    shapes = [(1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)]
+    results = compile_for_sm90(_COMPILE_FREE, [[*s, free] for s in shapes for free in (False, True)])
+    for shape, (plain, free) in zip(shapes, zip(results[::2], results[1::2], strict=True), strict=True):
+        assert plain["bar"] >= 50 and free["bar"] <= 12, (shape, plain, free)
+        # the same copies; FREE's from its own base (inline PTX: mov.u32 of global_smem), the plain kernel's from Gluon
+        assert free["copies"] == plain["copies"] and free["free_base"] > 0 and plain["free_base"] == 0, (shape, free)
+        assert free["local"] == 0 and min(free["offsets"]) >= free["slot_bytes"], (shape, free)

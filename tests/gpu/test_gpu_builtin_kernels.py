@@ -311,6 +311,38 @@ def test_resident_softmax_with_more_shared_memory_matches_fp32_reference(m: int,
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "kw"), [
+    (1, 65536, {}), (265, 65536, {}), (3, 131072, {}), (133, 131072, {}), (29, 128256, {}), (131, 33508, {}),
+    (700, 49999, {}), (5, 65535, {}), (263, 32771, {}), (1024, 53248, {}),
+    (97, 40000, {"warps": 8, "per_sm": 3, "budget_bytes": 224 * 1024}), (140, 40003, {"warps": 32, "per_sm": 1})])
+def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: int, kw: dict[str, object],
+                                                                      dtype: torch.dtype) -> None:
+    """FREE (an experiment, not planned: copies as inline PTX, no CTA barrier inside a row's passes) computes
+    exactly what the plain resident kernel does, so its output must be the same bytes: aligned rows (PAIR, streamed
+    chunks, one row, one program's rows of one more round), windows (REALIGN: 33508, 49999, 65535, 32771), three
+    programs an SM, 32 warps; -inf logits and whole chunks of them; nothing written past the output, a second call
+    the same bytes (slots refilled from the previous row's copies without a barrier, across calls too)."""
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    realign = n % 8 != 0
+    args = (m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
+    plain = softmax._resident_plan(*args, realign=realign, **kw)  # type: ignore[arg-type]
+    free = softmax._resident_plan(*args, realign=realign, free=True, **kw)  # type: ignore[arg-type]
+    assert plain is not None and free is not None and free[1]["FREE"] is True
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    plain[0](x, want, m, n, n, **plain[1])
+    torch.testing.assert_close(want.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    for _ in range(2):
+        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+        free[0](x, out, m, n, n, **free[1])
+        assert torch.equal(out[:m], want), "FREE wrote other bytes than the plain kernel"
+        assert bool((out[m] == 7.0).all()), "wrote past the output"
+
+
+@requires_cuda
 @pytest.mark.parametrize(("m", "n", "parts", "kw"), [
     (1, 131072, 2, {}), (265, 131072, 2, {}), (133, 128256, 2, {}), (140, 131072, 4, {}), (67, 98304, 2, {}),
     (97, 131072, 2, {"warps": 8, "per_sm": 2, "budget_bytes": 224 * 1024, "hold": True})])
