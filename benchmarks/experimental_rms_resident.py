@@ -164,7 +164,7 @@ def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Ten
     plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign)
     if plan is None:
         raise ValueError(f"{m} x {n} (stride {stride}): not a resident shape")
-    meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's options
+    meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD", "FREE")}  # softmax's options
     _rms_norm_resident[(min(m, per_sm * sms),)](x, w, y, m, n, stride, eps, **meta)
     return y
 

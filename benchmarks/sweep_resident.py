@@ -306,8 +306,9 @@ FREE_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
 
 def softmax_resident_free_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_free`: the resident kernel with FREE (its copies as inline PTX and its waits without
-    CTA barriers: no barrier inside a row's passes) against the planned launch and the same resident launch without
-    it. Each config is checked against fp32 twice and prints its registers and spills."""
+    CTA barriers: no barrier inside a row's passes; planned since the twelfth session) against the planned launch
+    and the same resident launch without it. Each config is checked against fp32 twice and prints its registers and
+    spills."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     es = 2
     for m, n, overrides in FREE_SHAPES:

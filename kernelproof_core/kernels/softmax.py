@@ -231,9 +231,13 @@ _RESIDENT_MAXFIRST = False
 # separate) and put two CTA barriers a chunk in the output pass and one after every wait: 58 a 65536-wide row in the
 # sm_90 build, 10 with FREE (the row's reductions). Barrier stalls were the second stall reason on an H100 (4.5 cycles
 # an issue at 1024 x 65536, hardware_counters.py, evidence/h100/2026-12-06_harness_0_9/5_*). Needs the slots at the
-# start of shared memory (global_smem + 0: tests/core/test_softmax_free_build.py pins it). Off until a GPU sweep
-# (kernel_sweep.py --only softmax_resident_free) says otherwise.
-_RESIDENT_FREE = False
+# start of shared memory (global_smem + 0: test_resident_free_compiles_for_sm90_without_barriers_in_a_row pins it).
+# Same copies and arithmetic, so the same bytes as without it (a GPU test compares them). H100, CUPTI, against the
+# same launch without it (kernel_sweep.py --only softmax_resident_free, evidence/h100/2026-12-06_harness_0_9/8_*,
+# 9_*), bf16 / fp16 points of copy: 1024 x 65536 +1.5 / +1.2, 1024 x 131072 +1.2 / +1.5, 512 x 128256 +3.8 / +2.4,
+# 1024 x 53248 +1.1 / +0.8, 400 x 49196 +5.1 / +4.2, 1991 x 33508 +0.6 / +0.4; behind only at three programs an SM
+# capped to 85 registers (not a plan). Not yet measured on an H200.
+_RESIDENT_FREE = True
 # Programmatic dependent launch with its wait on the row and realigned kernels (sm_90 on, compiled) where a call moves
 # at least _PDL_MIN_BYTES: the next call's launch and first programs overlap this call's last ones, never its memory
 # traffic (the per-call fixed cost: benchmarks/NOTES.md, time over copy). H100, fp16, through the harness's timing
@@ -1093,6 +1097,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # (int64, rows x PARTS, zero before the launch): each publishes its (max, sum) as one 64-bit word that is its own
     # flag (never zero: _meet_parts) and polls its siblings' words. Siblings are launched next to each other, so
     # with programs dispatched in launch order a waiting program's siblings are running or will run.
+    # FREE (16-byte copies of whole vectors; _RESIDENT_FREE): the copies as inline PTX into the slots' addresses
+    # (global_smem + 0), the waits without Gluon's barrier: no CTA barrier inside a row's passes.
     # MAXFIRST (experiment, 16-bit rows): the stats pass takes only the max as chunks land; then one pass over the
     # held row takes p = 2^((x - max) log2 e) once an element, sums it and keeps it as fp16 over x (slots) or in
     # registers (HOLD), so the output pass is a multiply an element: one exponential an element instead of two, and

@@ -81,7 +81,7 @@ for m, n, realign in json.loads(sys.argv[1]):
     per_sm = 2 if 2 * (n + 7 * realign) * 2 <= softmax._resident_budget(233472) else 1  # as er.rms_norm_resident
     _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, per_sm=per_sm,
                                            realign=realign)
-    meta = {k: v for k, v in meta.items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's options
+    meta = {k: v for k, v in meta.items() if k not in ("CARRY", "KEEP", "HOLD", "FREE")}  # softmax's options
     with compile_only("cuda", 90, 32):
         k = er._rms_norm_resident.warmup(x, torch.empty(n, dtype=torch.bfloat16), torch.empty_like(x), m, n, n, 1e-6,
                                          **meta, grid=(1,))

@@ -150,19 +150,20 @@ for m, n, stride in json.loads(sys.argv[1]):
     launch, meta = softmax._resident_plan(m, n, softmax._align(2, n, stride), 2, 132, 233472)
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
-    out.append({"shared": kernel.metadata.shared, "copies": sorted(set(re.findall(
-        r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", kernel.asm["ptx"])))})
+    out.append({"shared": kernel.metadata.shared, "copies": sorted({int(v, 0) for v in re.findall(
+        r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+|\\d+)", kernel.asm["ptx"])})})
 print(json.dumps(out))
 """
 
 
 def test_resident_softmax_compiles_for_sm90_within_shared_memory() -> None:
     """The Gluon kernel built for the H200's target (no GPU needed; a fresh process, in case this one interprets):
-    every plan's shared memory fits a block's 227 KB, and copies are as wide as the rows' alignment allows."""
+    every plan's shared memory fits a block's 227 KB, and copies are as wide as the rows' alignment allows (FREE's
+    inline copies as Gluon's)."""
     shapes = [(1024, 65536, 65536), (512, 131072, 131072), (1991, 33508, 33508), (7, 40000, 40002)]
     results = compile_for_sm90(_COMPILE_RESIDENT, shapes)
     assert all(r["shared"] <= 227 * 1024 for r in results), results
-    assert [r["copies"] for r in results] == [["0x10"], ["0x10"], ["0x8"], ["0x4"]], results
+    assert [r["copies"] for r in results] == [[16], [16], [8], [4]], results
 
 
 _COMPILE_KEEP_HOLD = """
@@ -226,8 +227,8 @@ for m, n, stride, realign in json.loads(sys.argv[1]):
         kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, **meta)
     ptx = kernel.asm["ptx"]
     assert ("%clock64" in ptx) == bool(meta["STAGGER"]), meta  # the stagger's spin is compiled in where planned
-    out.append({"path": "resident", "realign": meta["REALIGN"], "stagger": meta["STAGGER"], "copies": sorted(set(
-        re.findall(r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+)", ptx)))})
+    out.append({"path": "resident", "realign": meta["REALIGN"], "stagger": meta["STAGGER"], "copies": sorted({
+        int(v, 0) for v in re.findall(r"cp\\.async\\.c[ag]\\.shared\\.global[^;]*\\], (0x[0-9a-f]+|\\d+)", ptx)})})
 print(json.dumps(out))
 """
 
@@ -243,12 +244,12 @@ def test_softmax_plan_on_an_h200_takes_the_resident_path_through_windows_for_row
              (64, 131071, 131071, True), (64, 131071, 131071, False)]
     results = compile_for_sm90(_PLAN_ON_H200, cases)
     assert results == [
-        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
-        {"path": "resident", "realign": False, "stagger": 0, "copies": ["0x8"]},
-        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": [16]},
+        {"path": "resident", "realign": False, "stagger": 0, "copies": [8]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": [16]},
         {"path": "Split"}, {"path": "Split"},
-        {"path": "resident", "realign": False, "stagger": softmax._RESIDENT_STAGGER, "copies": ["0x10"]},
-        {"path": "resident", "realign": True, "stagger": 0, "copies": ["0x10"]},
+        {"path": "resident", "realign": False, "stagger": softmax._RESIDENT_STAGGER, "copies": [16]},
+        {"path": "resident", "realign": True, "stagger": 0, "copies": [16]},
         {"path": "Staged"}]
 
 
@@ -301,7 +302,7 @@ def test_resident_maxfirst_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     windows at 33508), the option passed on; 16-bit rows only, and not beside KEEP or PARTS. _RESIDENT_MAXFIRST
     plans it where it applies and nowhere else."""
     for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
-        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign)
+        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=False)
         first = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, maxfirst=True)
         assert base is not None and first is not None and "MAXFIRST" not in base[1]
         assert first[1] == {**base[1], "MAXFIRST": True}
@@ -357,12 +358,12 @@ def test_resident_maxfirst_compiles_for_sm90_with_one_exponential_an_element() -
 
 
 def test_resident_free_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """FREE (an experiment, not planned): the plan's layout unchanged (PAIR at 65536, streamed chunks at 131072,
-    windows at 33508), the option passed on; only where every copy is a whole 16-byte vector of x (not 4-byte
-    aligned rows) and not beside KEEP, MAXFIRST or
-    PARTS, which write the slots from Gluon. _RESIDENT_FREE plans it where it applies and nowhere else."""
+    """FREE (planned since the twelfth session's H100 sweep): the plan's layout unchanged (PAIR at 65536, streamed
+    chunks at 131072, windows at 33508), the option passed on; only where every copy is a whole 16-byte vector of x
+    (not 4-byte aligned rows) and not beside KEEP, MAXFIRST or PARTS, which write the slots from Gluon.
+    _RESIDENT_FREE plans it where it applies and nowhere else."""
     for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
-        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign)
+        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=False)
         free = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=True)
         assert base is not None and free is not None and "FREE" not in base[1]
         assert free[1] == {**base[1], "FREE": True}
@@ -371,6 +372,9 @@ def test_resident_free_plan(monkeypatch: pytest.MonkeyPatch) -> None:
             softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, free=True, **kw)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="FREE"):
         softmax._resident_plan(64, 65534, 2, 2, H200_SMS, H200_SMEM_PER_SM, free=True)  # 4-byte copies
+    monkeypatch.setattr(softmax, "_RESIDENT_FREE", False)
+    off = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
+    assert off is not None and "FREE" not in off[1]
     monkeypatch.setattr(softmax, "_RESIDENT_FREE", True)
     planned = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
     assert planned is not None and planned[1]["FREE"] is True

@@ -318,7 +318,7 @@ def test_resident_softmax_with_more_shared_memory_matches_fp32_reference(m: int,
     (97, 40000, {"warps": 8, "per_sm": 3, "budget_bytes": 224 * 1024}), (140, 40003, {"warps": 32, "per_sm": 1})])
 def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: int, kw: dict[str, object],
                                                                       dtype: torch.dtype) -> None:
-    """FREE (an experiment, not planned: copies as inline PTX, no CTA barrier inside a row's passes) computes
+    """FREE (planned where it applies: copies as inline PTX, no CTA barrier inside a row's passes) computes
     exactly what the plain resident kernel does, so its output must be the same bytes: aligned rows (PAIR, streamed
     chunks, one row, one program's rows of one more round), windows (REALIGN: 33508, 49999, 65535, 32771), three
     programs an SM, 32 warps; -inf logits and whole chunks of them; nothing written past the output, a second call
@@ -329,7 +329,7 @@ def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: i
     index = torch.cuda.current_device()
     realign = n % 8 != 0
     args = (m, n, softmax._align(2, n), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
-    plain = softmax._resident_plan(*args, realign=realign, **kw)  # type: ignore[arg-type]
+    plain = softmax._resident_plan(*args, realign=realign, free=False, **kw)  # type: ignore[arg-type]
     free = softmax._resident_plan(*args, realign=realign, free=True, **kw)  # type: ignore[arg-type]
     assert plain is not None and free is not None and free[1]["FREE"] is True
     want = torch.empty((m, n), dtype=dtype, device="cuda")
