@@ -68,7 +68,8 @@ def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]
     per_thread = n / (32 * meta["num_warps"])
     return {"shape": f"{m}x{n}", "kernel": kernel.name, "meta": dict(meta),
             "instructions": total, "elements_a_thread": per_thread, "per_element": round(total / per_thread, 2),
-            "mufu_per_element": round(ops["MUFU"] / per_thread, 2), "opcodes": dict(ops.most_common())}
+            "mufu_per_element": round(ops["MUFU"] / per_thread, 2), "barriers": ops["BAR"],
+            "opcodes": dict(ops.most_common())}
 
 
 def main() -> int:
@@ -84,9 +85,9 @@ def main() -> int:
     results = [count(m, n) for m, n in shapes]
     for r in results:
         top = ", ".join(f"{k} {v}" for k, v in list(r["opcodes"].items())[:8])
-        log.info("%-12s %-22s %5d instructions, %6.1f elements a thread: %5.2f an element, MUFU %4.2f an element (%s)",
-                 r["shape"], r["kernel"], r["instructions"], r["elements_a_thread"], r["per_element"],
-                 r["mufu_per_element"], top)
+        log.info("%-12s %-22s %5d instructions, %6.1f elements a thread: %5.2f an element, MUFU %4.2f an element, "
+                 "%d CTA barriers (%s)", r["shape"], r["kernel"], r["instructions"], r["elements_a_thread"],
+                 r["per_element"], r["mufu_per_element"], r["barriers"], top)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
