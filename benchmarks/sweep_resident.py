@@ -273,29 +273,39 @@ MAXFIRST_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
 def softmax_resident_maxfirst_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_maxfirst`: the resident kernel taking the row's max first and one exponential an
     element (MAXFIRST: p = 2^((x - max) log2 e) kept as fp16 over x, the output pass a multiply) against the planned
-    launch and the same resident launch without it. Each config is checked against fp32 twice and prints its
-    registers and spills."""
+    launch and the same resident launch without it."""
+    yield from _option_trials("maxfirst", softmax._RESIDENT_MAXFIRST, MAXFIRST_SHAPES, device, dtype)
+
+
+def _option_trials(option: str, planned: bool, shapes: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...],
+                   device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The planned launch, then the resident kernel with and without one _resident_plan option (`option`, planned
+    as `planned`) at each shape's overrides (the config the plan itself launches is not timed twice). Each config is
+    checked against fp32 twice and prints its registers and spills. An override of programs an SM caps registers so
+    that they fit (FREE builds take more: 80 -> 117 at 33508 on 8 warps)."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     es = 2
-    for m, n, overrides in MAXFIRST_SHAPES:
+    family = f"softmax.resident_{option}"
+    for m, n, overrides in shapes:
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for kw, maxfirst in itertools.product(overrides, (False, True)):
-            if not kw and not maxfirst and n > softmax._MAX_FUSED_N:  # the planned launch itself
+        for kw, on in itertools.product(overrides, (False, True)):
+            if not kw and on == planned and n > softmax._MAX_FUSED_N:  # the planned launch itself
                 continue
-            realign = n % 8 != 0
-            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=realign,
-                                          maxfirst=maxfirst, **kw)
+            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=n % 8 != 0,
+                                          **{option: on}, **kw)
             assert plan is not None
             meta = plan[1]
-            label = (f"{'maxfirst' if maxfirst else 'resident'} per_sm={kw.get('per_sm', 'plan')} "
+            if "per_sm" in kw and "maxnreg" not in meta:
+                meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
+            label = (f"{option if on else 'resident'} per_sm={kw.get('per_sm', 'plan')} "
                      f"warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])}")
             run = partial(softmax._run, plan, x, y, m, n, n)
             compiled = plan[0](x, y, m, n, n, **meta)
-            print(f"softmax.resident_maxfirst {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
+            print(f"{family} {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
                   f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
-            if _correct_twice(run, y, ref, f"softmax.resident_maxfirst {m}x{n} {label}"):
-                yield ("softmax.resident_maxfirst", (m, n), label, run, moved, False)
+            if _correct_twice(run, y, ref, f"{family} {m}x{n} {label}"):
+                yield (family, (m, n), label, run, moved, False)
 
 
 # (m, n, overrides): the campaign's wide rows (aligned, and REALIGN at 33508 / 25249 / 49196), PAIR and streamed plans.
@@ -307,27 +317,5 @@ FREE_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
 def softmax_resident_free_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_free`: the resident kernel with FREE (its copies as inline PTX and its waits without
     CTA barriers: no barrier inside a row's passes; planned since the twelfth session) against the planned launch
-    and the same resident launch without it. Each config is checked against fp32 twice and prints its registers and
-    spills."""
-    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
-    es = 2
-    for m, n, overrides in FREE_SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for kw, free in itertools.product(overrides, (False, True)):
-            realign = n % (16 // es) != 0
-            plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=realign, free=free,
-                                          **kw)
-            assert plan is not None
-            meta = plan[1]
-            if free and "per_sm" in kw and "maxnreg" not in meta:  # FREE builds take more registers (80 -> 117 at
-                # 33508 on 8 warps): capped so that per_sm programs still fit an SM
-                meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
-            label = (f"{'free' if free else 'resident'} per_sm={kw.get('per_sm', 'plan')} "
-                     f"warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])}")
-            run = partial(softmax._run, plan, x, y, m, n, n)
-            compiled = plan[0](x, y, m, n, n, **meta)
-            print(f"softmax.resident_free {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
-                  f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
-            if _correct_twice(run, y, ref, f"softmax.resident_free {m}x{n} {label}"):
-                yield ("softmax.resident_free", (m, n), label, run, moved, False)
+    and the same resident launch without it."""
+    yield from _option_trials("free", softmax._RESIDENT_FREE, FREE_SHAPES, device, dtype)

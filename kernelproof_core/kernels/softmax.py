@@ -1133,7 +1133,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
                                          pack=1) + lane * 16
     else:
-        smem = lane
+        smem = lane  # unused without FREE (the parameters need a tensor)
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)
