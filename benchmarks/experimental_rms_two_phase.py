@@ -154,7 +154,17 @@ CONFIGS: list[tuple[int, int, int, bool, bool]] = []
 # points under that walk and under the split; 8192 on 8 warps (643031c) 2-10 points under 4096 on 4. Batches of 8-32 MB
 # (ed5622a planned 8 MB) lost where a batch took a few chunks more than one round of programs (600 x 50001); the
 # plan now sizes batches to one round.
-BUILTIN = [(4096, 4, 8, 8), (4096, 4, 4, 0)]  # 8 MB batches (ed5622a's plan); one round on 4 programs an SM
+BUILTIN = [(4096, 4, 8, 8, 0), (4096, 4, 4, 0, 0)]  # 8 MB batches (ed5622a's plan); one round on 4 programs an SM
+# Family rms_norm_two_phase_overlap: the kernel's OVERLAP orders (1: phase 2's loads before its wait; 2: also phase 1's
+# and phase 2's chunks in one step, both loaded first) against the plan (0), one round a batch. Hypothesis: the plan
+# keeps one chunk in flight a program and pays each latency in turn (load, publish, poll, partials, re-read, store),
+# so the 57-70% are latency, not bytes. Built for sm_90 (4096 on 4 warps): 64 registers at 0, 80 at 1 (8 bytes of
+# stack), 86 at 2, so 8 asked an SM are 5 resident at 1 and 2 (the launch caps the grid at what fits); 2048 on 2 warps
+# asks 12-16 an SM to keep the threads. The campaign's hidden_wide draws (476 x 63343 at 73.6% on the H100 in
+# 2026-12-06_harness_0_9/3_*), others of the family and x past the L2.
+OVERLAP_SHAPES = ((476, 63343), (345, 64803), (289, 65494), (600, 50001), (1024, 50001), (4096, 40003), (500, 33001))
+OVERLAP_CONFIGS = [(4096, 4, 8, 0, 1), (4096, 4, 8, 0, 2), (2048, 2, 12, 0, 1), (2048, 2, 16, 0, 2),
+                   (2048, 2, 12, 0, 2)]
 
 
 def _planned_run(plan: rms_norm.Plan, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -175,7 +185,9 @@ def _checked(run: Callable[[], torch.Tensor], y: torch.Tensor, ref: torch.Tensor
 
 
 def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype,
-                              shapes: tuple[tuple[int, int], ...] = SHAPES + CAP_SHAPES) -> Iterator[Trial]:
+                              shapes: tuple[tuple[int, int], ...] = SHAPES + CAP_SHAPES,
+                              builtin: list[tuple[int, int, int, int, int]] = BUILTIN,
+                              configs: list[tuple[int, int, int, bool, bool]] = CONFIGS) -> Iterator[Trial]:
     """The planned launch against the realigned split, the built-in two-phase kernel's other configs (BUILTIN; the
     plan's where the plan is the split) and this file's two-launch form (CONFIGS); each config checked against fp32
     and for a bit-exact replay before it is timed."""
@@ -193,15 +205,16 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype,
                        run, moved, False)
         planned = rms_norm._plan(m, n, n, x.element_size(), device)
         default = (rms_norm._TWO_PHASE_CHUNK, rms_norm._TWO_PHASE_WARPS, rms_norm._TWO_PHASE_PER_SM,
-                   rms_norm._TWO_PHASE_BATCH_BYTES >> 20)
-        for chunk, warps, per_sm, batch_mb in BUILTIN if isinstance(planned, rms_norm._TwoPhase) else [default]:
-            plan = rms_norm._two_phase_plan(m, n, n, chunk, warps, per_sm, batch_mb << 20)
+                   rms_norm._TWO_PHASE_BATCH_BYTES >> 20, rms_norm._TWO_PHASE_OVERLAP)
+        for chunk, warps, per_sm, batch_mb, overlap in builtin if isinstance(planned, rms_norm._TwoPhase) \
+                else [default]:
+            plan = rms_norm._two_phase_plan(m, n, n, chunk, warps, per_sm, batch_mb << 20, overlap=overlap)
             label = f"built-in chunk={chunk} warps={warps} per_sm={per_sm} " + (
-                f"batch={batch_mb}MB" if batch_mb else "batch=one round")
+                f"batch={batch_mb}MB" if batch_mb else "batch=one round") + f" overlap={overlap}"
             run = partial(_planned_run, plan, x, w, y)
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} {label}"):
                 yield ("rms_norm.two_phase", (m, n), label, run, moved, False)
-        for chunk, warps, batches, reverse, hints in CONFIGS:
+        for chunk, warps, batches, reverse, hints in configs:
             label = (f"chunk={chunk} warps={warps} batches={batches}" + (" reverse" if reverse else "")
                      + (" hints" if hints else ""))
             run = partial(rms_norm_two_phase, x, w, 1e-6, y, chunk, warps, batches, reverse, hints)
@@ -212,3 +225,10 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype,
 def rms_norm_two_phase_narrow_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """rms_norm_two_phase_trials on NARROW_SHAPES."""
     return rms_norm_two_phase_trials(device, dtype, NARROW_SHAPES)
+
+
+def rms_norm_two_phase_overlap_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The plan against OVERLAP_CONFIGS on OVERLAP_SHAPES (no split, no two-launch form)."""
+    for trial in rms_norm_two_phase_trials(device, dtype, OVERLAP_SHAPES, OVERLAP_CONFIGS, []):
+        if not trial[2].startswith("split"):
+            yield trial

@@ -38,7 +38,11 @@ from experimental_resident_ring import softmax_resident_ring_trials
 from experimental_resident_ws import softmax_resident_ws_trials
 from experimental_rms_cluster import rms_norm_cluster_trials
 from experimental_rms_resident import rms_norm_resident_trials, rms_norm_split_window_trials
-from experimental_rms_two_phase import rms_norm_two_phase_narrow_trials, rms_norm_two_phase_trials
+from experimental_rms_two_phase import (
+    rms_norm_two_phase_narrow_trials,
+    rms_norm_two_phase_overlap_trials,
+    rms_norm_two_phase_trials,
+)
 from experimental_split_funnel import softmax_split_funnel_trials
 from experimental_swiglu import (
     swiglu_funnel_trials,
@@ -145,6 +149,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_grid": softmax_grid_trials, "softmax_thread_stats_parts": softmax_thread_stats_parts_trials,
             "rms_norm_two_phase": rms_norm_two_phase_trials,
             "rms_norm_two_phase_narrow": rms_norm_two_phase_narrow_trials,
+            "rms_norm_two_phase_overlap": rms_norm_two_phase_overlap_trials,
             "softmax_words_padded": softmax_words_padded_trials,
             "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials}
 

@@ -75,6 +75,10 @@ _SPLIT_CHUNK, _SPLIT_CHUNK_SCALAR, _SPLIT_CHUNK_REALIGNED, _SPLIT_WARPS = 8192, 
 _TWO_PHASE_MIN_N = 24577
 _TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 0
 _TWO_PHASE_PATIENCE = 1 << 20
+# _rms_norm_two_phase's OVERLAP (0: each chunk's loads where it is used; 1: phase 2's loads before its wait; 2: also
+# phase 1's k-th chunk and phase 2's k-th in one step, both loaded before either is used). Built 2026-12-06, not yet
+# measured: family rms_norm_two_phase sweeps 1 and 2 beside the plan.
+_TWO_PHASE_OVERLAP = 0
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -439,10 +443,46 @@ def _row_sum_of_squares(x_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.ten
 
 
 @triton.jit
+def _phase_one_load(x_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, item: tl.tensor, n_parts: tl.tensor,
+                    on: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr) -> tuple[tl.tensor, ...]:
+    # Phase 1's loads of chunk `item` (row-major over rows and chunks; nothing loaded where `on` is false).
+    row = item // n_parts
+    part = item % n_parts
+    x_at, offs, mask, e_offs, e_mask, _base, _shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
+    x, x_e = _chunk_load(x_at, offs, mask & on, e_offs, e_mask & on, "evict_last")
+    return x, x_e, row, part
+
+
+@triton.jit
+def _phase_one_publish(part_ptr: tl.tensor, count_ptr: tl.tensor, x: tl.tensor, x_e: tl.tensor, row: tl.tensor,
+                       part: tl.tensor, n_parts: tl.tensor) -> None:
+    # A chunk's sum of squares into its row's partials, then the row's counter (release).
+    tl.store(part_ptr + row.to(tl.int64) * n_parts + part, _squares(x, x_e))
+    tl.debug_barrier()  # every thread's stores are ordered before the release below
+    tl.atomic_add(count_ptr + row, 1, sem="release")
+
+
+@triton.jit
+def _phase_two_load(x_ptr: tl.tensor, w_ptr: tl.tensor, N: tl.tensor, stride_x: tl.tensor, item: tl.tensor,
+                    n_parts: tl.tensor, on: tl.tensor, CHUNK: tl.constexpr, ALIGN: tl.constexpr,
+                    WT: tl.constexpr) -> tuple[tl.tensor, ...]:
+    # Phase 2's loads of chunk `item`: x again (from L2, read one batch earlier) and the weight at its positions.
+    row = item // n_parts
+    part = item % n_parts
+    x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK, ALIGN)
+    mask = mask & on
+    e_mask = e_mask & on
+    x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
+    w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
+    return x, x_e, w, w_e, row, offs, mask, e_offs, e_mask, base
+
+
+@triton.jit
 def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor,
                         count_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor, eps: tl.tensor,
                         n_parts: tl.tensor, rows_b: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
-                        ALIGN: tl.constexpr, WT: tl.constexpr, PATIENCE: tl.constexpr) -> None:
+                        ALIGN: tl.constexpr, WT: tl.constexpr, PATIENCE: tl.constexpr,
+                        OVERLAP: tl.constexpr = 0) -> None:
     # 16-bit rows off the 16-byte grid, too wide for one program, without the split path's wait with a chunk held in
     # registers: each chunk (_chunk_window's cut; M x n_parts of them) is read twice, once for its sum of squares
     # (phase 1: reads only, nobody waits) and once, while still in L2, to scale and store it (phase 2, once its row's
@@ -453,40 +493,58 @@ def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, pa
     # at once; where programs are not (another context holds SMs), a wait gives up after PATIENCE polls and the
     # waiting program recomputes the row's partials itself (_row_sum_of_squares): slower, never a hang, same bits.
     # The interpreter (programs one after another) takes that branch for every row a later program shares.
+    # OVERLAP 1: phase 2 issues its loads (x again, the weight) before it waits for its row, so they are in flight
+    # during the wait. OVERLAP 2: also a program's k-th chunk of phase 1 and its k-th of phase 2 in one step, all their
+    # loads issued before either is used, so phase 2's are in flight while phase 1 reduces and publishes (with 0, one
+    # chunk in flight and each latency paid in turn). Phase 2 of batch b - 1 waits only on phase 1 of batch b - 1,
+    # which every program finished in its previous step of the walk, so the order adds no wait that can close a cycle.
     pid = tl.program_id(0)
     G = tl.num_programs(0)
     n_batches = (M + rows_b - 1) // rows_b
     b = 0
     while b <= n_batches:  # while, not range(): Triton 3.6's interpreter cannot range() over a runtime bound
-        if b < n_batches:
-            item = b * rows_b * n_parts + pid
-            hi = tl.minimum((b + 1) * rows_b, M) * n_parts
-            while item < hi:
-                row = item // n_parts
-                part = item % n_parts
-                x_at, offs, mask, e_offs, e_mask, _base, _shift = _chunk_window(x_ptr, N, stride_x, row, part,
-                                                                                CHUNK, ALIGN)
-                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_last")
-                tl.store(part_ptr + row.to(tl.int64) * n_parts + part, _squares(x, x_e))
-                tl.debug_barrier()  # every thread's stores are ordered before the release below
-                tl.atomic_add(count_ptr + row, 1, sem="release")
-                item += G
-        if b > 0:
-            lo = (b - 1) * rows_b * n_parts
-            mine = tl.maximum(tl.minimum(b * rows_b, M) * n_parts - lo - pid + G - 1, 0) // G
+        lo1 = b * rows_b * n_parts
+        mine1 = tl.maximum(tl.minimum((b + 1) * rows_b, M) * n_parts - lo1 - pid + G - 1, 0) // G
+        lo2 = (b - 1) * rows_b * n_parts
+        mine2 = tl.where(b > 0, tl.maximum(tl.minimum(b * rows_b, M) * n_parts - lo2 - pid + G - 1, 0) // G, 0)
+        if OVERLAP == 2:
             k = 0
-            while k < mine:
-                item = lo + pid + (mine - 1 - k) * G
-                row = item // n_parts
-                part = item % n_parts
-                total = _row_sum_of_squares(x_ptr, part_ptr, count_ptr, N, stride_x, row, n_parts, CHUNK, BLOCK_S,
-                                            ALIGN, PATIENCE)
-                inv = tl.rsqrt(total / N + eps)
-                x_at, offs, mask, e_offs, e_mask, base, shift = _chunk_window(x_ptr, N, stride_x, row, part, CHUNK,
-                                                                              ALIGN)
-                x, x_e = _chunk_load(x_at, offs, mask, e_offs, e_mask, "evict_first")
-                w, w_e = _chunk_weights(w_ptr, offs, mask, e_offs, e_mask, shift, WT)
-                _chunk_store(y_ptr, x, x_e, w, w_e, inv, offs, mask, e_offs, e_mask, base, ".cs")
+            while k < tl.maximum(mine1, mine2):
+                on1 = k < mine1
+                on2 = k < mine2
+                x1, x1_e, row1, part1 = _phase_one_load(x_ptr, N, stride_x, lo1 + pid + k * G, n_parts, on1, CHUNK,
+                                                        ALIGN)
+                x, x_e, w, w_e, row, offs, mask, e_offs, e_mask, base = _phase_two_load(
+                    x_ptr, w_ptr, N, stride_x, lo2 + pid + (mine2 - 1 - k) * G, n_parts, on2, CHUNK, ALIGN, WT)
+                if on1:
+                    _phase_one_publish(part_ptr, count_ptr, x1, x1_e, row1, part1, n_parts)
+                if on2:
+                    total = _row_sum_of_squares(x_ptr, part_ptr, count_ptr, N, stride_x, row, n_parts, CHUNK, BLOCK_S,
+                                                ALIGN, PATIENCE)
+                    _chunk_store(y_ptr, x, x_e, w, w_e, tl.rsqrt(total / N + eps), offs, mask, e_offs, e_mask, base,
+                                 ".cs")
+                k += 1
+        else:
+            k = 0
+            while k < mine1:
+                x1, x1_e, row1, part1 = _phase_one_load(x_ptr, N, stride_x, lo1 + pid + k * G, n_parts, k >= 0,
+                                                        CHUNK, ALIGN)
+                _phase_one_publish(part_ptr, count_ptr, x1, x1_e, row1, part1, n_parts)
+                k += 1
+            k = 0
+            while k < mine2:
+                item = lo2 + pid + (mine2 - 1 - k) * G
+                if OVERLAP == 1:
+                    x, x_e, w, w_e, row, offs, mask, e_offs, e_mask, base = _phase_two_load(
+                        x_ptr, w_ptr, N, stride_x, item, n_parts, k >= 0, CHUNK, ALIGN, WT)
+                    total = _row_sum_of_squares(x_ptr, part_ptr, count_ptr, N, stride_x, row, n_parts, CHUNK, BLOCK_S,
+                                                ALIGN, PATIENCE)
+                else:
+                    total = _row_sum_of_squares(x_ptr, part_ptr, count_ptr, N, stride_x, item // n_parts, n_parts,
+                                                CHUNK, BLOCK_S, ALIGN, PATIENCE)
+                    x, x_e, w, w_e, row, offs, mask, e_offs, e_mask, base = _phase_two_load(
+                        x_ptr, w_ptr, N, stride_x, item, n_parts, k >= 0, CHUNK, ALIGN, WT)
+                _chunk_store(y_ptr, x, x_e, w, w_e, tl.rsqrt(total / N + eps), offs, mask, e_offs, e_mask, base, ".cs")
                 k += 1
         b += 1
 
@@ -574,12 +632,14 @@ def _split_plan(m: int, n: int, stride: int, elsize: int, align: int, realign: b
 
 def _two_phase_plan(m: int, n: int, stride: int, chunk: int = _TWO_PHASE_CHUNK, warps: int = _TWO_PHASE_WARPS,
                     per_sm: int = _TWO_PHASE_PER_SM, batch_bytes: int = _TWO_PHASE_BATCH_BYTES,
-                    patience: int = _TWO_PHASE_PATIENCE) -> _TwoPhase:
+                    patience: int = _TWO_PHASE_PATIENCE, overlap: int | None = None) -> _TwoPhase:
     """16-bit rows off the 16-byte grid (_rms_norm_two_phase): chunks of `chunk` window positions, per_sm programs
-    an SM, batches of about batch_bytes of x (0: as many whole rows as one chunk a program covers, set at launch)."""
+    an SM, batches of about batch_bytes of x (0: as many whole rows as one chunk a program covers, set at launch),
+    the kernel's OVERLAP (None: _TWO_PHASE_OVERLAP)."""
     n_parts = _cdiv(n + 7, chunk)
     meta = {"CHUNK": chunk, "BLOCK_S": max(2, triton.next_power_of_2(n_parts)), "ALIGN": _align(2, stride - n),
-            "WT": n_parts * chunk, "PATIENCE": patience, "num_warps": warps}
+            "WT": n_parts * chunk, "PATIENCE": patience, "num_warps": warps,
+            "OVERLAP": _TWO_PHASE_OVERLAP if overlap is None else overlap}
     return _TwoPhase(meta, n_parts, max(1, min(m, batch_bytes // (2 * n))) if batch_bytes else 0, per_sm)
 
 

@@ -94,20 +94,24 @@ def test_rms_norm_weight_table_also_zeroes_the_split_counters(n: int, wt: int, z
     assert torch.equal(counters[z:].cpu(), torch.full((3,), -7, dtype=torch.int32))  # nothing past the buffer
 
 
+@pytest.mark.parametrize("overlap", [0, 1, 2])
 @pytest.mark.parametrize(("m", "n", "pad", "chunk", "rows_b"), [
     (3, 3001, 0, 1024, 1), (5, 2053, 3, 512, 2), (4, 4099, 8, 1024, 4), (7, 1031, 2, 256, 3), (2, 40001, 0, 8192, 1)])
-def test_two_phase_rms_norm_matches_fp32_on_any_grid(m: int, n: int, pad: int, chunk: int, rows_b: int) -> None:
+def test_two_phase_rms_norm_matches_fp32_on_any_grid(m: int, n: int, pad: int, chunk: int, rows_b: int,
+                                                     overlap: int) -> None:
     """The two-phase path on one program (every partial its own, nothing to wait for), three and one a chunk, and
     with no patience at all (every row's partials recomputed by the program that scales a chunk): the same bits
     every way, within a bf16 rounding of fp32, nothing written past the output (a guard row), each row's counter
     at its chunk count. Under the interpreter programs run one after another, so a program that shares a row with a
-    later one gives up waiting and recomputes it: the two ways of getting a row's sum must agree to the bit."""
+    later one gives up waiting and recomputes it: the two ways of getting a row's sum must agree to the bit. Each
+    OVERLAP order (which loads are issued before which wait) the same way: only the order differs, never the bits."""
     gen = torch.Generator().manual_seed(17)
     x = torch.randn(m, n + pad, generator=gen).to(torch.bfloat16).to(DEVICE)[:, :n]
     w = (1 + 0.1 * torch.randn(n, generator=gen)).to(torch.bfloat16).to(DEVICE)
     ref = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
     plan = rms_norm._two_phase_plan(m, n, x.stride(0), chunk=chunk, warps=4, batch_bytes=2 * n * rows_b,
-                                    patience=2 if DEVICE.type == "cpu" else rms_norm._TWO_PHASE_PATIENCE)
+                                    patience=2 if DEVICE.type == "cpu" else rms_norm._TWO_PHASE_PATIENCE,
+                                    overlap=overlap)
     assert plan.rows_b == rows_b
     outs = []
     for grid, patience in ((1, plan.meta["PATIENCE"]), (3, plan.meta["PATIENCE"]),

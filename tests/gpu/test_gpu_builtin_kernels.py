@@ -186,7 +186,7 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
     when others it waits on are not resident); cut as the realigned split cuts it, on as many warps (the warps set
     the reduction's tree), it writes the split's bits. 600 x 50001 runs several batches; a row of 600001 has more of
     the split's chunks than the H200 has SMs (no split there: the looped path); 3 x 24577 is 7 chunks a row, the
-    fewest planned, and 1024 x 50001 102 MB of x, more than the L2 holds."""
+    fewest planned, and 1024 x 50001 102 MB of x, more than the L2 holds. Each OVERLAP order writes the same bits."""
     xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
     w = torch.randn(n, device="cuda").to(dtype)
     plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device)
@@ -213,6 +213,9 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
     assert torch.equal(two_phase(plan, resident, plan.meta["PATIENCE"]), y)
     assert torch.equal(two_phase(plan, 1, plan.meta["PATIENCE"]), y)
     assert torch.equal(two_phase(plan, resident, 0), y)
+    for overlap in (0, 1, 2):  # the three load orders write the same bits
+        assert torch.equal(two_phase(rms_norm._two_phase_plan(m, n, xs.stride(0), overlap=overlap), resident,
+                                     plan.meta["PATIENCE"]), y)
     split = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, two_phase=False)
     if isinstance(split, rms_norm._Split):
         same_cut = rms_norm._two_phase_plan(m, n, xs.stride(0), chunk=split.meta["CHUNK"],
