@@ -278,18 +278,19 @@ def softmax_resident_maxfirst_trials(device: torch.device, dtype: torch.dtype) -
 
 
 def _option_trials(option: str, planned: bool, shapes: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...],
-                   device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """The planned launch, then the resident kernel with and without one _resident_plan option (`option`, planned
-    as `planned`) at each shape's overrides (the config the plan itself launches is not timed twice). Each config is
-    checked against fp32 twice and prints its registers and spills. An override of programs an SM caps registers so
-    that they fit (FREE builds take more: 80 -> 117 at 33508 on 8 warps)."""
+                   device: torch.device, dtype: torch.dtype, values: tuple[bool, ...] = (False, True),
+                   family: str = "") -> Iterator[Trial]:
+    """The planned launch, then the resident kernel with and without (`values`) one _resident_plan option (`option`,
+    planned as `planned`) at each shape's overrides (the config the plan itself launches is not timed twice). Each
+    config is checked against fp32 twice and prints its registers and spills. An override of programs an SM caps
+    registers so that they fit (FREE builds take more: 80 -> 117 at 33508 on 8 warps)."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     es = 2
-    family = f"softmax.resident_{option}"
+    family = family or f"softmax.resident_{option}"
     for m, n, overrides in shapes:
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for kw, on in itertools.product(overrides, (False, True)):
+        for kw, on in itertools.product(overrides, values):
             if not kw and on == planned and n > softmax._MAX_FUSED_N:  # the planned launch itself
                 continue
             plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=n % 8 != 0,
@@ -319,3 +320,22 @@ def softmax_resident_free_trials(device: torch.device, dtype: torch.dtype) -> It
     CTA barriers: no barrier inside a row's passes; planned since the twelfth session) against the planned launch
     and the same resident launch without it."""
     yield from _option_trials("free", softmax._RESIDENT_FREE, FREE_SHAPES, device, dtype)
+
+
+_FOUR = {"per_sm": 4, "warps": 8, "budget_bytes": 224 * 1024}  # four 8-warp programs an SM, 56 KB each
+# (m, n, overrides): rows of the hidden offset / odd / flat_wide draws over 64 MB (33-50 K wide, a few hundred to a
+# thousand rows) whose last round of resident programs is part full: 400 x 49196 (the H100 campaign's hidden_offset,
+# 70-71%: 400 rows on 264 programs, a second round 52% full), then aligned rows at 1.3, 2.3, 3.8 and 1.9 (the
+# control) rounds of two programs an SM.
+ROUNDS_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = tuple(
+    (m, n, ({"per_sm": 1}, _THREE, _FOUR)) for m, n in
+    ((400, 49196), (350, 48000), (600, 40000), (1000, 36000), (512, 40000)))
+
+
+def softmax_resident_rounds_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_rounds`: the planned launch (two programs an SM where two rows fit) against one,
+    three and four programs an SM (the rest of a row streamed where its slots do not hold it) on rows whose last
+    round is part full. Hypothesis: an SM's time is its most loaded slot's rows, so the programs an SM that leave the
+    fewest rows in a part-full last round win, streamed chunks and all."""
+    yield from _option_trials("free", softmax._RESIDENT_FREE, ROUNDS_SHAPES, device, dtype,
+                              values=(softmax._RESIDENT_FREE,), family="softmax.resident_rounds")

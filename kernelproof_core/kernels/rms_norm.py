@@ -76,8 +76,11 @@ _TWO_PHASE_MIN_N = 24577
 _TWO_PHASE_CHUNK, _TWO_PHASE_WARPS, _TWO_PHASE_PER_SM, _TWO_PHASE_BATCH_BYTES = 4096, 4, 8, 0
 _TWO_PHASE_PATIENCE = 1 << 20
 # _rms_norm_two_phase's OVERLAP (0: each chunk's loads where it is used; 1: phase 2's loads before its wait; 2: also
-# phase 1's k-th chunk and phase 2's k-th in one step, both loaded before either is used). Built 2026-12-06, not yet
-# measured: family rms_norm_two_phase sweeps 1 and 2 beside the plan.
+# phase 1's k-th chunk and phase 2's k-th in one step, both loaded before either is used). On the H100 (bf16, CUPTI,
+# evidence/h100/2026-12-06_two_phase_overlap/1_*) 1 gained 0.1-2.8 points at five shapes (476 x 63343 73.2% against
+# 72.2) and lost 1.4 at 1024 x 50001; 2 level with 1; the counters (3_*) show x read from DRAM once and re-read from
+# L2 (DRAM reads 1.03x x), DRAM 59-62% busy, issue 51% busy: the path's limit is neither latency nor bytes. Not
+# planned without an H200 sweep (family rms_norm_two_phase_overlap).
 _TWO_PHASE_OVERLAP = 0
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
