@@ -420,3 +420,60 @@ def test_resident_free_compiles_for_sm90_without_barriers_in_a_row() -> None:
         # the same copies; FREE's from its own base (inline PTX: mov.u32 of global_smem), the plain kernel's from Gluon
         assert free["copies"] == plain["copies"] and free["free_base"] > 0 and plain["free_base"] == 0, (shape, free)
         assert free["local"] == 0 and min(free["offsets"]) >= free["slot_bytes"], (shape, free)
+
+
+def _tail(m: int, n: int, **kw: object) -> softmax.Launch | softmax._Tail:
+    align, realign = softmax._align(2, n, n), n % 8 != 0
+    resident = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign)
+    assert resident is not None
+    return softmax._tail_plan(resident, m, n, n, 2, align, H200_SMS, H200_SMEM_PER_SM, realign, **kw)  # type: ignore[arg-type]
+
+
+def test_resident_tail_plan() -> None:
+    """TAIL: the rows past a whole number an SM go to the split kernel where they are at most a quarter of the SMs
+    (400 x 49196: 396 rows, 3 an SM, on the resident launch and 4 cut in 13 window chunks of 4096 positions on 4
+    warps; aligned rows on plain chunks), the resident launch unchanged but for its grid; none where the rows divide
+    evenly, are fewer than the SMs, leave more than a quarter, are wider than the split path takes, or it is off."""
+    plan = _tail(400, 49196)
+    assert isinstance(plan, softmax._Tail)
+    assert (plan.rows, plan.tail_rows, plan.tail.n_parts) == (396, 4, 13)
+    assert plan.tail.meta == {"CHUNK": 4096, "BLOCK_S": 16, "ALIGN": 8, "VEC": 8, "REALIGNED": True, "num_warps": 4}
+    whole = _tail(400, 49196, tail=False)
+    assert type(whole) is tuple and plan.body[1] == whole[1]
+    aligned = _tail(1991, 33504)
+    assert isinstance(aligned, softmax._Tail) and (aligned.rows, aligned.tail_rows) == (1980, 11)
+    assert "REALIGNED" not in aligned.tail.meta and aligned.tail.n_parts == 9
+    assert isinstance(_tail(2 * H200_SMS + 33, 65536), softmax._Tail)  # the most: a quarter of 132
+    for m, n in ((2 * H200_SMS + 34, 65536), (1024, 65536), (264, 40000), (131, 49196), (133, 131072)):
+        assert type(_tail(m, n)) is tuple, (m, n)
+    forced = _tail(1024, 40000, max_fraction=1.0)
+    assert isinstance(forced, softmax._Tail) and forced.tail_rows == 100
+
+
+_COMPILE_TAIL = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132
+softmax._smem_per_sm = lambda index: 233472
+out = []
+for m, n in json.loads(sys.argv[1]):
+    plan = softmax._plan(m, n, n, 2, torch.device("cuda", 0), torch.bfloat16)
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    with compile_only("cuda", 90, 32):
+        kernel = plan.tail.launch(x, x, torch.empty(2 * plan.tail_rows * plan.tail.n_parts),
+                                  torch.empty(plan.tail_rows, dtype=torch.int32), plan.tail_rows, n, n,
+                                  plan.tail.n_parts, **plan.tail.meta, row0=plan.rows)
+    ptx = kernel.asm["ptx"]
+    out.append({"kind": type(plan).__name__, "v4": ptx.count("ld.global.v4") + ptx.count("st.global.v4"),
+                "local": ptx.count(".local")})
+print(json.dumps(out))
+"""
+
+
+def test_resident_tail_plan_on_an_h200_compiles_its_split_for_sm90() -> None:
+    """The H200's plan (132 SMs) for 400 x 49196 and 1991 x 33508 is a TAIL, and its split launch, its first row
+    passed at run time, builds for sm_90 with 16-byte loads and stores and nothing in local memory."""
+    for result in compile_for_sm90(_COMPILE_TAIL, [(400, 49196), (1991, 33508)]):
+        assert result["kind"] == "_Tail" and result["v4"] >= 2 and result["local"] == 0, result
