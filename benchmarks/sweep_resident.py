@@ -114,8 +114,8 @@ def _resident_variants(family: str, m: int, n: int, device: torch.device, dtype:
     changes), each checked against fp32 before it is timed."""
     x, y, ref, moved = inputs(m, n, dtype, device)
     yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-    plan = softmax._resident_launch(softmax._plan(m, n, n, x.element_size(), device, dtype))  # TAIL: its body
-    if plan is None:
+    plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+    if type(plan) is not tuple or "NRES" not in plan[1]:
         print(f"softmax_{family} {m}x{n}: not resident", flush=True)
         return
     launch, meta = plan
@@ -339,31 +339,3 @@ def softmax_resident_rounds_trials(device: torch.device, dtype: torch.dtype) -> 
     fewest rows in a part-full last round win, streamed chunks and all."""
     yield from _option_trials("free", softmax._RESIDENT_FREE, ROUNDS_SHAPES, device, dtype,
                               values=(softmax._RESIDENT_FREE,), family="softmax.resident_rounds")
-
-
-# Rows whose count leaves a few past a whole number an SM (400 x 49196: the H100 campaign's hidden_offset, 4 rows;
-# random2's 1991 x 33508, 11; 133 and 265 x 65536, 1; 140 x 40000, 8; 400 x 49152, aligned), then more than the plan
-# takes (700 x 49196, 40 rows; 1024 x 40000, 100), where the tail is forced.
-TAIL_SHAPES = ((400, 49196), (1991, 33508), (133, 65536), (140, 40000), (400, 49152), (265, 65536), (700, 49196),
-               (1024, 40000))
-
-
-def softmax_resident_tail_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_resident_tail`: the resident launch with TAIL (the rows past a whole number an SM on the split
-    kernel, spread over the SMs) against the same launch over every row, each checked against fp32 twice."""
-    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
-    for m, n in TAIL_SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        align, realign = softmax._align(2, n, n), n % 8 != 0
-        resident = softmax._resident_plan(m, n, align, 2, sms, smem, realign=realign)
-        assert resident is not None
-        tail = softmax._tail_plan(resident, m, n, n, 2, align, sms, smem, realign, tail=True, max_fraction=1.0)
-        for label, plan in (("resident, every row", resident), ("tail", tail)):
-            if plan is resident and label == "tail":
-                continue
-            if isinstance(plan, softmax._Tail):
-                label = f"tail rows={plan.rows}+{plan.tail_rows} parts={plan.tail.n_parts}"
-            run = partial(softmax._run, plan, x, y, m, n, n)
-            if _correct_twice(run, y, ref, f"softmax.resident_tail {m}x{n} {label}"):
-                yield ("softmax.resident_tail", (m, n), label, run, moved, False)

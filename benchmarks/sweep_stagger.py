@@ -75,8 +75,8 @@ def softmax_resident_safe_trials(device: torch.device, dtype: torch.dtype) -> It
         ref = torch.softmax(x.float(), -1)
         if _correct(softmax.candidate(x), ref, f"softmax.offset {m}x{n}"):
             yield ("softmax.offset_planned", (m, n), "planned, offset 1e8", partial(softmax.candidate, x), moved, True)
-        plan = softmax._resident_launch(softmax._plan(m, n, n, x.element_size(), device, dtype))  # TAIL: its body
-        if plan is not None:
+        plan = softmax._plan(m, n, n, x.element_size(), device, dtype)
+        if type(plan) is tuple and "NRES" in plan[1]:
             launch, meta = plan
             y = torch.empty_like(x)
             run = partial(launch, x, y, m, n, n, **{**meta, "CARRY": True})

@@ -238,16 +238,6 @@ _RESIDENT_MAXFIRST = False
 # 1024 x 53248 +1.1 / +0.8, 400 x 49196 +5.1 / +4.2, 1991 x 33508 +0.6 / +0.4; behind only at three programs an SM
 # capped to 85 registers (not a plan). Not yet measured on an H200.
 _RESIDENT_FREE = True
-# TAIL (resident plans of rows up to _SPLIT_MAX_N wide, m >= SMs): an SM's time is the rows its programs hold, so
-# m = q x SMs + r rows take q + 1 rows' time on the SMs that get one more. Where r is at most _TAIL_MAX_FRACTION of
-# the SMs, the resident launch takes the first q x SMs rows (q an SM) and the split kernel the last r, each row cut
-# in _TAIL_CHUNK_BYTES chunks on _TAIL_WARPS, one program a chunk, so they spread over the SMs. On an H100 (bf16,
-# CUPTI, kernel_sweep.py --only softmax_resident_rounds, evidence/h100/2026-12-06_two_phase_overlap/6_*) the planned
-# resident launch ran 400 x 49196 (4 rows on the SMs that get 4, 3.03 on average) at 72.4% and 350 x 48000 (at most
-# 3, 2.65 on average) at 85.5%: what rows an SM hold explains both (75.8% and 88.4% of the even spread); one, three
-# or four programs an SM instead lost (55.8-68.4% at 400 x 49196). Built 2026-12-06 from that; family
-# softmax_resident_tail measures it against the plan without it.
-_RESIDENT_TAIL, _TAIL_MAX_FRACTION, _TAIL_CHUNK_BYTES, _TAIL_WARPS = True, 0.25, 8192, 4
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -790,8 +780,7 @@ def _softmax_staged(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, cou
 @triton.jit
 def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, count_ptr: tl.tensor, M: tl.tensor,
                    N: tl.tensor, stride_x: tl.tensor, n_parts: tl.tensor, CHUNK: tl.constexpr, BLOCK_S: tl.constexpr,
-                   ALIGN: tl.constexpr, VEC: tl.constexpr = 1, REALIGNED: tl.constexpr = False,
-                   row0: tl.tensor = 0) -> None:
+                   ALIGN: tl.constexpr, VEC: tl.constexpr = 1, REALIGNED: tl.constexpr = False) -> None:
     # One program per chunk of a row, the chunk held in registers from load to store: reduce it to (max, sum of
     # exp), publish that on the row's counter (release), wait until every chunk of the row has (acquire), merge the
     # row's partials and store. HBM sees exactly one read and one write. Waiting on programs with higher ids is safe
@@ -800,11 +789,8 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
     # REALIGNED: chunks cut from the row's window on the output's vectors (as _softmax_realigned sees rows) hold the
     # row's whole vectors inside them, masked per vector, and the chunk holding an edge vector the row's part of it
     # in a 2 x VEC tile; x is read at the window's positions, ALIGN being a power of two dividing stride_x - N.
-    # row0: this launch's first row (a resident launch's tail, _Tail); M, the partials and the counters count the
-    # launch's own rows.
     pid = tl.program_id(0)
-    local = pid // n_parts
-    row = row0 + local
+    row = pid // n_parts
     part = pid % n_parts
     if REALIGNED:
         start = row.to(tl.int64) * N
@@ -828,7 +814,7 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
         m_loc = tl.max(x, axis=0)
     m_safe = tl.where(m_loc == float("-inf"), 0.0, m_loc)  # an all -inf (or empty) chunk: (max=-inf, sum=0)
     e = tl.exp(x - m_safe)
-    at = part_ptr + local.to(tl.int64) * n_parts
+    at = part_ptr + row.to(tl.int64) * n_parts
     tl.store(at + part, m_loc)
     if REALIGNED:
         e_e = tl.exp(x_e - m_safe)
@@ -836,8 +822,8 @@ def _softmax_split(x_ptr: tl.tensor, y_ptr: tl.tensor, part_ptr: tl.tensor, coun
     else:
         tl.store(at + M * n_parts + part, tl.sum(e, axis=0))
     tl.debug_barrier()  # every thread's stores are ordered before the release below
-    tl.atomic_add(count_ptr + local, 1, sem="release")
-    while tl.atomic_add(count_ptr + local, 0, sem="acquire") < n_parts:
+    tl.atomic_add(count_ptr + row, 1, sem="release")
+    while tl.atomic_add(count_ptr + row, 0, sem="acquire") < n_parts:
         pass
     tl.debug_barrier()
     slots = tl.arange(0, BLOCK_S)
@@ -1337,18 +1323,9 @@ class _Split(NamedTuple):
     n_parts: int  # programs per row
 
 
-class _Tail(NamedTuple):
-    """A resident launch over the first `rows` rows (as many an SM) and the split kernel over the rest (TAIL)."""
-
-    body: Launch
-    rows: int
-    tail: _Split
-    tail_rows: int
-
-
 # Launch plans per (shape, row stride, dtype, device): a call of a known shape costs a dict lookup instead of the
 # planning arithmetic, which matters when the kernel itself takes 2 us. Bounded so odd shape streams cannot grow it.
-_PLANS: dict[tuple[object, ...], Launch | _Staged | _Split | _Tail] = {}
+_PLANS: dict[tuple[object, ...], Launch | _Staged | _Split] = {}
 _MAX_PLANS = 4096
 
 
@@ -1465,31 +1442,6 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     if free:
         meta["FREE"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
-
-
-def _tail_plan(resident: Launch, m: int, n: int, stride: int, elsize: int, align: int, n_sm: int,
-               smem_per_sm_bytes: int, realign: bool, tail: bool | None = None,
-               max_fraction: float = _TAIL_MAX_FRACTION) -> Launch | _Tail:
-    """`resident` (the m x n resident launch) with its last m % n_sm rows on the split kernel where TAIL applies
-    (tail: default _RESIDENT_TAIL; max_fraction: the most rows left, per SM)."""
-    rest = m % n_sm
-    if not (_RESIDENT_TAIL if tail is None else tail) or m < n_sm or rest == 0 \
-            or rest > max_fraction * n_sm or n > _SPLIT_MAX_N or "PARTS" in resident[1]:
-        return resident
-    body = _resident_plan(m - rest, n, align, elsize, n_sm, smem_per_sm_bytes, realign=realign)
-    assert body is not None and body[1] == resident[1]  # the same launch, on a grid for fewer rows
-    split = (_split_realigned_plan(rest, n, stride, elsize, _TAIL_CHUNK_BYTES, _TAIL_WARPS) if realign or n % 8 else
-             _split_plan(rest, n, elsize, align, _TAIL_CHUNK_BYTES, _TAIL_WARPS))
-    return _Tail(body, m - rest, split, rest)
-
-
-def _resident_launch(plan: Launch | _Staged | _Split | _Tail) -> Launch | None:
-    """The resident launch of a plan (its body where TAIL splits it), or None where the plan has none."""
-    if isinstance(plan, _Tail):
-        return plan.body
-    if isinstance(plan, _Staged | _Split) or "NCHUNK" not in plan[1]:
-        return None
-    return plan
 
 
 def _window(n: int, elsize: int) -> int:
@@ -1637,13 +1589,13 @@ def _prefetching(plan: Launch) -> Launch:
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None = None,
-          resident_realign: bool = True, padded_parts: bool = True) -> Launch | _Staged | _Split | _Tail:
+          resident_realign: bool = True, padded_parts: bool = True) -> Launch | _Staged | _Split:
     """The launch for an m x n softmax (row stride `stride`); dtype picks between 16-bit configs (default bf16's).
     resident_realign=False, padded_parts=False: the plan as it was before REALIGN, before _padded_plan (padded rows
     on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's). With _PDL, the row and realigned
     kernels' launches (their plans hold BLOCK_M and WINDOW, no other's does) take programmatic dependent launch."""
     plan = _plan_launch(m, n, stride, elsize, device, dtype, resident_realign, padded_parts)
-    if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Staged | _Split | _Tail) and (
+    if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Staged | _Split) and (
             "BLOCK_M" in plan[1] or "WINDOW" in plan[1]) and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
     return plan
@@ -1657,16 +1609,16 @@ def _dependent_launch(device: torch.device) -> bool:
 
 
 def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None,
-                 resident_realign: bool, padded_parts: bool) -> Launch | _Staged | _Split | _Tail:
+                 resident_realign: bool, padded_parts: bool) -> Launch | _Staged | _Split:
     align = _align(elsize, n, stride)
     # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
     compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
     if n > _MAX_FUSED_N and elsize == 2 and compiled_gpu:
         realign = resident_realign and align * elsize < 16 and stride == n  # contiguous rows off the 16-byte grid
-        n_sm, smem = _num_sms(device), _smem_per_sm(_cuda_index(device))
-        resident = _resident_plan(m, n, align, elsize, n_sm, smem, realign=realign)
+        resident = _resident_plan(m, n, align, elsize, _num_sms(device), _smem_per_sm(_cuda_index(device)),
+                                  realign=realign)
         if resident is not None:
-            return _tail_plan(resident, m, n, stride, elsize, align, n_sm, smem, realign)
+            return resident
     if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and compiled_gpu:
         split = (_split_realigned_plan(m, n, stride, elsize) if elsize == 4 or n % 8 else
                  _split_plan(m, n, elsize, align))
@@ -1738,19 +1690,11 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def _run(plan: Launch | _Staged | _Split | _Tail, x: torch.Tensor, y: torch.Tensor, m: int, n: int,
-         stride: int) -> None:
+def _run(plan: Launch | _Staged | _Split, x: torch.Tensor, y: torch.Tensor, m: int, n: int, stride: int) -> None:
     """Launch a plan of softmax(x) (m x n, row stride `stride`) into y; benchmarks run plans the built-in does not
     pick through it too."""
     device = x.device
-    if isinstance(plan, _Tail):  # the counters zeroed first, so that nothing runs between the two launches
-        done = torch.zeros((plan.tail_rows,), dtype=torch.int32, device=device)
-        partials = torch.empty((2, plan.tail_rows, plan.tail.n_parts), dtype=torch.float32, device=device)
-        launch, meta = plan.body
-        launch(x, y, plan.rows, n, stride, **meta)
-        plan.tail.launch(x, y, partials, done, plan.tail_rows, n, stride, plan.tail.n_parts, **plan.tail.meta,
-                         row0=plan.rows)
-    elif isinstance(plan, _Split):
+    if isinstance(plan, _Split):
         partials = torch.empty((2, m, plan.n_parts), dtype=torch.float32, device=device)
         done = torch.zeros((m,), dtype=torch.int32, device=device)
         plan.launch(x, y, partials, done, m, n, stride, plan.n_parts, **plan.meta)

@@ -33,9 +33,8 @@ def test_wide_softmax_matches_fp32_reference(shape: tuple[int, int], path: type,
     x[-1, : n // 2] = float("-inf")  # whole chunks of -inf: their partials are (max=-inf, sum=0)
     plan = softmax._plan(m, n, n, x.element_size(), x.device)
     if dtype != torch.float32:
-        resident = softmax._resident_launch(plan)  # TAIL (1991 rows: 11 past 15 an SM) puts the rest on the split
-        assert resident is not None, plan
-        assert resident[1]["REALIGN"] == (n % 8 != 0), resident[1]
+        assert not isinstance(plan, (softmax._Split, softmax._Staged)) and "NCHUNK" in plan[1], plan
+        assert plan[1]["REALIGN"] == (n % 8 != 0), plan[1]
     else:
         assert isinstance(plan, path), plan
     if isinstance(plan, softmax._Split):
@@ -231,34 +230,6 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
 
 
 @requires_cuda
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("extra", "n"), [(4, 49196), (11, 33508), (1, 65536), (8, 40000), (4, 49152), (1, 40001),
-                                          (33, 48000)])
-def test_resident_softmax_tail_on_the_split_kernel(extra: int, n: int, dtype: torch.dtype) -> None:
-    """TAIL: rows past a whole number an SM on the split kernel after the resident launch (rows off the 16-byte grid
-    through the realigned split's windows, aligned ones plain; one row past, and the most the plan takes): within a
-    rounding of fp32 with -inf logits in a body row and in the last tail row, replayed bit for bit, nothing written
-    past the output, body rows as the resident launch alone writes them."""
-    sms = softmax._num_sms(torch.device("cuda"))
-    extra = min(extra, int(softmax._TAIL_MAX_FRACTION * sms))  # 33: the most an H100 or H200 (132 SMs) takes
-    m = 2 * sms + extra
-    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
-    x[0, ::5] = float("-inf")
-    x[-1, n // 3:] = float("-inf")
-    plan = softmax._plan(m, n, n, 2, x.device, dtype)
-    assert isinstance(plan, softmax._Tail) and (plan.rows, plan.tail_rows) == (2 * sms, extra), plan
-    _assert_softmax_matches_fp32(x)
-    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
-    softmax._run(plan, x, out, m, n, n)
-    assert bool((out[m] == 7.0).all()), "wrote past the output"
-    assert torch.equal(out[:m], softmax.candidate(x))
-    alone = torch.empty_like(out[:m])
-    launch, meta = plan.body
-    launch(x, alone, m, n, n, **meta)  # every row on the resident kernel: the body rows' bits are the same
-    assert torch.equal(out[:plan.rows], alone[:plan.rows])
-
-
-@requires_cuda
 def test_split_softmax_on_padded_rows() -> None:
     base = torch.randn(33, 70000, device="cuda", dtype=torch.bfloat16)
     x = base[:, :65600]  # row stride 70000, not the width
@@ -279,8 +250,7 @@ def test_realigned_split_softmax_on_padded_rows(pad: int, dtype: torch.dtype) ->
     x[-1, :20000] = float("-inf")
     plan = softmax._plan(37, 40001, x.stride(0), x.element_size(), x.device, dtype)
     if pad == 0 and dtype != torch.float32:
-        resident = softmax._resident_launch(plan)  # 37 rows: fewer than the SMs, no TAIL
-        assert type(plan) is tuple and resident is not None and resident[1]["REALIGN"], plan
+        assert not isinstance(plan, softmax._Split) and plan[1]["REALIGN"], plan
     else:
         assert isinstance(plan, softmax._Split) and plan.meta["REALIGNED"], plan
     _assert_softmax_matches_fp32(x)
@@ -313,7 +283,7 @@ def test_resident_softmax_matches_fp32_reference(m: int, n: int, pad: int, confi
                                   softmax._smem_per_sm(index), *(config or (0, 0, 0)), realign=realign)
     assert plan is not None
     if config is None:
-        assert softmax._resident_launch(softmax._plan(m, n, x.stride(0), 2, x.device, dtype))[1] == plan[1]  # type: ignore[index]
+        assert softmax._plan(m, n, x.stride(0), 2, x.device, dtype)[1] == plan[1]
         _assert_softmax_matches_fp32(x)
     out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
     plan[0](x, out, m, n, x.stride(0), **plan[1])
@@ -422,7 +392,7 @@ def test_realigned_resident_softmax_matches_fp32_reference(m: int, n: int, confi
                                   *(config or (0, 0, 0)), realign=True)
     assert plan is not None and plan[1]["REALIGN"]
     if config is None:
-        assert softmax._resident_launch(softmax._plan(m, n, n, 2, x.device, dtype))[1] == plan[1]  # type: ignore[index]
+        assert softmax._plan(m, n, n, 2, x.device, dtype)[1] == plan[1]
         _assert_softmax_matches_fp32(x)
     out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
     plan[0](x, out, m, n, n, **plan[1])
