@@ -339,3 +339,19 @@ def softmax_resident_rounds_trials(device: torch.device, dtype: torch.dtype) -> 
     fewest rows in a part-full last round win, streamed chunks and all."""
     yield from _option_trials("free", softmax._RESIDENT_FREE, ROUNDS_SHAPES, device, dtype,
                               values=(softmax._RESIDENT_FREE,), family="softmax.resident_rounds")
+
+
+# 400 x 49196 (REALIGN) ran at 73.9% where 512 x 50257 (the same build) ran at 84.6% and 400 x 49152 (aligned) at
+# 84.7% (H100, evidence/h100/2026-12-06_two_phase_overlap/8_*, 9_*): the planned launch over row counts from one
+# round of two programs an SM (264 on 132 SMs) to two, at both widths, maps where the loss comes and goes.
+ROW_COUNTS = (264, 300, 350, 396, 400, 450, 512, 528)
+
+
+def softmax_resident_rows_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_rows`: the planned launch of m x 49196 (windows) and m x 49152 (aligned) rows over
+    ROW_COUNTS, checked against fp32 once each."""
+    for n in (49196, 49152):
+        for m in ROW_COUNTS:
+            x, _y, ref, moved = inputs(m, n, dtype, device)
+            if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n}"):
+                yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
