@@ -5,6 +5,8 @@ that must fit shared memory and keep the copies 16 bytes wide (compiled in a fre
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kernelproof_core.kernels import softmax
@@ -297,28 +299,43 @@ def test_resident_parts_compile_for_sm90() -> None:
     assert all(r["local"] == 0 and 2 * (r["shared"] + 1024) <= H200_SMEM_PER_SM for r in (plain, halves, quarters))
 
 
-def test_resident_maxfirst_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """MAXFIRST (an experiment, not planned): the plan's layout unchanged (PAIR at 65536, streamed chunks at 131072,
-    windows at 33508), the option passed on; 16-bit rows only, and not beside KEEP or PARTS. _RESIDENT_MAXFIRST
-    plans it where it applies and nowhere else."""
+def _assert_option_planned(monkeypatch: pytest.MonkeyPatch, option: str, constant: str,
+                           refused: tuple[dict[str, Any], ...], beyond: tuple[int, int, int, int]) -> None:
+    """A _resident_plan option (`option`, meta key option.upper(), planned by module constant `constant`): the plan's
+    layout unchanged where it is asked for (PAIR at 65536, streamed chunks at 131072, windows at 33508) and the
+    option passed on; a ValueError beside each of `refused` and on the rows `beyond` (m, n, align, elsize) it does
+    not take; the constant plans it where it applies and nowhere else (not beside KEEP or PARTS, not on `beyond`)."""
+    key = option.upper()
     for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
-        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=False)
-        first = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, maxfirst=True)
-        assert base is not None and first is not None and "MAXFIRST" not in base[1]
-        assert first[1] == {**base[1], "MAXFIRST": True}
-    for kw in ({"keep": True}, {"parts": 2}):
-        with pytest.raises(ValueError, match="MAXFIRST"):
-            softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, maxfirst=True, **kw)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="MAXFIRST"):
-        softmax._resident_plan(64, 65536, 4, 4, H200_SMS, H200_SMEM_PER_SM, maxfirst=True)  # fp32 rows
-    monkeypatch.setattr(softmax, "_RESIDENT_MAXFIRST", True)
+        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign,
+                                      **{"free": False, option: False})  # FREE: planned
+        on = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign,
+                                    **{option: True})
+        assert base is not None and on is not None and key not in base[1]
+        assert on[1] == {**base[1], key: True}
+    for kw in refused:
+        with pytest.raises(ValueError, match=key):
+            softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, **{option: True}, **kw)
+    m, n, align, elsize = beyond
+    with pytest.raises(ValueError, match=key):
+        softmax._resident_plan(m, n, align, elsize, H200_SMS, H200_SMEM_PER_SM, **{option: True})
+    monkeypatch.setattr(softmax, constant, False)
+    off = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
+    assert off is not None and key not in off[1]
+    monkeypatch.setattr(softmax, constant, True)
     planned = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
-    assert planned is not None and planned[1]["MAXFIRST"] is True
+    assert planned is not None and planned[1][key] is True
     for kw in ({"keep": True}, {"parts": 2}):
-        other = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
-        assert other is not None and "MAXFIRST" not in other[1]
-    fp32 = softmax._resident_plan(64, 32768, 4, 4, H200_SMS, H200_SMEM_PER_SM)
-    assert fp32 is not None and "MAXFIRST" not in fp32[1]
+        other = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, **kw)
+        assert other is not None and key not in other[1]
+    other_rows = softmax._resident_plan(m, n, align, elsize, H200_SMS, H200_SMEM_PER_SM)
+    assert other_rows is not None and key not in other_rows[1]
+
+
+def test_resident_maxfirst_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MAXFIRST (an experiment, not planned): 16-bit rows only, and not beside KEEP or PARTS."""
+    _assert_option_planned(monkeypatch, "maxfirst", "_RESIDENT_MAXFIRST", ({"keep": True}, {"parts": 2}),
+                           (64, 65536, 4, 4))  # fp32 rows
 
 
 _COMPILE_MAXFIRST = """
@@ -358,31 +375,10 @@ def test_resident_maxfirst_compiles_for_sm90_with_one_exponential_an_element() -
 
 
 def test_resident_free_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """FREE (planned since the twelfth session's H100 sweep): the plan's layout unchanged (PAIR at 65536, streamed
-    chunks at 131072, windows at 33508), the option passed on; only where every copy is a whole 16-byte vector of x
-    (not 4-byte aligned rows) and not beside KEEP, MAXFIRST or PARTS, which write the slots from Gluon.
-    _RESIDENT_FREE plans it where it applies and nowhere else."""
-    for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
-        base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=False)
-        free = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign, free=True)
-        assert base is not None and free is not None and "FREE" not in base[1]
-        assert free[1] == {**base[1], "FREE": True}
-    for kw in ({"keep": True}, {"parts": 2}, {"maxfirst": True}):
-        with pytest.raises(ValueError, match="FREE"):
-            softmax._resident_plan(64, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, free=True, **kw)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="FREE"):
-        softmax._resident_plan(64, 65534, 2, 2, H200_SMS, H200_SMEM_PER_SM, free=True)  # 4-byte copies
-    monkeypatch.setattr(softmax, "_RESIDENT_FREE", False)
-    off = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
-    assert off is not None and "FREE" not in off[1]
-    monkeypatch.setattr(softmax, "_RESIDENT_FREE", True)
-    planned = softmax._resident_plan(1024, 65536, 8, 2, H200_SMS, H200_SMEM_PER_SM)
-    assert planned is not None and planned[1]["FREE"] is True
-    for kw in ({"keep": True}, {"parts": 2}):
-        other = softmax._resident_plan(1024, 131072, 8, 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
-        assert other is not None and "FREE" not in other[1]
-    narrow = softmax._resident_plan(64, 65534, 2, 2, H200_SMS, H200_SMEM_PER_SM)
-    assert narrow is not None and "FREE" not in narrow[1]
+    """FREE (planned since the twelfth session's H100 sweep): only where every copy is a whole 16-byte vector of x
+    (not 4-byte aligned rows) and not beside KEEP, MAXFIRST or PARTS, which write the slots from Gluon."""
+    _assert_option_planned(monkeypatch, "free", "_RESIDENT_FREE", ({"keep": True}, {"parts": 2}, {"maxfirst": True}),
+                           (64, 65534, 2, 2))  # 4-byte copies
 
 
 _COMPILE_FREE = """
