@@ -336,7 +336,8 @@ def softmax_resident_rounds_trials(device: torch.device, dtype: torch.dtype) -> 
     """Family `softmax_resident_rounds`: the planned launch (two programs an SM where two rows fit) against one,
     three and four programs an SM (the rest of a row streamed where its slots do not hold it) on rows whose last
     round is part full. Hypothesis: an SM's time is its most loaded slot's rows, so the programs an SM that leave the
-    fewest rows in a part-full last round win, streamed chunks and all."""
+    fewest rows in a part-full last round win, streamed chunks and all. Refuted on the H100: the plan's two an SM won
+    at four of five shapes, three an SM only at 1000 x 36000 (evidence/h100/2026-12-06_two_phase_overlap/6_*)."""
     yield from _option_trials("free", softmax._RESIDENT_FREE, ROUNDS_SHAPES, device, dtype,
                               values=(softmax._RESIDENT_FREE,), family="softmax.resident_rounds")
 
