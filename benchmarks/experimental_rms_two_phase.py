@@ -162,7 +162,7 @@ BUILTIN = [(4096, 4, 8, 8, 0), (4096, 4, 4, 0, 0)]  # 8 MB batches (ed5622a's pl
 # stack), 86 at 2, so 8 asked an SM are 5 resident at 1 and 2 (the launch caps the grid at what fits); 2048 on 2 warps
 # asks 12-16 an SM to keep the threads. The campaign's hidden_wide draws (476 x 63343 at 73.6% on the H100 in
 # 2026-12-06_harness_0_9/3_*), others of the family and x past the L2. On the H100 (2026-12-06_two_phase_overlap/1_*)
-# 1 gained at most 2.8 points and 2 no more; the 2048-on-2-warps configs lost 15-20: latency was not the limit.
+# 1 gained at most 2.8 points and 2 no more (2 on 2048 positions and 2 warps lost 15-20): latency was not the limit.
 OVERLAP_SHAPES = ((476, 63343), (345, 64803), (289, 65494), (600, 50001), (1024, 50001), (4096, 40003), (500, 33001))
 OVERLAP_CONFIGS = [(4096, 4, 8, 0, 1), (4096, 4, 8, 0, 2), (2048, 2, 12, 0, 1), (2048, 2, 16, 0, 2),
                    (2048, 2, 12, 0, 2)]
