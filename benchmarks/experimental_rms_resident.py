@@ -33,7 +33,6 @@ with the weight loaded before the rendezvous (EARLY_W, removed after evidence/h2
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from functools import partial
 
@@ -44,14 +43,27 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
 from kernelproof_core.kernels import rms_norm, softmax
-from kernelproof_core.kernels.softmax import _fetch, _masked_chunk, _stagger, _whole
+from kernelproof_core.kernels.softmax import _fetch, _fetch_free, _masked_chunk, _stagger, _wait_asm, _whole
+
+
+@gluon.jit
+def _w_at(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constexpr) -> gl.tensor:
+    # The weight's address at window positions `cols` of a row starting sh into its first vector.
+    if WT > 0:
+        at = w_ptr + (sh * WT + cols)
+    else:
+        at = w_ptr + (cols - sh)
+    return at
 
 
 @gluon.jit
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
                        K: gl.constexpr, ALIGN: gl.constexpr, REALIGN: gl.constexpr = False,
-                       STAGGER: gl.constexpr = 0) -> None:
+                       STAGGER: gl.constexpr = 0, WT: gl.constexpr = 0, FREE: gl.constexpr = False) -> None:
+    # WT > 0 (REALIGN): w_ptr is rms_norm._weight_table's table, rows of WT window positions, so the weight at window
+    # position p of a row starting sh into its vector is w_ptr[sh WT + p], read 16 bytes wide (WT = 0: w[p - sh],
+    # element by element, as first measured). FREE: softmax's FREE, the copies and waits without CTA barriers.
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W
     CHUNK: gl.constexpr = T * K
@@ -62,6 +74,12 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
         None, :]
+    lane = gl.arange(0, T, layout=rows_layout)
+    if FREE:  # this thread's vector in slot 0 (the slots are the kernel's first allocation)
+        smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
+                                         pack=1) + lane * 16
+    else:
+        smem = lane
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)
@@ -77,7 +95,9 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NRES):
-        if REALIGN:
+        if FREE:
+            _fetch_free(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
+        elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M, c == 0 or c >= NCHUNK - 2,
                    _whole(c, T, K, sh, N, rows_layout))
         else:
@@ -102,7 +122,11 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             if _masked_chunk(c, NCHUNK, REALIGN):
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
-                cp.wait_group(NRES - 1 - c)
+                if FREE:
+                    gl.inline_asm_elementwise(_wait_asm(NRES - 1 - c), "=r,r", [lane], dtype=gl.int32, is_pure=False,
+                                              pack=1)
+                else:
+                    cp.wait_group(NRES - 1 - c)
                 x = slots.index(c).load(layout).to(gl.float32)
                 if _masked_chunk(c, NCHUNK, REALIGN):
                     x = gl.where(keep, x, 0.0)
@@ -130,29 +154,33 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < NRES:
                 x = slots.index(c).load(layout).to(gl.float32)
-                _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
-                       _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
+                if FREE:
+                    _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_ptr, K, CHUNK)
+                else:
+                    _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
+                           _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
             elif _masked_chunk(c, NCHUNK, REALIGN):
                 x = gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first").to(gl.float32)
             else:
                 x = gl.load(x_row + cols, eviction_policy="evict_first").to(gl.float32)
             if _masked_chunk(c, NCHUNK, REALIGN):
-                w = gl.load(w_ptr + (cols - sh), mask=keep, other=0.0).to(gl.float32)
+                w = gl.load(_w_at(w_ptr, cols, sh, WT), mask=keep, other=0.0).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
             else:
-                w = gl.load(w_ptr + (cols - sh)).to(gl.float32)
+                w = gl.load(_w_at(w_ptr, cols, sh, WT)).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
         if REALIGN:
-            w_e = gl.load(w_ptr + (e_offs - sh), mask=e_mask, other=0.0).to(gl.float32)
+            w_e = gl.load(_w_at(w_ptr, e_offs, sh, WT), mask=e_mask, other=0.0).to(gl.float32)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
         row = ahead
     cp.wait_group(0)
 
 
 def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Tensor, warps: int = 0,
-                      per_sm: int = 0) -> torch.Tensor:
+                      per_sm: int = 0, table: bool = True, free: bool = True) -> torch.Tensor:
     """RMSNorm of a 2-D 16-bit x on the resident kernel: softmax._resident_plan's config for the same rows (REALIGN
-    for contiguous rows off the 16-byte grid; two programs per SM where two rows fit the budget)."""
+    for contiguous rows off the 16-byte grid; two programs per SM where two rows fit the budget). table: REALIGN's
+    weight from rms_norm._weight_table (built every call, as the built-in's realigned paths build it); free: FREE."""
     m, n = x.shape
     es, stride = x.element_size(), x.stride(0)
     align = softmax._align(es, n, stride)
@@ -161,29 +189,44 @@ def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Ten
     realign = align * es < 16 and stride == n
     span = n + 16 // es - 1 if realign else n
     per_sm = per_sm or (2 if 2 * span * es <= softmax._resident_budget(smem) else 1)
-    plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign)
+    plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign, free=free)
     if plan is None:
         raise ValueError(f"{m} x {n} (stride {stride}): not a resident shape")
-    meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD", "FREE")}  # softmax's options
-    _rms_norm_resident[(min(m, per_sm * sms),)](x, w, y, m, n, stride, eps, **meta)
+    meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's own options
+    weight = w
+    if realign and table:
+        meta["WT"] = meta["NCHUNK"] * 32 * meta["num_warps"] * meta["K"]
+        weight = rms_norm._weight_table(w, meta["WT"])
+    _rms_norm_resident[(min(m, per_sm * sms),)](x, weight, y, m, n, stride, eps, **meta)
     return y
 
 
-SHAPES = ((425, 52717), (1024, 40000), (1024, 65536), (345, 64803), (270, 63553), (800, 60000), (512, 100000))
+SHAPES = ((476, 63343), (345, 64803), (270, 63553), (1024, 50001), (425, 52717), (2000, 60001), (1024, 65536),
+          (1024, 40000), (512, 100003), (264, 114000), (396, 33001))
+# (warps, programs an SM, weight table, FREE); 0 warps: softmax's resident plan's. The first sweep (H100,
+# evidence/h100/2026-12-06_rms_resident/1_*) also had the plan's warps without the table or without FREE (4-19 points
+# behind with both), 32 warps (rms_norm.py's resident path since) and 8 warps two an SM (behind everywhere).
+CONFIGS = ((0, 1, True, True), (16, 2, True, True))
 
 
 def rms_norm_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `rms_norm_resident`: rows of 40000-100000 (aligned and not) on the resident kernel against the planned
-    launch (split path), over warps and programs per SM."""
+    """Family `rms_norm_resident`: rows of 33001-114000 (aligned and not) on this experiment's kernel (softmax's
+    resident plan's configs) against the planned launch (rms_norm.py's resident path where it applies) and the plan
+    without it (two-phase or split path)."""
     for m, n in SHAPES:
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
-        for warps, per_sm in itertools.product((8, 16, 32), (1, 2)):
-            if (per_sm == 2 and warps == 32) or (per_sm, warps) == (1, 8):
-                continue
-            label = f"warps={warps} per_sm={per_sm}"
-            run = partial(rms_norm_resident, x, w, 1e-6, y, warps, per_sm)
+        before = rms_norm._plan(m, n, n, x.element_size(), device, resident=False)
+        run = partial(rms_norm._run, before, x, w, y, 1e-6)
+        y.fill_(float("nan"))
+        run()
+        if rms_norm_close(y, ref, f"rms_norm.before {m}x{n}"):
+            kind = {rms_norm._Split: "split", rms_norm._TwoPhase: "two_phase"}.get(type(before), "rows")
+            yield ("rms_norm.before", (m, n), kind, run, moved, False)
+        for warps, per_sm, table, free in CONFIGS:
+            label = f"warps={warps or 'plan'} per_sm={per_sm} table={int(table)} free={int(free)}"
+            run = partial(rms_norm_resident, x, w, 1e-6, y, warps, per_sm, table, free)
             try:
                 y.fill_(float("nan"))
                 run()

@@ -198,13 +198,13 @@ def rms_norm_two_phase_trials(device: torch.device, dtype: torch.dtype,
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
-        split = rms_norm._plan(m, n, n, x.element_size(), device, two_phase=False)
+        split = rms_norm._plan(m, n, n, x.element_size(), device, two_phase=False, resident=False)
         if isinstance(split, rms_norm._Split):  # the plan before the two-phase path
             run = partial(_planned_run, split, x, w, y)
             if _checked(run, y, ref, f"rms_norm.two_phase {m}x{n} split"):
                 yield ("rms_norm.two_phase", (m, n), "split " + " ".join(f"{k}={v}" for k, v in split.meta.items()),
                        run, moved, False)
-        planned = rms_norm._plan(m, n, n, x.element_size(), device)
+        planned = rms_norm._plan(m, n, n, x.element_size(), device, resident=False)  # the two-phase path's own configs
         default = (rms_norm._TWO_PHASE_CHUNK, rms_norm._TWO_PHASE_WARPS, rms_norm._TWO_PHASE_PER_SM,
                    rms_norm._TWO_PHASE_BATCH_BYTES >> 20, rms_norm._TWO_PHASE_OVERLAP)
         for chunk, warps, per_sm, batch_mb, overlap in builtin if isinstance(planned, rms_norm._TwoPhase) \

@@ -139,7 +139,8 @@ def rms_norm_split_counters_trials(device: torch.device, dtype: torch.dtype) -> 
     launches with the counters zeroed by a separate fill before."""
     for m, n in ((345, 64803), (265, 61298), (270, 63553), (16, 41643), (1024, 40001)):
         x, w, _y, moved = rms_norm_inputs(m, n, dtype, device)
-        plan = rms_norm._plan(m, n, n, x.element_size(), device, two_phase=False)  # some are two-phase since 39c1cff
+        # some are two-phase since 39c1cff, resident since the resident path
+        plan = rms_norm._plan(m, n, n, x.element_size(), device, two_phase=False, resident=False)
         if not isinstance(plan, rms_norm._Split) or not plan.meta.get("WT"):
             print(f"rms_norm.split_counters {m}x{n}: not the realigned split here", flush=True)
             continue

@@ -44,7 +44,8 @@ def rms_norm_planned(x: torch.Tensor, w: torch.Tensor, moved: int) -> Trial:
     m, n = x.shape
     plan = rms_norm._plan(m, n, n, x.element_size(), x.device)
     meta = plan.meta if isinstance(plan, rms_norm._Split | rms_norm._TwoPhase) else plan[1]
-    kind = {rms_norm._Split: "split", rms_norm._TwoPhase: "two_phase"}.get(type(plan), "rows")
+    kind = {rms_norm._Split: "split", rms_norm._TwoPhase: "two_phase"}.get(type(plan),
+                                                                           "resident" if "NCHUNK" in meta else "rows")
     return ("rms_norm.planned", (m, n), f"{kind} " + " ".join(f"{k}={v}" for k, v in meta.items()),
             partial(rms_norm.candidate, x, w, 1e-6), moved, True)
 

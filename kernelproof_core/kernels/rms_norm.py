@@ -17,6 +17,10 @@ is about moving enough bytes per program with full-width vector accesses:
   * 16-bit rows off the 16-byte grid wider than 24576, on a GPU (two-phase path): each chunk is read twice, for its
     sum of squares and, while still in L2, to scale it, on a persistent grid walking rows in batches; nobody waits
     with a chunk held (H200: 57-70% of copy where the split reached 52-64%, 20-480 MB moved);
+  * 16-bit rows wider than 32768 that a whole row an SM can hold in shared memory (with REALIGN for rows off the
+    16-byte grid), where rows fill at least _RESIDENT_MIN_FILL of their last round of SMs (resident path,
+    _rms_norm_resident, Gluon): one 32-warp program an SM keeps its row in shared memory, copied in by cp.async as
+    the previous row is written, so x is read once from HBM and nobody waits on another program;
   * otherwise (the interpreter, or rows with more chunks than SMs) wider rows loop over chunks twice (sum of
     squares, then scale) on a persistent grid sized so that the rows in flight fit in L2, so the second read of a
     row comes from L2, not HBM.
@@ -33,6 +37,9 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
 # Widest row held in registers: 32768 16-bit values (with the weight, 64 registers per thread at 32
 # warps). FP32 rows, and rows whose accesses cannot be vectorised (a 64-bit address per element), spill
@@ -82,6 +89,18 @@ _TWO_PHASE_PATIENCE = 1 << 20
 # L2 (DRAM reads 1.03x x), DRAM 59-62% busy, issue 51% busy: the path's limit is neither latency nor bytes. Not
 # planned without an H200 sweep (family rms_norm_two_phase_overlap).
 _TWO_PHASE_OVERLAP = 0
+# Resident path (_rms_norm_resident): 16-bit rows wider than _RESIDENT_MIN_N, on the 16-byte grid or contiguous (then
+# through their vector windows, REALIGN), one 32-warp program an SM holding its whole row in shared memory (at most
+# _RESIDENT_BUDGET_BYTES: one program alone on an SM leaves a few KB of its 227 KB for the reductions), where the rows
+# fill at least _RESIDENT_MIN_FILL of the SMs in their last round (a whole row a program: a last round of few rows
+# leaves SMs idle, where the two-phase path's chunks spread over all of them). H100, bf16, CUPTI, against the plan
+# before (kernel_sweep.py --only rms_norm_resident, evidence/h100/2026-12-06_rms_resident/1_*), % of copy: 476 x
+# 63343 (fill 0.90) 77.7 against 72.5 (two-phase), 345 x 64803 (0.87) 74.4 / 69.6, 1024 x 50001 (0.97) 82.5 / 75.3,
+# 2000 x 60001 (0.95) 85.5 / 77.3, 1024 x 65536 (aligned, 0.97) 89.0 / 82.0 (split), 1024 x 40000 87.3 / 78.0;
+# behind at 270 x 63553 (fill 0.68: 64.5 / 67.4) and level at 425 x 52717 (0.80: 69.4 / 69.7). 16 warps lost 4-17
+# points; two programs an SM lost 1-14 where they stream part of the row, and gained 1.3 at 40000 (two whole rows).
+_RESIDENT_MIN_N, _RESIDENT_MIN_FILL, _RESIDENT_WARPS, _RESIDENT_STAGGER = 32768, 0.85, 32, 2500
+_RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -552,6 +571,168 @@ def _rms_norm_two_phase(x_ptr: tl.tensor, w_ptr: tl.tensor, y_ptr: tl.tensor, pa
         b += 1
 
 
+@gluon.jit
+def _whole(c: gl.constexpr, T: gl.constexpr, K: gl.constexpr, sh: gl.tensor, N: gl.tensor,
+           rows_layout: gl.constexpr) -> gl.tensor:
+    # Which of chunk c's K-element vectors (one a thread) lie wholly inside the row (window positions sh .. sh + N).
+    vecs = c * T * K + gl.arange(0, T, layout=rows_layout) * K
+    return ((vecs >= sh) & (vecs + K <= sh + N))[:, None]
+
+
+@gluon.constexpr_function
+def _masked_chunk(c: int, nchunk: int, realign: bool) -> bool:
+    # Chunks that can hold a partial vector: a row's last; with REALIGN its first and last two (NCHUNK = cdiv(N + K -
+    # 1, CHUNK): the row can end in either of the last two).
+    return c == 0 or c >= nchunk - 2 if realign else c == nchunk - 1
+
+
+_COPY = gl.constexpr("cp.async.cg.shared.global [$1], [$2], 16, $3;\n\tmov.u32 $0, 0;")
+
+
+@gluon.constexpr_function
+def _wait_asm(pending: int) -> str:
+    """cp.async.wait_group as inline PTX: Gluon's cp.wait_group puts a CTA barrier after it, which nothing needs."""
+    return f"cp.async.wait_group {pending};\n\tmov.u32 $0, 0;"
+
+
+@gluon.jit
+def _fetch(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
+           live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr) -> None:
+    # Chunk c's copy group: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside the row
+    # sh .. sh + N) into its place in slot c (`smem`: its place in slot 0), as inline PTX, so no CTA barrier comes with
+    # it: each thread later reads back only the vector it copied, after its own wait (softmax.py's FREE copies; a
+    # candidate is one file). A vector outside the row, or past the last row, reads nothing (src-size 0, from a
+    # harmless address) and is zero-filled.
+    vecs = c * CHUNK + lane * K
+    ok = (vecs >= sh) & (vecs + K <= sh + N) & live
+    gl.inline_asm_elementwise(_COPY, "=r,r,l,r",
+                              [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null), gl.where(ok, 16, 0)],
+                              dtype=gl.int32, is_pure=False, pack=1)
+    cp.commit_group()
+
+
+@gluon.jit
+def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
+    # Half the programs (alternate ones, the other half of them past the grid's middle) spin `cycles` SM clocks before
+    # starting, so one-an-SM programs doing equal work do not pass through their sums of squares (no HBM traffic) in
+    # lockstep (softmax.py's STAGGER).
+    pid = gl.program_id(0)
+    if (pid % 2 == 1) ^ (2 * pid >= gl.num_programs(0)):
+        z = gl.zeros([32 * gl.num_warps()], gl.int32, layout)
+        t0 = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=gl.int64, is_pure=False, pack=1)
+        waited = gl.max(t0 - t0, axis=0)
+        while waited < cycles:
+            now = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [z], dtype=gl.int64, is_pure=False,
+                                            pack=1)
+            waited = gl.max(now - t0, axis=0)
+
+
+@gluon.jit
+def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constexpr) -> gl.tensor:
+    # The weight's address at window positions `cols` of a row starting sh into its first vector: row sh of the
+    # shifted table (_weight_table, WT > 0), 16 bytes wide; aligned rows (WT = 0, sh = 0) read w itself.
+    if WT > 0:
+        at = w_ptr + (sh * WT + cols)
+    else:
+        at = w_ptr + cols
+    return at
+
+
+@gluon.jit
+def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
+                       stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
+                       ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr) -> None:
+    # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
+    # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
+    # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
+    # Output: chunk c is read back, its slot at once refilled with the next row's chunk c, scaled by rsqrt(mean + eps)
+    # and the weight, and stored, so the next row's reads fly while this row is written. HBM: one read, one write.
+    # Each thread reads back exactly the vectors its own copies wrote, so its cp.async.wait_group is all the ordering
+    # needed: no CTA barrier inside a row but its reduction's. The copies address the slots from global_smem + 0 (they
+    # are the kernel's first allocation; a build test pins it). REALIGN (contiguous rows whose width is not a multiple
+    # of K): a row through the window of whole vectors covering it, as _rms_norm_realigned sees rows (16-byte copies,
+    # weight reads from the shifted table and stores; the row's part of its two edge vectors element by element).
+    W: gl.constexpr = gl.num_warps()
+    T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
+    CHUNK: gl.constexpr = T * K
+    layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
+    rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, T, K], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride
+    stride_x = (stride_x // ALIGN) * ALIGN
+    offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
+        None, :]
+    lane = gl.arange(0, T, layout=rows_layout)  # one element a thread: the waits are emitted once a thread
+    smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
+                                     pack=1) + lane * 16
+    if STAGGER > 0:
+        _stagger(STAGGER, rows_layout)
+    step = gl.num_programs(0)
+    row = gl.program_id(0)
+    if REALIGN:
+        start = row.to(gl.int64) * N
+        base = (start // K) * K
+        sh = (start - base).to(gl.int32)  # where the row begins inside its first vector
+        x_row = x_ptr + base
+        e_pos = gl.arange(0, 2, layout=rows_layout)
+        e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
+    else:
+        sh = 0
+        x_row = x_ptr + row.to(gl.int64) * stride_x
+    for c in gl.static_range(NCHUNK):
+        _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
+    while row < M:
+        if REALIGN:
+            base = (row.to(gl.int64) * N // K) * K
+            sh = (row.to(gl.int64) * N - base).to(gl.int32)
+            x_row = x_ptr + base
+            y_row = y_ptr + base
+            # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
+            # chunk; N > K: the two never coincide)
+            e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
+            e_offs = e_start + e_cols
+            e_inside = (e_start >= sh) & (e_start + K <= sh + N)
+            e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
+            x_e = gl.load(x_row + e_offs, mask=e_mask, other=0.0).to(gl.float32)
+        else:
+            x_row = x_ptr + row.to(gl.int64) * stride_x
+            y_row = y_ptr + row.to(gl.int64) * N
+        ss_t = gl.zeros([T], gl.float32, rows_layout)
+        for c in gl.static_range(NCHUNK):  # copies zero-fill what lies outside the row: no masks here
+            gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c), "=r,r", [lane], dtype=gl.int32, is_pure=False,
+                                      pack=1)
+            x = slots.index(c).load(layout).to(gl.float32)
+            ss_t += gl.sum(x * x, axis=1)
+        total = gl.sum(ss_t, axis=0)
+        if REALIGN:
+            total += gl.sum(gl.sum(x_e * x_e, axis=1), axis=0)
+        inv = gl.rsqrt(total / N + eps)
+        ahead = row + step
+        if REALIGN:
+            a_base = (ahead.to(gl.int64) * N // K) * K
+            a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
+            a_row = x_ptr + a_base
+        else:
+            a_sh = 0
+            a_row = x_ptr + ahead.to(gl.int64) * stride_x
+        for c in gl.static_range(NCHUNK):
+            cols = c * CHUNK + offs
+            x = slots.index(c).load(layout).to(gl.float32)
+            _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
+            if _masked_chunk(c, NCHUNK, REALIGN):
+                keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+                w = gl.load(_resident_w(w_ptr, cols, sh, WT), mask=keep, other=0.0).to(gl.float32)
+                gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
+            else:
+                w = gl.load(_resident_w(w_ptr, cols, sh, WT)).to(gl.float32)
+                gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
+        if REALIGN:
+            w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT), mask=e_mask, other=0.0).to(gl.float32)
+            gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
+        row = ahead
+    cp.wait_group(0)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
 
@@ -667,16 +848,46 @@ _RESIDENT: dict[tuple[object, ...], int] = {}
 
 
 def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realign_split: bool = True,
-          two_phase: bool = True) -> Plan:
+          two_phase: bool = True, resident: bool = True) -> Plan:
     """The launch for an m x n rms_norm (row stride `stride`). realign_split=False: wide 16-bit rows off the 16-byte
     grid on scalar accesses, as before the realigned split; two_phase=False: the realigned split where the two-phase
-    path runs now (benchmarks time both beside the built-in's)."""
-    plan = _plan_launch(m, n, stride, elsize, device, realign_split, two_phase)
+    path runs now; resident=False: the two-phase or split path where the resident path runs now (benchmarks time
+    them beside the built-in's; tests check each)."""
+    plan = _plan_launch(m, n, stride, elsize, device, realign_split, two_phase, resident)
     # the row kernel's plans are the ones with a BLOCK_N
     if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Split | _TwoPhase) \
             and "BLOCK_N" in plan[1] and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
     return plan
+
+
+def _smem_per_sm(device: torch.device) -> int:
+    """Shared memory per SM of a CUDA device; 0 before sm_80 (no cp.async: no resident path)."""
+    return _cuda_smem(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def _cuda_smem(index: int) -> int:
+    props = torch.cuda.get_device_properties(index)
+    return int(props.shared_memory_per_multiprocessor) if props.major >= 8 else 0
+
+
+def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, warps: int = _RESIDENT_WARPS,
+                   min_fill: float = _RESIDENT_MIN_FILL) -> Launch | None:
+    """The resident path's launch for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or None where
+    it does not apply: a whole row's chunks (n + 7 window positions with REALIGN) over the shared memory one program
+    an SM may take, or rows filling under min_fill of their last round of SMs (m / (rounds x SMs))."""
+    realign = n % 8 != 0 or stride % 8 != 0
+    if realign and stride != n:
+        return None
+    chunk = 32 * warps * 8
+    n_chunks = _cdiv(n + 7 if realign else n, chunk)
+    budget = min(_RESIDENT_BUDGET_BYTES, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES)
+    if n_chunks * chunk * 2 > budget or m < min_fill * _cdiv(m, n_sm) * n_sm:
+        return None
+    meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
+            "STAGGER": _RESIDENT_STAGGER, "WT": n_chunks * chunk if realign else 0, "num_warps": warps}
+    return _rms_norm_resident[(min(m, n_sm),)], meta
 
 
 def _dependent_launch(device: torch.device) -> bool:
@@ -687,13 +898,17 @@ def _dependent_launch(device: torch.device) -> bool:
 
 
 def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device, realign_split: bool,
-                 two_phase: bool) -> Plan:
+                 two_phase: bool, resident: bool) -> Plan:
     align = _align(elsize, n, stride)
     vectorised = align * elsize == 16
     if n > (_MAX_FUSED_N if vectorised and elsize == 2 else _MAX_FUSED_N_NARROW):
         # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device
         # (and the plan is decided before any device query).
         if device.type == "cuda" and isinstance(_rms_norm_split, triton.JITFunction):
+            if resident and elsize == 2 and n > _RESIDENT_MIN_N and (vectorised or stride == n):
+                launch = _resident_plan(m, n, stride, _num_sms(device), _smem_per_sm(device))
+                if launch is not None:
+                    return launch
             if two_phase and realign_split and elsize == 2 and not vectorised and n >= _TWO_PHASE_MIN_N:
                 return _two_phase_plan(m, n, stride)
             split = _split_plan(m, n, stride, elsize, align, realign=realign_split)

@@ -76,12 +76,14 @@ import experimental_rms_resident as er
 from kernelproof_core.kernels import softmax
 from kernelproof_core.precompile import compile_only
 out = []
-for m, n, realign in json.loads(sys.argv[1]):
+for m, n, realign, free, table in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=torch.bfloat16)
     per_sm = 2 if 2 * (n + 7 * realign) * 2 <= softmax._resident_budget(233472) else 1  # as er.rms_norm_resident
     _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, per_sm=per_sm,
-                                           realign=realign)
-    meta = {k: v for k, v in meta.items() if k not in ("CARRY", "KEEP", "HOLD", "FREE")}  # softmax's options
+                                           realign=realign, free=free)
+    meta = {k: v for k, v in meta.items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's options
+    if table:
+        meta["WT"] = meta["NCHUNK"] * 32 * meta["num_warps"] * meta["K"]
     with compile_only("cuda", 90, 32):
         k = er._rms_norm_resident.warmup(x, torch.empty(n, dtype=torch.bfloat16), torch.empty_like(x), m, n, n, 1e-6,
                                          **meta, grid=(1,))
@@ -89,7 +91,7 @@ for m, n, realign in json.loads(sys.argv[1]):
     out.append({"nchunk": meta["NCHUNK"], "nres": meta["NRES"], "copies": len(re.findall(r"cp\\.async\\.c[ag]", ptx)),
                 "vec_loads": len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                 "vec_stores": len(re.findall(r"st\\.global[^;]*\\.v4", ptx)), "local": ptx.count(".local"),
-                "rsqrt": ptx.count("rsqrt")})
+                "rsqrt": ptx.count("rsqrt"), "cta_bars": len(re.findall(r"bar\\.sync\\s+0;", ptx))})
 print(json.dumps(out))
 """
 
@@ -97,16 +99,20 @@ print(json.dumps(out))
 def test_resident_rms_norm_compiles_to_copies_and_vector_accesses() -> None:
     """The resident rms_norm experiment (rows wider than 32768 in shared memory) built for the H200's target (no GPU
     needed; a fresh process): one 16-byte cp.async per thread per chunk in the prologue and again as each slot is
-    refilled, the weight read and the output written 16 bytes wide where rows are aligned, one rsqrt a row, nothing in
-    local memory. Numbers on the GPU: kernel_sweep.py --only rms_norm_resident."""
-    shapes = [(1024, 65536, False), (1024, 40000, False), (425, 52717, True)]
+    refilled, the weight read and the output written 16 bytes wide (REALIGN: the weight from the shifted table; without
+    it element by element), one rsqrt a row, nothing in local memory; FREE takes the barriers after the copy waits out.
+    Numbers on the GPU: kernel_sweep.py --only rms_norm_resident."""
+    shapes = [(1024, 65536, False, False, False), (1024, 40000, False, True, False), (425, 52717, True, False, False),
+              (476, 63343, True, True, True), (476, 63343, True, False, True)]
     results = compile_for_sm90(_COMPILE_RMS_RESIDENT, shapes)
-    for (_m, _n, realign), r in zip(shapes, results, strict=True):
+    for (_m, _n, realign, _free, table), r in zip(shapes, results, strict=True):
         assert r["nres"] == r["nchunk"] and r["copies"] == 2 * r["nchunk"], r
         assert r["local"] == 0 and r["rsqrt"] >= 1, r
         assert r["vec_stores"] == r["nchunk"], r  # y's whole vectors, 16 bytes wide (REALIGN: y's window)
-        # the weight: a vector a chunk on aligned rows; REALIGN reads it at w[p - shift], element by element
-        assert r["vec_loads"] == (0 if realign else r["nchunk"]), r
+        # the weight: a vector a chunk, but REALIGN without the table reads it at w[p - shift], element by element
+        assert r["vec_loads"] == (0 if realign and not table else r["nchunk"]), r
+    # FREE: no barrier after each chunk's wait (the row's reductions keep theirs)
+    assert results[3]["cta_bars"] < results[4]["cta_bars"] - results[4]["nchunk"], results
 
 
 _COMPILE_RMS_CLUSTER = """

@@ -1,6 +1,6 @@
-"""Launch plans of the built-in rms_norm that must hold on any host: the realigned kernel for unaligned 16-bit rows,
-the split and two-phase paths for wide rows (compiled for sm_90 in a fresh process with the H200's topology, no GPU
-needed), never a split under the interpreter, and short rows' tiles.
+"""Launch plans of the built-in rms_norm that must hold on any host: the realigned kernel for unaligned 16-bit
+rows, the resident, split and two-phase paths for wide rows (compiled for sm_90 in a fresh process with the H200's
+topology, no GPU needed), never a split under the interpreter, and short rows' tiles.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 out = []
 for m, n, stride, elsize, table in json.loads(sys.argv[1]):
     dtype = torch.bfloat16 if elsize == 2 else torch.float32
-    plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"), two_phase=False)
+    plan = rms_norm._plan(m, n, stride, elsize, torch.device("cuda"), two_phase=False, resident=False)
     assert plan.meta.get("WT", 0) == (plan.n_parts * plan.meta["CHUNK"] if plan.meta.get("REALIGN") else 0)
     if not table:  # the weight element by element, as before its shifted-copy table
         plan = plan._replace(meta={**plan.meta, "WT": 0})
@@ -105,7 +105,7 @@ from kernelproof_core.precompile import compile_only
 rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
 out = []
 for m, n, stride in json.loads(sys.argv[1]):
-    plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
+    plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"), resident=False)  # the resident path has its own test
     row = {"plan": type(plan).__name__}
     if isinstance(plan, rms_norm._TwoPhase):
         assert plan.rows_b == 0  # set at launch: one round of programs
@@ -218,3 +218,62 @@ def test_rms_norm_row_kernel_takes_dependent_launch_only_when_asked() -> None:
         assert plain["kernel"] == "_rms_norm_rows" and plain["meta"] == {} and not plain["launch_pdl"], plain
         assert plain["release"] == plain["wait"] == -1, plain
     assert realigned["kernel"] == "_rms_norm_realigned" and realigned["meta"] == {} and realigned["wait"] == -1
+
+
+_RMS_RESIDENT_ON_H200 = """
+import json, re, sys, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import opcodes
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+rms_norm._smem_per_sm = lambda device: 233472
+out = []
+for m, n, stride in json.loads(sys.argv[1]):
+    plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
+    row = {"plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
+    if row["plan"] == "launch":
+        launch, meta = plan
+        x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
+        w = torch.empty((8, meta["WT"]) if meta.get("WT") else (n,), dtype=torch.bfloat16)
+        with compile_only("cuda", 90, 32):
+            kernel = launch(x, w, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, 1e-6, **meta)
+        ptx, ops = kernel.asm["ptx"], opcodes(kernel.asm["cubin"])
+        row.update(kernel=kernel.name, meta=meta, bar=ops["BAR"], copies=ops["LDGSTS"], local=ptx.count(".local"),
+                   vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+                   vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
+                   offsets=sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
+                   base=len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx)))
+    out.append(row)
+print(json.dumps(out))
+"""
+
+
+def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_path() -> None:
+    """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows wider than 32768, on
+    the 16-byte grid (any stride of whole vectors) or contiguous off it (REALIGN, through the shifted weight table),
+    whose whole row fits one program's shared memory, take the resident path where the rows fill at least 85% of
+    the SMs in their last round: 476 rows (4 rounds of 132, the last 0.90 full), 345 (0.87), 1024 (0.97), 120 (one
+    round, 0.91), 100003 wide (13 chunks of 8192, 208 KB). It stays on the two-phase path at 270 rows (0.68 full) and
+    425 (0.80), for padded rows off the grid (the window needs a contiguous row), for a row past 114688 (14 chunks
+    over the 224 KB budget) and at 32768 wide (the fused row kernel). Built: 32 warps, one 16-byte cp.async a thread a
+    chunk twice a row (the prologue's and the refill's), the weight read and y written 16 bytes wide, nothing in local
+    memory, no CTA barrier but the row's reductions (the copies' waits carry none), and the slots, addressed from
+    global_smem + 0, below every other shared access."""
+    cases = [(476, 63343, 63343), (345, 64803, 64803), (1024, 65536, 65536), (1024, 40000, 40008),
+             (120, 100003, 100003), (2000, 60001, 60001), (270, 63553, 63553), (425, 52717, 52717),
+             (476, 63343, 63350), (512, 114689, 114689),
+             (1024, 32768, 32768), (1024, 32769, 32769)]
+    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
+    assert [r["plan"] for r in got] == ["launch"] * 6 + ["_TwoPhase"] * 4 + ["launch", "launch"], got
+    assert got[10]["kernel"] == "_rms_norm_rows" and got[11]["kernel"] == "_rms_norm_resident", got
+    for (_m, n, _stride), r in zip(cases[:6] + cases[11:], got[:6] + got[11:], strict=True):
+        meta = r["meta"]
+        realign = n % 8 != 0
+        span = n + 7 if realign else n
+        assert r["kernel"] == "_rms_norm_resident" and meta["num_warps"] == 32 and meta["REALIGN"] == realign, r
+        assert meta["NCHUNK"] == -(-span // 8192) and meta["WT"] == (8192 * meta["NCHUNK"] if realign else 0), r
+        assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
+        assert r["vec_loads"] == meta["NCHUNK"] and r["vec_stores"] == meta["NCHUNK"], r
+        assert r["bar"] <= 10, r
+        assert min(r["offsets"]) >= meta["NCHUNK"] * 8192 * 2, r  # the reductions' scratch sits past the slots

@@ -140,10 +140,10 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
     for pad in (0, 5, 8):
         xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n] if pad else x
         realign = dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)
-        planned = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device)
+        planned = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device, resident=False)
         assert isinstance(planned, rms_norm._TwoPhase) == (
             realign and n >= rms_norm._TWO_PHASE_MIN_N), planned
-        plan = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device, two_phase=False)
+        plan = rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device, two_phase=False, resident=False)
         assert isinstance(plan, rms_norm._Split)
         assert plan.meta.get("REALIGN", False) == (dtype != torch.float32 and (n % 8 != 0 or pad % 8 != 0)), plan.meta
         xf = xs.float()
@@ -160,10 +160,10 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
         plan.launch(xs, weight, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts, **plan.meta)
         assert bool((guarded[m] == 7.0).all()), "wrote past the output"
         split_y = guarded[:m].clone()
-        if isinstance(planned, rms_norm._TwoPhase):
-            torch.testing.assert_close(split_y.float(), ref, rtol=2e-2, atol=2e-2)
-        else:
+        if isinstance(rms_norm._plan(m, n, xs.stride(0), x.element_size(), x.device), rms_norm._Split):
             assert torch.equal(split_y, y)
+        else:  # the two-phase or resident path: another reduction order
+            torch.testing.assert_close(split_y.float(), ref, rtol=2e-2, atol=2e-2)
         if plan.meta.get("REALIGN"):  # the weight from w - shift, or element by element (the plan before)
             for wt in (-1, 0):
                 guarded.fill_(7.0)
@@ -171,6 +171,46 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
                 plan.launch(xs, w, guarded, parts, done, n, xs.stride(0), 1e-6, plan.n_parts,
                             **{**plan.meta, "WT": wt})
                 assert torch.equal(guarded[:m], split_y) and bool((guarded[m] == 7.0).all()), wt
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(476, 63343, 0), (345, 64803, 0), (1024, 65536, 0), (1024, 40000, 8),
+                                             (120, 100003, 0), (120, 50001, 0), (1024, 32769, 0), (263, 49999, 0),
+                                             (270, 63553, 0), (476, 63343, 7)])
+def test_resident_rms_norm_matches_fp32_reference(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
+    """The resident path (one 32-warp program an SM holding whole 16-bit rows wider than 32768 in shared memory),
+    planned where _resident_plan takes the shape (rows filling 85% of their last round on this GPU's SMs; 270 rows
+    and padded rows off the grid do not, and keep the two-phase path): within a rounding of fp32 on rows starting at
+    every offset inside a vector (REALIGN), aligned rows and rows padded by whole vectors, 13 chunks a row, fewer rows
+    than SMs, and rows scaled from 1e-3 to 1e3 (fp16's x^2 would overflow); replayed bit for bit; nothing written past
+    the output; close to the two-phase or split path's result on the same rows."""
+    xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
+    xs.mul_(torch.logspace(-3, 3, m, device="cuda").to(dtype)[:, None])
+    w = torch.randn(n, device="cuda").to(dtype)
+    resident = rms_norm._resident_plan(m, n, xs.stride(0), rms_norm._num_sms(xs.device),
+                                       rms_norm._smem_per_sm(xs.device))
+    plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device)
+    assert (resident is not None) == (not isinstance(plan, rms_norm._Split | rms_norm._TwoPhase)), plan
+    takes = (m, n, pad) not in ((270, 63553, 0), (476, 63343, 7))
+    if rms_norm._num_sms(xs.device) == 132:  # the H100's and H200's SM count, which the fills above are for
+        assert (resident is not None) == takes, resident
+    if resident is None:
+        pytest.skip("not a resident shape on this GPU")
+    launch, meta = resident
+    xf = xs.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    guarded = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+    table = rms_norm._weight_table(w, meta["WT"]) if meta["WT"] else w
+    launch(xs, table, guarded, m, n, xs.stride(0), 1e-6, **meta)
+    assert bool((guarded[m] == 7.0).all()), "wrote past the output"
+    y = guarded[:m]
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+    assert torch.equal(rms_norm.candidate(xs, w, 1e-6), y), "the planned call writes the same bits"
+    assert torch.equal(rms_norm.candidate(xs, w, 1e-6), y), "replays must be bit-exact"
+    other = torch.empty_like(y)
+    rms_norm._run(rms_norm._plan(m, n, xs.stride(0), 2, xs.device, resident=False), xs, w, other, 1e-6)
+    torch.testing.assert_close(other.float(), y.float(), rtol=2e-2, atol=2e-2)
 
 
 @requires_cuda
@@ -189,13 +229,19 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
     fewest planned, and 1024 x 50001 102 MB of x, more than the L2 holds. Each OVERLAP order writes the same bits."""
     xs = torch.randn(m, n + pad, device="cuda").to(dtype)[:, :n]
     w = torch.randn(n, device="cuda").to(dtype)
-    plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device)
+    plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, resident=False)  # where the plan is resident, as before
     assert isinstance(plan, rms_norm._TwoPhase), plan
     xf = xs.float()
     ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-    y = rms_norm.candidate(xs, w, 1e-6)
+
+    def planned() -> torch.Tensor:  # as the built-in runs the plan: workspace, table, launch
+        out = torch.empty((m, n), dtype=dtype, device="cuda")
+        rms_norm._run(plan, xs, w, out, 1e-6)
+        return out
+
+    y = planned()
     torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
-    assert torch.equal(rms_norm.candidate(xs, w, 1e-6), y), "replays must be bit-exact"
+    assert torch.equal(planned(), y), "replays must be bit-exact"
 
     def two_phase(p: rms_norm._TwoPhase, grid: int, patience: int) -> torch.Tensor:
         out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
@@ -216,7 +262,7 @@ def test_two_phase_rms_norm_matches_the_split_bit_for_bit(m: int, n: int, pad: i
     for overlap in (0, 1, 2):  # the three load orders write the same bits
         assert torch.equal(two_phase(rms_norm._two_phase_plan(m, n, xs.stride(0), overlap=overlap), resident,
                                      plan.meta["PATIENCE"]), y)
-    split = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, two_phase=False)
+    split = rms_norm._plan(m, n, xs.stride(0), 2, xs.device, two_phase=False, resident=False)
     if isinstance(split, rms_norm._Split):
         same_cut = rms_norm._two_phase_plan(m, n, xs.stride(0), chunk=split.meta["CHUNK"],
                                             warps=split.meta["num_warps"])
