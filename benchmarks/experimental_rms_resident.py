@@ -1,5 +1,8 @@
-"""Experiment, not shipped yet: rms_norm rows wider than 32768 held in shared memory, as softmax's resident path holds
-them (kernelproof_core/kernels/softmax.py, _softmax_resident).
+"""Experiment: rms_norm rows wider than 32768 held in shared memory, as softmax's resident path holds them
+(kernelproof_core/kernels/softmax.py, _softmax_resident). Shipped since 1a47d9b as rms_norm.py's resident path
+(_rms_norm_resident: 32 warps, one program an SM, FREE copies, the shifted weight table through windows, planned
+where rows fill 85% of their last round); this kernel stays for softmax's resident plan's configs (16 warps, two
+programs an SM) beside it.
 
 Why: 16-bit rms_norm rows wider than 32768 take the split path (one program per chunk, partial sums of squares met
 through a per-row counter): 41-67% of copy bandwidth on the H200, and 43-45% for unaligned widths (the campaign's

@@ -93,12 +93,13 @@ _TWO_PHASE_OVERLAP = 0
 # through their vector windows, REALIGN), one 32-warp program an SM holding its whole row in shared memory (at most
 # _RESIDENT_BUDGET_BYTES: one program alone on an SM leaves a few KB of its 227 KB for the reductions), where the rows
 # fill at least _RESIDENT_MIN_FILL of the SMs in their last round (a whole row a program: a last round of few rows
-# leaves SMs idle, where the two-phase path's chunks spread over all of them). H100, bf16, CUPTI, against the plan
-# before (kernel_sweep.py --only rms_norm_resident, evidence/h100/2026-12-06_rms_resident/1_*), % of copy: 476 x
-# 63343 (fill 0.90) 77.7 against 72.5 (two-phase), 345 x 64803 (0.87) 74.4 / 69.6, 1024 x 50001 (0.97) 82.5 / 75.3,
-# 2000 x 60001 (0.95) 85.5 / 77.3, 1024 x 65536 (aligned, 0.97) 89.0 / 82.0 (split), 1024 x 40000 87.3 / 78.0;
-# behind at 270 x 63553 (fill 0.68: 64.5 / 67.4) and level at 425 x 52717 (0.80: 69.4 / 69.7). 16 warps lost 4-17
-# points; two programs an SM lost 1-14 where they stream part of the row, and gained 1.3 at 40000 (two whole rows).
+# leaves SMs idle, where the two-phase path's chunks spread over all of them). H100, bf16, CUPTI, planned against the
+# plan without it (kernel_sweep.py --only rms_norm_resident, evidence/h100/2026-12-06_rms_resident/5_*), % of copy:
+# 476 x 63343 (fill 0.90) 76.2 against 72.1 (two-phase), 345 x 64803 (0.87) 72.6 / 69.1, 1024 x 50001 (0.97) 81.8 /
+# 74.7, 2000 x 60001 (0.95) 83.7 / 76.5, 512 x 100003 82.1 / 74.0, 396 x 33001 66.2 / 63.0, aligned 1024 x 65536 89.2
+# / 82.4 (split), 264 x 114000 87.4 / 75.2; in the first sweep (3_*) behind at 270 x 63553 (fill 0.68: 64.5 / 67.4)
+# and level at 425 x 52717 (0.80: 69.4 / 69.7); 16 warps lost 4-17 points; two programs an SM lost 1-14 where they
+# stream part of the row and gained 1.3 at 40000 (two whole rows). Not yet measured on an H200.
 _RESIDENT_MIN_N, _RESIDENT_MIN_FILL, _RESIDENT_WARPS, _RESIDENT_STAGGER = 32768, 0.85, 32, 2500
 _RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).

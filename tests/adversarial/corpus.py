@@ -171,7 +171,7 @@ HONEST_CANDIDATES: tuple[Honest, ...] = (
     Honest(HONEST / "swiglu_flat.py", "swiglu", "flat 1-D kernel, 2-D tiles for strided rows", dtypes=("float16",)),
     Honest(HONEST / "swiglu_autotuned.py", "swiglu", "autotuned 2-D tiles, grid callable", measure=True),
     Honest(BUILTINS / "rms_norm.py", "rms_norm",
-           "shipped kernel: fused and realigned rows, split, two-phase and looped wide paths"),
+           "shipped kernel: fused and realigned rows, resident (Gluon), split, two-phase and looped wide paths"),
     Honest(BUILTINS / "softmax.py", "softmax",
            "shipped kernel: fused, realigned, pipelined, resident (Gluon), split, staged paths"),
     Honest(BUILTINS / "swiglu.py", "swiglu",
