@@ -205,7 +205,8 @@ def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Ten
 
 
 SHAPES = ((476, 63343), (345, 64803), (270, 63553), (1024, 50001), (425, 52717), (2000, 60001), (1024, 65536),
-          (1024, 40000), (512, 100003), (264, 114000), (396, 33001))
+          (1024, 40000), (512, 100003), (264, 114000), (396, 33001), (512, 40001), (1024, 45000), (480, 36001),
+          (250, 45001), (1000, 48000))
 # (warps, programs an SM, weight table, FREE); 0 warps: softmax's resident plan's. The first sweep (H100,
 # evidence/h100/2026-12-06_rms_resident/1_*) also had the plan's warps without the table or without FREE (4-19 points
 # behind with both), 32 warps (rms_norm.py's resident path since) and 8 warps two an SM (behind everywhere).
@@ -227,6 +228,18 @@ def rms_norm_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterat
         if rms_norm_close(y, ref, f"rms_norm.before {m}x{n}"):
             kind = {rms_norm._Split: "split", rms_norm._TwoPhase: "two_phase"}.get(type(before), "rows")
             yield ("rms_norm.before", (m, n), kind, run, moved, False)
+        sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+        planned = rms_norm._resident_config(m, n, n, sms, smem)
+        for per_sm in (1, 2):  # the shipped kernel at the count the plan did not take (fill rule set aside)
+            shipped = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0)
+            if shipped is None or (planned is not None and planned[1] == shipped[1]):
+                continue
+            run = partial(rms_norm._run, shipped, x, w, y, 1e-6)
+            y.fill_(float("nan"))
+            run()
+            if rms_norm_close(y, ref, f"rms_norm.shipped {m}x{n} per_sm={per_sm}"):
+                yield ("rms_norm.shipped", (m, n), f"per_sm={per_sm} warps={shipped[1]['num_warps']}", run, moved,
+                       False)
         for warps, per_sm, table, free in CONFIGS:
             label = f"warps={warps or 'plan'} per_sm={per_sm} table={int(table)} free={int(free)}"
             run = partial(rms_norm_resident, x, w, 1e-6, y, warps, per_sm, table, free)

@@ -79,6 +79,7 @@ from sweep_parity import (
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
 from sweep_resident import (
     softmax_resident_free_trials,
+    softmax_resident_hold_trials,
     softmax_resident_keep_trials,
     softmax_resident_maxfirst_trials,
     softmax_resident_pair_trials,
@@ -139,6 +140,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_pair": softmax_resident_pair_trials,
             "softmax_resident_parts": softmax_resident_parts_trials,
             "softmax_resident_maxfirst": softmax_resident_maxfirst_trials,
+            "softmax_resident_hold": softmax_resident_hold_trials,
             "softmax_resident_free": softmax_resident_free_trials,
             "softmax_resident_rounds": softmax_resident_rounds_trials,
             "softmax_resident_rows": softmax_resident_rows_trials,

@@ -277,6 +277,18 @@ def softmax_resident_maxfirst_trials(device: torch.device, dtype: torch.dtype) -
     yield from _option_trials("maxfirst", softmax._RESIDENT_MAXFIRST, MAXFIRST_SHAPES, device, dtype)
 
 
+# Streamed rows: aligned (HOLD planned since the H200 sweep with FREE), through windows and 16 warps one an SM.
+HOLD_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
+    (1024, 131072, ({}, {"warps": 16, "per_sm": 1})), (512, 128256, ({},)), (768, 120000, ({},)),
+    (1024, 131071, ({},)), (512, 128257, ({},)))
+
+
+def softmax_resident_hold_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_hold`: rows over the shared-memory budget with the chunks past the slots held in
+    registers (HOLD: planned for aligned 16-bit rows) against streaming them again, aligned and through windows."""
+    yield from _option_trials("hold", softmax._RESIDENT_HOLD, HOLD_SHAPES, device, dtype)
+
+
 def _option_trials(option: str, planned: bool, shapes: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...],
                    device: torch.device, dtype: torch.dtype, values: tuple[bool, ...] = (False, True),
                    family: str = "") -> Iterator[Trial]:

@@ -100,8 +100,12 @@ _TWO_PHASE_OVERLAP = 0
 # / 82.4 (split), 264 x 114000 87.4 / 75.2; in the first sweep (3_*) behind at 270 x 63553 (fill 0.68: 64.5 / 67.4)
 # and level at 425 x 52717 (0.80: 69.4 / 69.7); 16 warps lost 4-17 points; two programs an SM lost 1-14 where they
 # stream part of the row and gained 1.3 at 40000 (two whole rows). Not yet measured on an H200.
+# Two 16-warp programs an SM where two whole rows fit _RESIDENT_PAIR_BYTES (each leaving a few KB for its reductions)
+# and fill 85% of their last round of programs: H100 1024 x 40000 88.0% against 86.8 one an SM, H200 81.4 / 78.0
+# (bf16; fp16 81.8 / 78.3; evidence/h200/2026-12-06_rms_resident_on_h200/3_*, 7_*); one an SM otherwise.
 _RESIDENT_MIN_N, _RESIDENT_MIN_FILL, _RESIDENT_WARPS, _RESIDENT_STAGGER = 32768, 0.85, 32, 2500
 _RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
+_RESIDENT_PAIR_BYTES, _RESIDENT_PAIR_WARPS = 200 * 1024, 16
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -873,22 +877,37 @@ def _cuda_smem(index: int) -> int:
     return int(props.shared_memory_per_multiprocessor) if props.major >= 8 else 0
 
 
-def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, warps: int = _RESIDENT_WARPS,
+def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL) -> Launch | None:
-    """The resident path's launch for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or None where
-    it does not apply: a whole row's chunks (n + 7 window positions with REALIGN) over the shared memory one program
-    an SM may take, or rows filling under min_fill of their last round of SMs (m / (rounds x SMs))."""
+    """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill)
+    return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
+
+
+def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
+                     min_fill: float = _RESIDENT_MIN_FILL) -> tuple[int, dict[str, int]] | None:
+    """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
+    None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
+    REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
+    SMs)); else one 32-warp program an SM where a whole row fits what one program alone may take and the rows fill
+    min_fill of their last round of SMs; else None. per_sm (1 or 2) asks for that count (None where it does not fit
+    or fill)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
-    chunk = 32 * warps * 8
-    n_chunks = _cdiv(n + 7 if realign else n, chunk)
-    budget = min(_RESIDENT_BUDGET_BYTES, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES)
-    if n_chunks * chunk * 2 > budget or m < min_fill * _cdiv(m, n_sm) * n_sm:
-        return None
-    meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
-            "STAGGER": _RESIDENT_STAGGER, "WT": n_chunks * chunk if realign else 0, "num_warps": warps}
-    return _rms_norm_resident[(min(m, n_sm),)], meta
+    span = n + 7 if realign else n
+    for count, warps, budget in ((2, _RESIDENT_PAIR_WARPS, _RESIDENT_PAIR_BYTES), (1, _RESIDENT_WARPS,
+                                                                                   _RESIDENT_BUDGET_BYTES)):
+        chunk = 32 * warps * 8
+        n_chunks = _cdiv(span, chunk)
+        slots = count * n_sm
+        fits = count * n_chunks * chunk * 2 <= min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)
+        if per_sm in (0, count) and fits and m >= min_fill * _cdiv(m, slots) * slots:
+            meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
+                    "STAGGER": _RESIDENT_STAGGER if count == 1 else 0, "WT": n_chunks * chunk if realign else 0,
+                    "num_warps": warps}
+            return min(m, slots), meta
+    return None
 
 
 def _dependent_launch(device: torch.device) -> bool:

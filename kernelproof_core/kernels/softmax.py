@@ -251,8 +251,12 @@ _RESIDENT_FREE = True
 _PDL, _PDL_MIN_BYTES = True, 8 << 20
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
-# 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD).
-_RESIDENT_HOLD, _RESIDENT_STREAM_WARPS = False, 32
+# 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD). Planned for
+# aligned 16-bit rows (PAIR's and the streamed ones); with FREE, on the H200 (bf16, CUPTI, kernel_sweep.py --only
+# softmax_resident_maxfirst, evidence/h200/2026-12-06_rms_resident_on_h200/3_*): 1024 x 131072 85.4% of copy against
+# 82.4 streaming the 2 chunks again, 512 x 128256 82.2 against 79.6 (before FREE it was within a point). Rows through
+# windows (REALIGN) and fp32 rows stream without it (not measured with HOLD).
+_RESIDENT_HOLD, _RESIDENT_STREAM_WARPS = True, 32
 # PAIR: 16-bit rows on the 16-byte grid too wide for two whole rows in an SM's shared memory but no wider than
 # _RESIDENT_PAIR_MAX_BYTES run two 16-warp programs an SM, each keeping 104 KB of its row in slots and the rest in
 # registers (HOLD), registers capped at 64 a thread so that both fit. One program an SM reading a 65536-wide row
@@ -1388,10 +1392,11 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
     any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look). keep: KEEP
     (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16). hold: HOLD where chunks
-    are streamed (default _RESIDENT_HOLD). Aligned 16-bit rows of up to _RESIDENT_PAIR_MAX_BYTES that two whole rows
-    do not fit take PAIR (two 16-warp programs an SM, HOLD, registers capped) unless per_sm, warps or budget_bytes
-    is given. parts > 1 (experiment, aligned rows, CARRY): each row cut into `parts` parts of whole vectors on
-    sibling programs (PARTS), every size above taken for a part; _run passes the zeroed words they meet through.
+    are streamed (default _RESIDENT_HOLD for aligned 16-bit rows). Aligned 16-bit rows of up to
+    _RESIDENT_PAIR_MAX_BYTES that two whole rows do not fit take PAIR (two 16-warp programs an SM, HOLD, registers
+    capped) unless per_sm, warps or budget_bytes is given. parts > 1 (experiment, aligned rows, CARRY): each row
+    cut into `parts` parts of whole vectors on sibling programs (PARTS), every size above taken for a part; _run
+    passes the zeroed words they meet through.
     maxfirst: MAXFIRST, one exponential an element (default _RESIDENT_MAXFIRST; 16-bit rows, no KEEP or PARTS).
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS)."""
@@ -1430,7 +1435,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free = (_RESIDENT_FREE and free_ok) if free is None else free
     if free and not free_ok:
         raise ValueError("FREE copies whole 16-byte vectors of x (no KEEP, MAXFIRST or PARTS)")
-    hold = (_RESIDENT_HOLD if hold is None else hold) and n_res < n_chunks
+    hold = (_RESIDENT_HOLD and elsize == 2 and not realign if hold is None else hold) and n_res < n_chunks
     meta = {"NCHUNK": n_chunks, "NRES": n_res, "K": k, "ALIGN": 1 if realign else align, "REALIGN": realign,
             "STAGGER": stagger, "CARRY": carry, "KEEP": keep, "HOLD": hold, "num_warps": warps}
     if pair:  # both programs' registers must fit the SM's 65536 (sm_80 to sm_90)

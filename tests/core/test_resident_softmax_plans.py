@@ -31,8 +31,9 @@ def test_resident_softmax_plan_by_row_size(m: int, n: int, align: int, expected:
     pair = per_sm == 2 and warps == 16
     assert n_res * 32 * warps * k * 2 * per_sm <= (softmax._RESIDENT_PAIR_BUDGET_BYTES if pair else
         softmax._RESIDENT_CAP_BYTES if per_sm == 2 else softmax._RESIDENT_SOLO_CAP_BYTES)
-    # PAIR holds the chunks past its slots in registers, capped so that both programs fit the SM's 65536
-    assert meta["HOLD"] == pair and meta.get("maxnreg") == (64 if pair else None)  # both 65536 and 60000 hold
+    # PAIR holds the chunks past its slots in registers, capped so that both programs fit the SM's 65536; so do
+    # streamed 16-bit rows (HOLD, uncapped)
+    assert meta["HOLD"] == (n_res < n_chunks) and meta.get("maxnreg") == (64 if pair else None)
     # one program per SM holding whole rows: half of them start late (their stats passes would line up)
     assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if per_sm == 1 and n_res == n_chunks else 0)
 
@@ -51,7 +52,7 @@ def test_resident_rows_within_the_budget_are_held_whole(realign: bool) -> None:
                                                realign=realign)
         chunk_bytes = 32 * meta["num_warps"] * meta["K"] * 2
         pair = not realign and budget < 4 * n <= 2 * softmax._RESIDENT_PAIR_MAX_BYTES
-        assert meta["HOLD"] == (pair and meta["NRES"] < meta["NCHUNK"]), n
+        assert meta["HOLD"] == (not realign and meta["NRES"] < meta["NCHUNK"]), n  # aligned rows hold what streams
         assert meta.get("maxnreg") == (64 if pair else None), n
         room = softmax._RESIDENT_PAIR_BUDGET_BYTES // 2 if pair else budget // 2 if meta["num_warps"] == 8 else solo
         assert meta["NRES"] == min(meta["NCHUNK"], room // chunk_bytes), n
@@ -103,9 +104,10 @@ def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, in
 
 
 def test_resident_keep_and_hold_options() -> None:
-    """KEEP and HOLD are plan options with module defaults (both off until the H200 sweep says otherwise): KEEP only
-    for 16-bit rows under CARRY (its kept exponentials are fp16, its scales CARRY's rounded maxima), asked for
-    elsewhere it is refused and by default it is left out there; HOLD only where chunks are streamed."""
+    """KEEP and HOLD are plan options with module defaults (KEEP off; HOLD on for aligned 16-bit rows since the H200
+    sweep with FREE): KEEP only for 16-bit rows under CARRY (its kept exponentials are fp16, its scales CARRY's
+    rounded maxima), asked for elsewhere it is refused and by default it is left out there; HOLD only where chunks
+    are streamed, by default not through windows (REALIGN) or on fp32 rows."""
     def meta(n: int, **kw: object) -> dict[str, object]:
         plan = softmax._resident_plan(64, n, softmax._align(2, n), 2, H200_SMS, H200_SMEM_PER_SM, **kw)  # type: ignore[arg-type]
         assert plan is not None
@@ -122,6 +124,11 @@ def test_resident_keep_and_hold_options() -> None:
     assert not meta(104000, hold=True)["HOLD"]  # every chunk resident: nothing to hold
     streamed = meta(131072, hold=True)
     assert streamed["NRES"] < streamed["NCHUNK"] and streamed["HOLD"]
+    assert meta(131072)["HOLD"] is softmax._RESIDENT_HOLD and not meta(131072, hold=False)["HOLD"]
+    windows = softmax._resident_plan(64, 131071, 1, 2, H200_SMS, H200_SMEM_PER_SM, realign=True)
+    wide_fp32 = softmax._resident_plan(64, 65536, 4, 4, H200_SMS, H200_SMEM_PER_SM)
+    assert windows is not None and windows[1]["NRES"] < windows[1]["NCHUNK"] and not windows[1]["HOLD"]
+    assert wide_fp32 is not None and wide_fp32[1]["NRES"] < wide_fp32[1]["NCHUNK"] and not wide_fp32[1]["HOLD"]
     assert meta(131072)["num_warps"] == softmax._RESIDENT_STREAM_WARPS
 
 

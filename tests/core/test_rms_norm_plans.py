@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kernelproof_core.kernels import rms_norm
-from tests.core.h200_topology import H200_SMS
+from tests.core.h200_topology import H200_SMEM_PER_SM, H200_SMS
 from tests.sm90_build import compile_for_sm90
 
 
@@ -252,28 +252,58 @@ print(json.dumps(out))
 def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_path() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows wider than 32768, on
     the 16-byte grid (any stride of whole vectors) or contiguous off it (REALIGN, through the shifted weight table),
-    whose whole row fits one program's shared memory, take the resident path where the rows fill at least 85% of
-    the SMs in their last round: 476 rows (4 rounds of 132, the last 0.90 full), 345 (0.87), 1024 (0.97), 120 (one
-    round, 0.91), 100003 wide (13 chunks of 8192, 208 KB). It stays on the two-phase path at 270 rows (0.68 full) and
-    425 (0.80), for padded rows off the grid (the window needs a contiguous row), for a row past 114688 (14 chunks
-    over the 224 KB budget) and at 32768 wide (the fused row kernel). Built: 32 warps, one 16-byte cp.async a thread a
-    chunk twice a row (the prologue's and the refill's), the weight read and y written 16 bytes wide, nothing in local
-    memory, no CTA barrier but the row's reductions (the copies' waits carry none), and the slots, addressed from
-    global_smem + 0, below every other shared access."""
-    cases = [(476, 63343, 63343), (345, 64803, 64803), (1024, 65536, 65536), (1024, 40000, 40008),
-             (120, 100003, 100003), (2000, 60001, 60001), (270, 63553, 63553), (425, 52717, 52717),
-             (476, 63343, 63350), (512, 114689, 114689),
-             (1024, 32768, 32768), (1024, 32769, 32769)]
-    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
-    assert [r["plan"] for r in got] == ["launch"] * 6 + ["_TwoPhase"] * 4 + ["launch", "launch"], got
-    assert got[10]["kernel"] == "_rms_norm_rows" and got[11]["kernel"] == "_rms_norm_resident", got
-    for (_m, n, _stride), r in zip(cases[:6] + cases[11:], got[:6] + got[11:], strict=True):
+    take the resident path where the rows fill at least 85% of their last round: two 16-warp programs an SM where two
+    whole rows fit 200 KB (40000 wide, 32769 and 45001 through windows: 4096-element chunks), else one 32-warp program
+    an SM where a whole row fits 224 KB: 476 rows (4 rounds of 132, the last 0.90 full), 345 (0.87), 1024, 120 (one
+    round, 0.91), 100003 wide (13 chunks of 8192, 208 KB). 400 rows of 40000 fill 0.76 of 528 programs and 0.76 of
+    528 SMs' rounds: the two-phase path. It stays on the two-phase path at 270 rows (0.68 full) and 425 (0.80), for
+    padded rows off the grid (the window needs a contiguous row), for a row past 114688 (14 chunks over the 224 KB
+    budget) and at 32768 wide (the fused row kernel). Built: one 16-byte cp.async a thread a chunk twice a row (the
+    prologue's and the refill's), the weight read and y written 16 bytes wide, nothing in local memory, no CTA
+    barrier but the row's reductions (the copies' waits carry none), and the slots, addressed from global_smem + 0,
+    below every other shared access."""
+    cases = [(476, 63343, 63343, 1), (345, 64803, 64803, 1), (1024, 65536, 65536, 1), (1024, 40000, 40008, 2),
+             (120, 100003, 100003, 1), (2000, 60001, 60001, 1), (1024, 32769, 32769, 2), (250, 45001, 45001, 2),
+             (270, 63553, 63553, 0), (425, 52717, 52717, 0), (476, 63343, 63350, 0), (512, 114689, 114689, 0),
+             (400, 40001, 40001, 0), (1024, 32768, 32768, -1)]
+    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, [c[:3] for c in cases])
+    assert [r["plan"] for r in got] == [{0: "_TwoPhase"}.get(c[3], "launch") for c in cases], got
+    assert got[-1]["kernel"] == "_rms_norm_rows", got
+    for (_m, n, _stride, per_sm), r in zip(cases, got, strict=True):
+        if per_sm <= 0:
+            continue
         meta = r["meta"]
         realign = n % 8 != 0
         span = n + 7 if realign else n
-        assert r["kernel"] == "_rms_norm_resident" and meta["num_warps"] == 32 and meta["REALIGN"] == realign, r
-        assert meta["NCHUNK"] == -(-span // 8192) and meta["WT"] == (8192 * meta["NCHUNK"] if realign else 0), r
+        warps = 16 if per_sm == 2 else 32
+        assert r["kernel"] == "_rms_norm_resident" and meta["num_warps"] == warps and meta["REALIGN"] == realign, r
+        chunk = 32 * warps * 8
+        assert meta["NCHUNK"] == -(-span // chunk) and meta["WT"] == (chunk * meta["NCHUNK"] if realign else 0), r
+        assert meta["NCHUNK"] * chunk * 2 * per_sm <= (200 if per_sm == 2 else 224) * 1024, r
+        assert meta["STAGGER"] == (2500 if per_sm == 1 else 0), r
         assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
         assert r["vec_loads"] == meta["NCHUNK"] and r["vec_stores"] == meta["NCHUNK"], r
         assert r["bar"] <= 10, r
-        assert min(r["offsets"]) >= meta["NCHUNK"] * 8192 * 2, r  # the reductions' scratch sits past the slots
+        assert min(r["offsets"]) >= meta["NCHUNK"] * chunk * 2, r  # the reductions' scratch sits past the slots
+
+
+@pytest.mark.parametrize(("m", "n", "stride", "expected"), [
+    (1024, 40000, 40000, (264, 16, 10)), (250, 45001, 45001, (250, 16, 11)), (1024, 49152, 49152, (264, 16, 12)),
+    (1024, 49153, 49153, (132, 32, 7)), (1024, 49145, 49145, (264, 16, 12)), (120, 100003, 100003, (120, 32, 13)),
+    (512, 114688, 114688, (132, 32, 14)), (512, 114681, 114681, (132, 32, 14)), (512, 114682, 114682, None),
+    (400, 40000, 40000, None), (448, 40000, 40000, None), (449, 40000, 40000, (264, 16, 10)),
+    (113, 65536, 65536, (113, 32, 8)), (113, 40000, 40000, (113, 32, 5)), (225, 40000, 40000, (225, 16, 10)),
+    (1024, 40001, 40003, None)])
+def test_resident_rms_norm_config_by_rows_and_width(m: int, n: int, stride: int,
+                                                    expected: tuple[int, int, int] | None) -> None:
+    """Programs, warps and chunks of the resident path on the H200's topology: two 16-warp programs an SM (264) while
+    two whole rows fit 200 KB (49152 positions: 12 chunks of 4096; a window of 49145 + 7), one 32-warp program an SM
+    (132) up to 224 KB (14 chunks of 8192: 114688, a window of 114681 + 7), never more programs than rows; rows must
+    fill 85% of their last round of programs (400 rows of 40000: 0.76 of 528 programs and of 528 SMs' rounds; 448
+    rows are a row short of 85% of 528 programs, 449 are not; 113 rows of 40000 fill 0.43 of 264 programs but 0.86
+    of 132 SMs, so they run one an SM), and rows off the grid must be contiguous."""
+    got = rms_norm._resident_config(m, n, stride, H200_SMS, H200_SMEM_PER_SM)
+    assert (got if got is None else (got[0], got[1]["num_warps"], got[1]["NCHUNK"])) == expected, got
+    one = rms_norm._resident_config(m, n, stride, H200_SMS, H200_SMEM_PER_SM, per_sm=1)
+    if one is not None:  # asked for one an SM: 32 warps, half of the programs staggered
+        assert one[0] == min(m, H200_SMS) and one[1]["num_warps"] == 32 and one[1]["STAGGER"] == 2500, one
