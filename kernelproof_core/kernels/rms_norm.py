@@ -99,10 +99,14 @@ _TWO_PHASE_OVERLAP = 0
 # 74.7, 2000 x 60001 (0.95) 83.7 / 76.5, 512 x 100003 82.1 / 74.0, 396 x 33001 66.2 / 63.0, aligned 1024 x 65536 89.2
 # / 82.4 (split), 264 x 114000 87.4 / 75.2; in the first sweep (3_*) behind at 270 x 63553 (fill 0.68: 64.5 / 67.4)
 # and level at 425 x 52717 (0.80: 69.4 / 69.7); 16 warps lost 4-17 points; two programs an SM lost 1-14 where they
-# stream part of the row and gained 1.3 at 40000 (two whole rows). Not yet measured on an H200.
+# stream part of the row and gained 1.3 at 40000 (two whole rows). H200 (evidence/h200/2026-12-06_rms_resident_on_h200/
+# 3_*, 10_*): 476 x 63343 65.5-65.8 against 64.0-64.5, 345 x 64803 level (61.6-61.8 / 61.9), 1024 x 50001 71.5-71.9
+# / 66.1-66.2, 2000 x 60001 73.9-74.0 / 68.8-68.9, 512 x 100003 72.5 / 65.7, 1024 x 65536 83.5-83.9 / 69.3-70.4
+# (split), 264 x 114000 78.4-79.2 / 62.2-62.5; under the fill rule one an SM was behind (270 x 63553 53.6 / 59.6).
 # Two 16-warp programs an SM where two whole rows fit _RESIDENT_PAIR_BYTES (each leaving a few KB for its reductions)
-# and fill 85% of their last round of programs: H100 1024 x 40000 88.0% against 86.8 one an SM, H200 81.4 / 78.0
-# (bf16; fp16 81.8 / 78.3; evidence/h200/2026-12-06_rms_resident_on_h200/3_*, 7_*); one an SM otherwise.
+# and fill 85% of their last round of programs; one an SM otherwise. H200, bf16, planned against the shipped kernel
+# one an SM (10_*): 1024 x 40000 80.6% against 78.2, 1024 x 45000 80.9 / 75.6, 1000 x 48000 80.5 / 78.5, 512 x 40001
+# 65.7 / 64.0, 480 x 36001 60.0 / 58.0, 250 x 45001 57.2 / 58.3 (H100, 1024 x 40000: 88.0 / 86.8).
 _RESIDENT_MIN_N, _RESIDENT_MIN_FILL, _RESIDENT_WARPS, _RESIDENT_STAGGER = 32768, 0.85, 32, 2500
 _RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
 _RESIDENT_PAIR_BYTES, _RESIDENT_PAIR_WARPS = 200 * 1024, 16

@@ -223,7 +223,9 @@ _RESIDENT_KEEP = False
 # element kept as fp16 over x, the output pass a multiply (2.26 -> 1.01 MUFU instructions an element at 65536 in the
 # sm_90 build, no spills under PAIR). Correct on an H100 (GPU tolerance tests) but behind the plan there at 65536-131072
 # (1024 x 65536 90.5% of copy against 91.4%; kernel_sweep.py --only softmax_resident_maxfirst,
-# evidence/h100/2026-12-05_dependent_launch/3_*): off until an H200 sweep says otherwise.
+# evidence/h100/2026-12-05_dependent_launch/3_*), and on the H200 with FREE planned further behind (1024 x 65536 80.7%
+# against 87.2, 1024 x 131072 65.8-69.7 against 82.4, 1991 x 33508 74.6 against 76.8; evidence/h200/
+# 2026-12-06_rms_resident_on_h200/3_*): off.
 _RESIDENT_MAXFIRST = False
 # FREE (resident launches whose copies are whole 16-byte vectors of x): the slot copies as inline-PTX cp.async and the
 # waits without the CTA barrier Gluon puts after them. Each thread reads back only the vector it copied, after its
@@ -236,7 +238,9 @@ _RESIDENT_MAXFIRST = False
 # same launch without it (kernel_sweep.py --only softmax_resident_free, evidence/h100/2026-12-06_harness_0_9/8_*,
 # 9_*), bf16 / fp16 points of copy: 1024 x 65536 +1.5 / +1.2, 1024 x 131072 +1.2 / +1.5, 512 x 128256 +3.8 / +2.4,
 # 1024 x 53248 +1.1 / +0.8, 400 x 49196 +5.1 / +4.2, 1991 x 33508 +0.6 / +0.4; behind only at three programs an SM
-# capped to 85 registers (not a plan). Not yet measured on an H200.
+# capped to 85 registers (not a plan). H200 (evidence/h200/2026-12-06_rms_resident_on_h200/3_*, 7_*), bf16 / fp16:
+# 1024 x 65536 +3.6 / +4.4, 2048 x 65536 +3.6 / +3.4, 1024 x 131072 +7.2 / +6.7, 512 x 128256 +7.3 / +5.1, 1024 x
+# 53248 +1.4 / +1.4, 400 x 49196 +4.3 / +4.1, 1991 x 33508 level.
 _RESIDENT_FREE = True
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
