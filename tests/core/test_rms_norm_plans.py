@@ -221,9 +221,9 @@ def test_rms_norm_row_kernel_takes_dependent_launch_only_when_asked() -> None:
 
 
 _RMS_RESIDENT_ON_H200 = """
-import json, re, sys, torch
+import json, re, subprocess, sys, tempfile, torch
 sys.path.insert(0, sys.argv[2])
-from sass_counts import opcodes
+from sass_counts import _cuobjdump, opcodes
 from kernelproof_core.kernels import rms_norm
 from kernelproof_core.precompile import compile_only
 rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
@@ -239,8 +239,13 @@ for m, n, stride in json.loads(sys.argv[1]):
         with compile_only("cuda", 90, 32):
             kernel = launch(x, w, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, 1e-6, **meta)
         ptx, ops = kernel.asm["ptx"], opcodes(kernel.asm["cubin"])
-        row.update(kernel=kernel.name, meta=meta, bar=ops["BAR"], copies=ops["LDGSTS"], local=ptx.count(".local"),
-                   vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(kernel.asm["cubin"])
+            f.flush()
+            usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
+        regs = int(re.search(r"REG:(\\d+)", usage).group(1))
+        row.update(kernel=kernel.name, meta=meta, bar=ops["BAR"], regs=regs, copies=ops["LDGSTS"],
+                   local=ptx.count(".local"), vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
                    offsets=sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
                    base=len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx)))
@@ -253,7 +258,8 @@ def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows wider than 32768, on
     the 16-byte grid (any stride of whole vectors) or contiguous off it (REALIGN, through the shifted weight table),
     take the resident path where the rows fill at least 85% of their last round: two 16-warp programs an SM where two
-    whole rows fit 200 KB (40000 wide, 32769 and 45001 through windows: 4096-element chunks), else one 32-warp program
+    whole rows fit 200 KB (40000 wide, 32769, 45001 and 49145 through windows: 4096-element chunks; registers capped
+    at 64 where the windows' build would take more), else one 32-warp program
     an SM where a whole row fits 224 KB: 476 rows (4 rounds of 132, the last 0.90 full), 345 (0.87), 1024, 120 (one
     round, 0.91), 100003 wide (13 chunks of 8192, 208 KB). 400 rows of 40000 fill 0.76 of 528 programs and 0.76 of
     528 SMs' rounds: the two-phase path. It stays on the two-phase path at 270 rows (0.68 full) and 425 (0.80), for
@@ -264,6 +270,7 @@ def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_
     below every other shared access."""
     cases = [(476, 63343, 63343, 1), (345, 64803, 64803, 1), (1024, 65536, 65536, 1), (1024, 40000, 40008, 2),
              (120, 100003, 100003, 1), (2000, 60001, 60001, 1), (1024, 32769, 32769, 2), (250, 45001, 45001, 2),
+             (1024, 49145, 49145, 2),
              (270, 63553, 63553, 0), (425, 52717, 52717, 0), (476, 63343, 63350, 0), (512, 114689, 114689, 0),
              (400, 40001, 40001, 0), (1024, 32768, 32768, -1)]
     got = compile_for_sm90(_RMS_RESIDENT_ON_H200, [c[:3] for c in cases])
@@ -284,6 +291,7 @@ def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_
         assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
         assert r["vec_loads"] == meta["NCHUNK"] and r["vec_stores"] == meta["NCHUNK"], r
         assert r["bar"] <= 10, r
+        assert r["regs"] * 32 * warps * per_sm <= 65536, r  # every program an SM is asked to hold fits
         assert min(r["offsets"]) >= meta["NCHUNK"] * chunk * 2, r  # the reductions' scratch sits past the slots
 
 
@@ -304,6 +312,8 @@ def test_resident_rms_norm_config_by_rows_and_width(m: int, n: int, stride: int,
     of 132 SMs, so they run one an SM), and rows off the grid must be contiguous."""
     got = rms_norm._resident_config(m, n, stride, H200_SMS, H200_SMEM_PER_SM)
     assert (got if got is None else (got[0], got[1]["num_warps"], got[1]["NCHUNK"])) == expected, got
+    if got is not None:  # two programs an SM through windows: registers capped so that both fit
+        assert got[1].get("maxnreg") == (64 if got[1]["num_warps"] == 16 and got[1]["REALIGN"] else None), got
     one = rms_norm._resident_config(m, n, stride, H200_SMS, H200_SMEM_PER_SM, per_sm=1)
     if one is not None:  # asked for one an SM: 32 warps, half of the programs staggered
         assert one[0] == min(m, H200_SMS) and one[1]["num_warps"] == 32 and one[1]["STAGGER"] == 2500, one
