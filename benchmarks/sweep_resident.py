@@ -302,8 +302,11 @@ def _option_trials(option: str, planned: bool, shapes: tuple[tuple[int, int, tup
     for m, n, overrides in shapes:
         x, y, ref, moved = inputs(m, n, dtype, device)
         yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        default = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=n % 8 != 0)
+        # the option as the plan sets it for this shape (HOLD: not through windows)
+        here = planned if default is None else bool(default[1].get(option.upper(), False))
         for kw, on in itertools.product(overrides, values):
-            if not kw and on == planned and n > softmax._MAX_FUSED_N:  # the planned launch itself
+            if not kw and on == here and n > softmax._MAX_FUSED_N:  # the planned launch itself
                 continue
             plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=n % 8 != 0,
                                           **{option: on}, **kw)
