@@ -1044,15 +1044,26 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     y = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0 or n == 0:
         return y
-    stride = x.stride(0)
-    key = (m, n, stride, x.dtype, device)
+    plan = _planned(m, n, x.stride(0), x.dtype, device)
+    if x.data_ptr() % 16 and not isinstance(plan, _Split | _TwoPhase) and "NCHUNK" in plan[1]:
+        # The resident path copies x 16 bytes at a time from its rows' starts (inline cp.async, which needs whole
+        # vectors; plans are cached by shape and stride, not by where x starts): a view starting inside a vector is
+        # read from a fresh copy, which starts on one.
+        x = x.clone(memory_format=torch.contiguous_format)
+        plan = _planned(m, n, n, x.dtype, device)
+    _run(plan, x, weight, y, eps)
+    return y
+
+
+def _planned(m: int, n: int, stride: int, dtype: torch.dtype, device: torch.device) -> Plan:
+    """The cached plan of an m x n rms_norm with row stride `stride`."""
+    key = (m, n, stride, dtype, device)
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
-        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
-    _run(plan, x, weight, y, eps)
-    return y
+        plan = _PLANS[key] = _plan(m, n, stride, dtype.itemsize, device)
+    return plan
 
 
 def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps: float) -> None:

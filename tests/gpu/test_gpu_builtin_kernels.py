@@ -554,6 +554,36 @@ def test_resident_softmax_hold_meets_the_task_tolerance(m: int, n: int, realign:
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("task", "m", "n"), [("softmax", 1024, 65536), ("softmax", 1991, 33508),
+                                              ("rms_norm", 476, 63343), ("rms_norm", 1024, 40000)])
+@pytest.mark.parametrize("offset", [1, 4, 8])
+def test_resident_paths_take_views_starting_inside_a_vector(task: str, m: int, n: int, offset: int,
+                                                            dtype: torch.dtype) -> None:
+    """The resident kernels copy x 16 bytes at a time from its rows' starts; plans are cached by shape and stride,
+    not by where x starts. A contiguous view starting 1 or 4 elements into a 16-byte vector (2 or 8 bytes off) of a
+    shape the plan runs resident is read from an aligned copy (no misaligned-address fault), one starting on a
+    vector (8 elements) as it is; all within a rounding of fp32, and the planned launch is the resident one."""
+    flat = torch.randn(m * n + 8, device="cuda").to(dtype)
+    x = flat[offset:offset + m * n].view(m, n)
+    assert (x.data_ptr() % 16 == 0) == (offset == 8)
+    xf = x.float()
+    if task == "softmax":
+        plan = softmax._plan(m, n, n, 2, x.device, dtype)
+        assert isinstance(plan, tuple) and "NRES" in plan[1], plan
+        y = softmax.candidate(x)
+        torch.testing.assert_close(y.float(), torch.softmax(xf, dim=-1), rtol=2e-2, atol=1e-6)
+    else:
+        w = torch.randn(n, device="cuda").to(dtype)
+        plan = rms_norm._plan(m, n, n, 2, x.device)
+        assert not isinstance(plan, rms_norm._Split | rms_norm._TwoPhase) and "NCHUNK" in plan[1], plan
+        y = rms_norm.candidate(x, w, 1e-6)
+        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+        torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+    torch.cuda.synchronize()  # a fault would surface here
+
+
+@requires_cuda
 def test_copy_reference_is_the_best_method() -> None:
     from kernelproof_core.environment import copy_bandwidth_gbps
     from kernelproof_core.measurement.copy_reference import measure_copy_gbps
