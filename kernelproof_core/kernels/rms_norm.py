@@ -1044,26 +1044,15 @@ def candidate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     y = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0 or n == 0:
         return y
-    plan = _planned(m, n, x.stride(0), x.dtype, device)
-    if x.data_ptr() % 16 and not isinstance(plan, _Split | _TwoPhase) and "NCHUNK" in plan[1]:
-        # The resident path copies x 16 bytes at a time from its rows' starts (inline cp.async, which needs whole
-        # vectors; plans are cached by shape and stride, not by where x starts): a view starting inside a vector is
-        # read from a fresh copy, which starts on one.
-        x = x.clone(memory_format=torch.contiguous_format)
-        plan = _planned(m, n, n, x.dtype, device)
-    _run(plan, x, weight, y, eps)
-    return y
-
-
-def _planned(m: int, n: int, stride: int, dtype: torch.dtype, device: torch.device) -> Plan:
-    """The cached plan of an m x n rms_norm with row stride `stride`."""
-    key = (m, n, stride, dtype, device)
+    stride = x.stride(0)
+    key = (m, n, stride, x.dtype, device)
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
-        plan = _PLANS[key] = _plan(m, n, stride, dtype.itemsize, device)
-    return plan
+        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device)
+    _run(plan, x, weight, y, eps)
+    return y
 
 
 def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps: float) -> None:
@@ -1091,5 +1080,10 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
             plan.launch(x, w_arg, y, partials, done, n, stride, eps, plan.n_parts, **plan.meta)
     else:
         launch, meta = plan
+        if "NCHUNK" in meta and x.data_ptr() % 16:
+            # The resident kernel copies x 16 bytes at a time from its rows' starts (inline cp.async, which needs
+            # whole vectors; plans are cached by shape and stride, not by where x starts): a view starting inside a
+            # vector is read from a fresh copy, which starts on one (contiguous: any plan of these rows takes it).
+            x, stride = x.clone(memory_format=torch.contiguous_format), n
         wt = meta.get("WT", 0)
         launch(x, _weight_table(weight, wt) if wt else weight, y, m, n, stride, eps, **meta)

@@ -258,7 +258,8 @@ _PDL, _PDL_MIN_BYTES = True, 8 << 20
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD). Planned for
 # aligned 16-bit rows (PAIR's and the streamed ones); with FREE, on the H200 (bf16, CUPTI, kernel_sweep.py --only
 # softmax_resident_maxfirst, evidence/h200/2026-12-06_rms_resident_on_h200/3_*): 1024 x 131072 85.4% of copy against
-# 82.4 streaming the 2 chunks again, 512 x 128256 82.2 against 79.6 (before FREE it was within a point). Rows through
+# 82.4 streaming the 2 chunks again, 512 x 128256 82.2 against 79.6 (before FREE it was within a point); --only
+# softmax_resident_hold (10_*): 86.3 / 83.2, 82.2 / 80.5, 768 x 120000 83.9 / 83.2. Rows through
 # windows (REALIGN) and fp32 rows stream without it (not measured with HOLD).
 _RESIDENT_HOLD, _RESIDENT_STREAM_WARPS = True, 32
 # PAIR: 16-bit rows on the 16-byte grid too wide for two whole rows in an SM's shared memory but no wider than
@@ -1688,26 +1689,15 @@ def candidate(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0 or n == 0:
         return y
-    plan = _planned(m, n, x.stride(0), x.dtype, device)
-    if x.data_ptr() % 16 and not isinstance(plan, _Staged | _Split) and "NRES" in plan[1]:
-        # The resident kernel copies x into shared memory 16 bytes at a time from its rows' starts (cp.async; FREE's
-        # as inline PTX, which needs whole vectors; plans are cached by shape and stride, not by where x starts): a
-        # view starting inside a vector is read from a fresh copy, which starts on one.
-        x = x.clone(memory_format=torch.contiguous_format)
-        plan = _planned(m, n, n, x.dtype, device)
-    _run(plan, x, y, m, n, x.stride(0))
-    return y
-
-
-def _planned(m: int, n: int, stride: int, dtype: torch.dtype, device: torch.device) -> Launch | _Staged | _Split:
-    """The cached plan of an m x n softmax with row stride `stride`."""
-    key = (m, n, stride, dtype, device)
+    stride = x.stride(0)
+    key = (m, n, stride, x.dtype, device)
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
-        plan = _PLANS[key] = _plan(m, n, stride, dtype.itemsize, device, dtype)
-    return plan
+        plan = _PLANS[key] = _plan(m, n, stride, x.element_size(), device, x.dtype)
+    _run(plan, x, y, m, n, stride)
+    return y
 
 
 def _run(plan: Launch | _Staged | _Split, x: torch.Tensor, y: torch.Tensor, m: int, n: int, stride: int) -> None:
@@ -1727,6 +1717,11 @@ def _run(plan: Launch | _Staged | _Split, x: torch.Tensor, y: torch.Tensor, m: i
         launch, meta = plan
         if meta.get("WORDS") and x.data_ptr() % 4:  # a view starting mid-word: no whole words (plans ignore offsets)
             meta = {**meta, "WORDS": False}
+        if "NRES" in meta and x.data_ptr() % 16:
+            # The resident kernel copies x into shared memory 16 bytes at a time from its rows' starts (FREE's as
+            # inline PTX, which needs whole vectors; plans ignore offsets): a view starting inside a vector is read
+            # from a fresh copy, which starts on one (contiguous: any resident plan of these rows takes it).
+            x, stride = x.clone(memory_format=torch.contiguous_format), n
         if meta.get("PARTS", 1) > 1:  # the resident kernel's parts meet through words that start zero
             launch(x, y, m, n, stride, w_ptr=torch.zeros((m * meta["PARTS"],), dtype=torch.int64, device=device),
                    **meta)
