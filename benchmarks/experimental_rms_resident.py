@@ -1,8 +1,9 @@
 """Experiment: rms_norm rows wider than 32768 held in shared memory, as softmax's resident path holds them
 (kernelproof_core/kernels/softmax.py, _softmax_resident). Shipped since 1a47d9b as rms_norm.py's resident path
-(_rms_norm_resident: 32 warps, one program an SM, FREE copies, the shifted weight table through windows, planned
-where rows fill 85% of their last round); this kernel stays for softmax's resident plan's configs (16 warps, two
-programs an SM) beside it.
+(_rms_norm_resident: FREE copies, the shifted weight table through windows, two 16-warp programs an SM where two
+rows fit or one 32-warp program, planned where rows fill 85% of their last round); this kernel stays for the
+variants measured on the way (softmax's resident plan's configs, copies with barriers, the weight element by
+element) beside it.
 
 Why: 16-bit rms_norm rows wider than 32768 take the split path (one program per chunk, partial sums of squares met
 through a per-row counter): 41-67% of copy bandwidth on the H200, and 43-45% for unaligned widths (the campaign's
@@ -222,24 +223,20 @@ def rms_norm_resident_trials(device: torch.device, dtype: torch.dtype) -> Iterat
         yield rms_norm_planned(x, w, moved)
         ref = rms_norm_ref(x, w)
         before = rms_norm._plan(m, n, n, x.element_size(), device, resident=False)
-        run = partial(rms_norm._run, before, x, w, y, 1e-6)
-        y.fill_(float("nan"))
-        run()
-        if rms_norm_close(y, ref, f"rms_norm.before {m}x{n}"):
-            kind = {rms_norm._Split: "split", rms_norm._TwoPhase: "two_phase"}.get(type(before), "rows")
-            yield ("rms_norm.before", (m, n), kind, run, moved, False)
+        kind = {rms_norm._Split: "split", rms_norm._TwoPhase: "two_phase"}.get(type(before), "rows")
+        others: list[tuple[str, str, rms_norm.Plan]] = [("rms_norm.before", kind, before)]
         sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
         planned = rms_norm._resident_config(m, n, n, sms, smem)
         for per_sm in (1, 2):  # the shipped kernel at the count the plan did not take (fill rule set aside)
             shipped = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0)
-            if shipped is None or (planned is not None and planned[1] == shipped[1]):
-                continue
-            run = partial(rms_norm._run, shipped, x, w, y, 1e-6)
+            if shipped is not None and (planned is None or planned[1] != shipped[1]):
+                others.append(("rms_norm.shipped", f"per_sm={per_sm} warps={shipped[1]['num_warps']}", shipped))
+        for family, label, plan in others:
+            run = partial(rms_norm._run, plan, x, w, y, 1e-6)
             y.fill_(float("nan"))
             run()
-            if rms_norm_close(y, ref, f"rms_norm.shipped {m}x{n} per_sm={per_sm}"):
-                yield ("rms_norm.shipped", (m, n), f"per_sm={per_sm} warps={shipped[1]['num_warps']}", run, moved,
-                       False)
+            if rms_norm_close(y, ref, f"{family} {m}x{n} {label}"):
+                yield (family, (m, n), label, run, moved, False)
         for warps, per_sm, table, free in CONFIGS:
             label = f"warps={warps or 'plan'} per_sm={per_sm} table={int(table)} free={int(free)}"
             run = partial(rms_norm_resident, x, w, 1e-6, y, warps, per_sm, table, free)
