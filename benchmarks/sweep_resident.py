@@ -371,3 +371,45 @@ def softmax_resident_rows_trials(device: torch.device, dtype: torch.dtype) -> It
             x, _y, ref, moved = inputs(m, n, dtype, device)
             if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n}"):
                 yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+
+
+# (m, n, row stride): rows on the 8-byte grid but not the 16-byte one (width and stride multiples of 4, not 8):
+# random2's 1991 x 33508 (77% of copy on the H200 through windows), the hidden_offset draw's 400 x 49196, 65532 and
+# 131068 (PAIR's and the streamed widths less 4), and rows padded to a stride of 4 more (not windows: plain copies).
+HALVES_SHAPES: tuple[tuple[int, int, int], ...] = (
+    (1991, 33508, 33508), (400, 49196, 49196), (512, 50260, 50260), (1024, 65532, 65532), (2048, 32772, 32772),
+    (1024, 131068, 131068), (1024, 40000, 40004))
+
+
+def softmax_resident_halves_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_halves`: rows on the 8-byte grid on the aligned resident kernel with FREE's copies
+    as two 8-byte halves a vector (HALVES) against the planned launch (contiguous rows: REALIGN's windows), the same
+    rows through windows at three programs an SM, and the aligned kernel with Gluon's 8-byte copies (no FREE)."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n, stride in HALVES_SHAPES:
+        x = (torch.randn(m, stride, dtype=dtype, device=device) * 4)[:, :n]
+        y, ref, moved = torch.empty((m, n), dtype=dtype, device=device), torch.softmax(x.float(), -1), 4 * m * n
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        configs: list[tuple[str, dict[str, Any]]] = [("halves", {"halves": True}), ("halves", {"halves": True,
+                                                                                           **_THREE}),
+                                                     ("aligned8", {"halves": False, "free": False})]
+        if 50000 < n <= 65536:  # PAIR's launch (PAIR itself takes rows on the 16-byte grid only)
+            configs.append(("halves", {"halves": True, "per_sm": 2, "warps": 16, "budget_bytes": 208 * 1024,
+                                       "hold": True}))
+        if stride == n:
+            configs.append(("windows", {"realign": True, **_THREE}))
+        for name, kw in configs:
+            plan = softmax._resident_plan(m, n, 1 if kw.get("realign") else softmax._align(2, n, stride), 2, sms, smem,
+                                          **kw)
+            assert plan is not None
+            meta = plan[1]
+            if "per_sm" in kw and "maxnreg" not in meta:
+                meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
+            label = (f"{name} per_sm={kw.get('per_sm', 'plan')} warps={meta['num_warps']} "
+                     f"NRES={meta['NRES']}/{meta['NCHUNK']} free={int(meta.get('FREE', False))}")
+            run = partial(softmax._run, plan, x, y, m, n, stride)
+            compiled = plan[0](x, y, m, n, stride, **meta)
+            print(f"softmax.resident_halves {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
+                  f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
+            if _correct_twice(run, y, ref, f"softmax.resident_halves {m}x{n} {label}"):
+                yield ("softmax.resident_halves", (m, n), label, run, moved, False)

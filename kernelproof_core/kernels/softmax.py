@@ -242,6 +242,19 @@ _RESIDENT_MAXFIRST = False
 # 1024 x 65536 +3.6 / +4.4, 2048 x 65536 +3.6 / +3.4, 1024 x 131072 +7.2 / +6.7, 512 x 128256 +7.3 / +5.1, 1024 x
 # 53248 +1.4 / +1.4, 400 x 49196 +4.3 / +4.1, 1991 x 33508 level.
 _RESIDENT_FREE = True
+# HALVES (experiment, off): FREE on 16-bit rows not through windows whose width and stride are multiples of 4 but
+# not 8 (on the 8-byte grid): each 16-byte vector copied as two 8-byte cp.async into its place, so such rows run the
+# aligned kernel with FREE. Built to test whether REALIGN's windows (117-128 registers against 64, 1.16x the
+# instructions) cost contiguous rows on the 8-byte grid their 4.4-4.7 us a launch at 400 x 49196 (H100,
+# evidence/h100/2026-12-06_rms_resident/1_*): they do not. H100, CUPTI, bf16 (kernel_sweep.py --only
+# softmax_resident_halves, evidence/h100/2026-12-06_fifteenth/5_*): HALVES against the planned windows 1991 x 33508
+# 82.9% / 84.8, 400 x 49196 60.3 / 74.6, 512 x 50260 71.5 / 81.1, 1024 x 65532 81.5 / 82.4, 1024 x 131068 75.4 / 85.3
+# (the aligned kernel with Gluon's 8-byte copies 82.3, 63.0, 75.7, 79.8, 67.6): 16-byte copies through windows beat
+# 8-byte ones on whole vectors, so contiguous rows keep REALIGN. On padded rows (no windows: the aligned kernel with
+# Gluon's 8-byte copies is the plan) HALVES led at 1024 x 40000 (stride 40004) 88.8% against 86.1 (fp16 91.0 / 87.8),
+# but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
+# enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
+_RESIDENT_HALVES = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -877,21 +890,33 @@ def _fetch(slot: gl.shared_memory_descriptor, src: gl.tensor, cols: gl.tensor, N
 
 
 _FREE_COPY = gl.constexpr("cp.async.cg.shared.global [$1], [$2], 16, $3;\n\tmov.u32 $0, 0;")
+_FREE_COPY_HALF = gl.constexpr("cp.async.ca.shared.global [$1], [$2], 8, $3;\n\tmov.u32 $0, 0;")  # .cg takes 16 only
 
 
 @gluon.jit
 def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
-                live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr) -> None:
+                live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr,
+                HALVES: gl.constexpr = False) -> None:
     # FREE's copy group for chunk c: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside
     # the row sh .. sh + N; sh = 0 for aligned rows) into its place in slot c (`smem`: its place in slot 0), as
     # inline PTX, which Triton's barrier pass does not see, so no CTA barrier comes with it. Each thread later reads
     # only the vector it copied, after its own wait. A vector outside the row (or past the last row) reads nothing
     # (src-size 0, from a harmless address) and is zero-filled, as Gluon's masked copies are.
+    # HALVES (aligned rows on the 8-byte grid only, sh = 0): the vector as two 8-byte copies into its 16 bytes of the
+    # slot, each copied where it lies inside the row (a row's last vector can be half in it).
     vecs = c * CHUNK + lane * K
-    ok = (vecs >= sh) & (vecs + K <= sh + N) & live
-    gl.inline_asm_elementwise(_FREE_COPY, "=r,r,l,r",
-                              [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null), gl.where(ok, 16, 0)],
-                              dtype=gl.int32, is_pure=False, pack=1)
+    if HALVES:
+        for h in gl.static_range(2):
+            ok = (vecs + (h + 1) * (K // 2) <= N) & live
+            gl.inline_asm_elementwise(_FREE_COPY_HALF, "=r,r,l,r",
+                                      [smem + c * CHUNK * (16 // K) + h * 8,
+                                       gl.where(ok, src_row + vecs + h * (K // 2), null), gl.where(ok, 8, 0)],
+                                      dtype=gl.int32, is_pure=False, pack=1)
+    else:
+        ok = (vecs >= sh) & (vecs + K <= sh + N) & live
+        gl.inline_asm_elementwise(_FREE_COPY, "=r,r,l,r",
+                                  [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null),
+                                   gl.where(ok, 16, 0)], dtype=gl.int32, is_pure=False, pack=1)
     cp.commit_group()
 
 
@@ -999,7 +1024,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      REALIGN: gl.constexpr, layout: gl.constexpr, CARRY: gl.constexpr = False,
                      log_total: gl.tensor = 0.0, KEEP: gl.constexpr = False, refs: gl.tuple = (),
                      HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False,
-                     FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None) -> None:
+                     FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None,
+                     HALVES: gl.constexpr = False) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
@@ -1022,7 +1048,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                 x = slots.index(c).load(layout).to(gl.float32)
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
             if FREE:
-                _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK)
+                _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK, HALVES)
             else:
                 _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
@@ -1135,8 +1161,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
         None, :]
     lane = gl.arange(0, T, layout=rows_layout)  # one element a thread: FREE's waits are emitted once a thread
+    # HALVES (FREE on rows on the 8-byte grid but not the 16-byte one: widths and strides a multiple of K / 2): each
+    # vector copied as two 8-byte halves, so such rows need no windows (REALIGN's masks, edges and registers).
+    HALVES: gl.constexpr = FREE and not REALIGN and 2 * ALIGN == K
     if FREE:  # this thread's vector in slot 0; the slots are the kernel's first allocation (global_smem + 0)
-        gl.static_assert(not (KEEP or MAXFIRST) and PARTS == 1 and (REALIGN or ALIGN == K),
+        gl.static_assert(not (KEEP or MAXFIRST) and PARTS == 1 and (REALIGN or ALIGN == K or HALVES),
                          "FREE: whole rows in 16-byte vectors, slots holding x")
         gl.static_assert(K * x_ptr.dtype.element_ty.primitive_bitwidth == 128, "FREE: 16-byte vectors")
         smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
@@ -1168,7 +1197,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         x_row = x_ptr + row.to(gl.int64) * stride_x + col0
     for c in gl.static_range(NRES):
         if FREE:
-            _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK)
+            _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES)
         elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
@@ -1274,7 +1303,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
         _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
-                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane)
+                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES)
         if REALIGN:
             if MAXFIRST:
                 gl.store(y_row + e_offs, gl.exp2((x_e - shift) * _LOG2E - lsum).to(y_ptr.dtype.element_ty),
@@ -1388,7 +1417,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
-                   free: bool | None = None) -> Launch | None:
+                   free: bool | None = None, halves: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1404,7 +1433,9 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     passes the zeroed words they meet through.
     maxfirst: MAXFIRST, one exponential an element (default _RESIDENT_MAXFIRST; 16-bit rows, no KEEP or PARTS).
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
-    MAXFIRST or PARTS)."""
+    MAXFIRST or PARTS).
+    halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
+    _RESIDENT_HALVES)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1436,7 +1467,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     maxfirst = (_RESIDENT_MAXFIRST and elsize == 2 and not keep and parts == 1) if maxfirst is None else maxfirst
     if maxfirst and (elsize != 2 or keep or parts > 1):
         raise ValueError("MAXFIRST keeps fp16 exponentials over 16-bit rows, without KEEP or PARTS")
-    free_ok = k * elsize == 16 and (realign or align == k) and not (keep or maxfirst) and parts == 1
+    halves = (_RESIDENT_HALVES if halves is None else halves) and not realign and 2 * align == k
+    free_ok = k * elsize == 16 and (realign or align == k or halves) and not (keep or maxfirst) and parts == 1
     free = (_RESIDENT_FREE and free_ok) if free is None else free
     if free and not free_ok:
         raise ValueError("FREE copies whole 16-byte vectors of x (no KEEP, MAXFIRST or PARTS)")

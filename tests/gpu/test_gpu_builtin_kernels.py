@@ -400,6 +400,42 @@ def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: i
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "stride", "kw"), [
+    (131, 33508, 33508, {}), (400, 49196, 49196, {}), (5, 65532, 65532, {}), (263, 32772, 32772, {}),
+    (3, 131068, 131068, {}), (133, 131068, 131068, {}), (97, 40000, 40004, {}), (1, 32772, 32780, {}),
+    (200, 33508, 33508, {"warps": 8, "per_sm": 3, "budget_bytes": 224 * 1024}),
+    (265, 65532, 65532, {"warps": 16, "per_sm": 2, "budget_bytes": 208 * 1024, "hold": True})])
+def test_resident_softmax_halves_match_the_plain_kernel_bit_for_bit(m: int, n: int, stride: int,
+                                                                    kw: dict[str, object], dtype: torch.dtype) -> None:
+    """HALVES (FREE's copies as two 8-byte halves a vector, on rows on the 8-byte grid but not the 16-byte one) holds
+    each vector where the plain aligned kernel's 8-byte copies put it and computes the same, so its output must be
+    the same bytes: contiguous rows (widths 4 past a multiple of 8, so each row's last vector is half in it), padded
+    rows, rows streamed past the slots, one row, three programs an SM, PAIR's launch with HOLD; -inf logits and
+    whole chunks of them; nothing written past the output; a second call the same bytes."""
+    x = (torch.randn(m, stride, device="cuda") * 4).to(dtype)[:, :n]
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    args = (m, n, softmax._align(2, n, stride), 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
+    assert args[2] == 4
+    plain = softmax._resident_plan(*args, halves=False, free=False, **kw)  # type: ignore[arg-type]
+    halves = softmax._resident_plan(*args, halves=True, **kw)  # type: ignore[arg-type]
+    assert plain is not None and halves is not None and halves[1]["FREE"] is True and plain[1]["ALIGN"] == 4
+    for meta in (plain[1], halves[1]):
+        if "per_sm" in kw and "maxnreg" not in meta:
+            meta["maxnreg"] = 65536 // (int(kw["per_sm"]) * 32 * meta["num_warps"])  # type: ignore[call-overload]
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    plain[0](x, want, m, n, stride, **plain[1])
+    torch.testing.assert_close(want.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    for _ in range(2):
+        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+        halves[0](x, out, m, n, stride, **halves[1])
+        assert torch.equal(out[:m], want), "HALVES wrote other bytes than the plain kernel"
+        assert bool((out[m] == 7.0).all()), "wrote past the output"
+
+
+@requires_cuda
 @pytest.mark.parametrize(("m", "n", "parts", "kw"), [
     (1, 131072, 2, {}), (265, 131072, 2, {}), (133, 128256, 2, {}), (140, 131072, 4, {}), (67, 98304, 2, {}),
     (97, 131072, 2, {"warps": 8, "per_sm": 2, "budget_bytes": 224 * 1024, "hold": True})])
