@@ -255,11 +255,6 @@ _RESIDENT_FREE = True
 # but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
 # enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
 _RESIDENT_HALVES = False
-# EDGES_AHEAD (REALIGN; experiment): the next row's edge elements (the row's part of its window's first and last
-# vectors, read from global memory) loaded during a row's output pass and held to the end of its stats pass. Loaded
-# as the row starts, the sm_90 build issues them after the stats pass, just before the row's reductions need them:
-# a DRAM round trip a row with nothing else to do.
-_RESIDENT_EDGES_AHEAD = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -1103,32 +1098,12 @@ def _meet_parts(words: gl.tensor, part: gl.tensor, m_own: gl.tensor, total_own: 
 
 
 @gluon.jit
-def _edge_offsets(sh: gl.tensor, N: gl.tensor, e_pos: gl.tensor, e_cols: gl.tensor,
-                  K: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # REALIGN: a row's first and last vectors of its window (2 x K window positions) and which of their elements are
-    # the row's and not in a chunk (an edge vector wholly inside the row is in one; N > K: the two never coincide).
-    e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
-    e_offs = e_start + e_cols
-    e_inside = (e_start >= sh) & (e_start + K <= sh + N)
-    return e_offs, (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
-
-
-@gluon.jit
-def _edge_load(at: gl.tensor, sh: gl.tensor, N: gl.tensor, e_pos: gl.tensor, e_cols: gl.tensor, K: gl.constexpr,
-               live: gl.tensor) -> gl.tensor:
-    # EDGES_AHEAD: a row's edge elements (-inf elsewhere, and past the last row), as stored.
-    e_offs, e_mask = _edge_offsets(sh, N, e_pos, e_cols, K)
-    return gl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
-
-
-@gluon.jit
 def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                       NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False,
-                      EDGES_AHEAD: gl.constexpr = False) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1229,8 +1204,6 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M, c == NCHUNK - 1,
                    c * CHUNK + offs < n_own)
-    if REALIGN and EDGES_AHEAD:  # the first row's edges, loaded with its copies in flight
-        e_next = _edge_load(x_row, sh, N, e_pos, e_cols, K, row < M)
     while row < M:
         if REALIGN:
             base = (row.to(gl.int64) * N // K) * K
@@ -1239,11 +1212,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             y_row = y_ptr + base
             # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
             # chunk; N > K: the two never coincide)
-            e_offs, e_mask = _edge_offsets(sh, N, e_pos, e_cols, K)
-            if EDGES_AHEAD:  # loaded during the previous row's output pass (or with the prologue's copies)
-                x_e = e_next.to(gl.float32)
-            else:
-                x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
+            e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
+            e_offs = e_start + e_cols
+            e_inside = (e_start >= sh) & (e_start + K <= sh + N)
+            e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
+            x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
         else:
             x_row = x_ptr + row.to(gl.int64) * stride_x + col0
             y_row = y_ptr + row.to(gl.int64) * N + col0
@@ -1326,8 +1299,6 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             a_base = (ahead.to(gl.int64) * N // K) * K
             a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
             a_row = x_ptr + a_base
-            if EDGES_AHEAD:  # the next row's edges fly during this row's output pass
-                e_next = _edge_load(a_row, a_sh, N, e_pos, e_cols, K, ahead < M)
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
@@ -1446,8 +1417,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
-                   free: bool | None = None, halves: bool | None = None,
-                   edges_ahead: bool | None = None) -> Launch | None:
+                   free: bool | None = None, halves: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1465,9 +1435,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
-    _RESIDENT_HALVES).
-    edges_ahead: REALIGN's edge elements of the next row loaded during a row's output pass (default
-    _RESIDENT_EDGES_AHEAD)."""
+    _RESIDENT_HALVES)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1515,8 +1483,6 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["MAXFIRST"] = True
     if free:
         meta["FREE"] = True
-    if realign and (_RESIDENT_EDGES_AHEAD if edges_ahead is None else edges_ahead):
-        meta["EDGES_AHEAD"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 

@@ -401,38 +401,6 @@ def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: i
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("m", "n", "kw"), [
-    (131, 33508, {}), (700, 49999, {}), (5, 65535, {}), (263, 32771, {}), (1, 40001, {}), (135, 131071, {}),
-    (400, 49196, {}), (200, 33508, {"warps": 8, "per_sm": 3, "budget_bytes": 224 * 1024})])
-def test_resident_softmax_edges_ahead_match_the_plain_kernel_bit_for_bit(m: int, n: int, kw: dict[str, object],
-                                                                         dtype: torch.dtype) -> None:
-    """EDGES_AHEAD (REALIGN: the next row's edge elements loaded during a row's output pass) changes when the edges
-    are read, not what is computed: the same bytes as loading them as the row starts, at rows whose windows start at
-    every offset, one row, fewer rows than programs, streamed chunks, three programs an SM; -inf edges (row 0's every
-    fifth element, the last row's tail); nothing written past the output; a second call the same bytes."""
-    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
-    x[0, ::5] = float("-inf")
-    x[-1, n // 3:] = float("-inf")
-    index = torch.cuda.current_device()
-    args = (m, n, 1, 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
-    plain = softmax._resident_plan(*args, realign=True, edges_ahead=False, **kw)  # type: ignore[arg-type]
-    ahead = softmax._resident_plan(*args, realign=True, edges_ahead=True, **kw)  # type: ignore[arg-type]
-    assert plain is not None and ahead is not None and ahead[1]["EDGES_AHEAD"] is True
-    for meta in (plain[1], ahead[1]):
-        if "per_sm" in kw and "maxnreg" not in meta:
-            meta["maxnreg"] = 65536 // (int(kw["per_sm"]) * 32 * meta["num_warps"])  # type: ignore[call-overload]
-    want = torch.empty((m, n), dtype=dtype, device="cuda")
-    plain[0](x, want, m, n, n, **plain[1])
-    torch.testing.assert_close(want.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
-    for _ in range(2):
-        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
-        ahead[0](x, out, m, n, n, **ahead[1])
-        assert torch.equal(out[:m], want), "EDGES_AHEAD wrote other bytes than the plain kernel"
-        assert bool((out[m] == 7.0).all()), "wrote past the output"
-
-
-@requires_cuda
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "stride", "kw"), [
     (131, 33508, 33508, {}), (400, 49196, 49196, {}), (5, 65532, 65532, {}), (263, 32772, 32772, {}),
     (3, 131068, 131068, {}), (133, 131068, 131068, {}), (97, 40000, 40004, {}), (1, 32772, 32780, {}),
