@@ -78,7 +78,6 @@ from sweep_parity import (
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
 from sweep_resident import (
-    softmax_resident_edge_lanes_trials,
     softmax_resident_free_trials,
     softmax_resident_halves_trials,
     softmax_resident_hold_trials,
@@ -145,7 +144,6 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_hold": softmax_resident_hold_trials,
             "softmax_resident_free": softmax_resident_free_trials,
             "softmax_resident_halves": softmax_resident_halves_trials,
-            "softmax_resident_edge_lanes": softmax_resident_edge_lanes_trials,
             "softmax_resident_rounds": softmax_resident_rounds_trials,
             "softmax_resident_rows": softmax_resident_rows_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,

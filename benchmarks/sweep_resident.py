@@ -413,16 +413,3 @@ def softmax_resident_halves_trials(device: torch.device, dtype: torch.dtype) -> 
                   f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
             if _correct_twice(run, y, ref, f"softmax.resident_halves {m}x{n} {label}"):
                 yield ("softmax.resident_halves", (m, n), label, run, moved, False)
-
-
-# Rows through windows (REALIGN): random2's 1991 x 33508, the hidden_offset draws' 400 x 49196 and 264 x 49196 (one
-# row a program, where the 4.4-4.7 us a launch showed on the H100), 512 x 50257, 1024 x 40001, 65535 and 131071.
-EDGES_SHAPES: tuple[tuple[int, int, tuple[dict[str, Any], ...]], ...] = (
-    (1991, 33508, ({}, _THREE)), (400, 49196, ({},)), (264, 49196, ({},)), (512, 50257, ({},)), (1024, 40001, ({},)),
-    (1024, 65535, ({},)), (1024, 131071, ({},)), (1723, 25249, ({"per_sm": 2}, _THREE)))
-
-
-def softmax_resident_edge_lanes_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_resident_edge_lanes`: rows through windows with their edge vectors on two threads
-    (EDGE_LANES) against the planned launch and the same launch with every thread holding a copy of them."""
-    yield from _option_trials("edge_lanes", softmax._RESIDENT_EDGE_LANES, EDGES_SHAPES, device, dtype)

@@ -255,12 +255,6 @@ _RESIDENT_FREE = True
 # but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
 # enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
 _RESIDENT_HALVES = False
-# EDGE_LANES (REALIGN; experiment): the row's two edge vectors (its part of its window's first and last
-# vectors, read and written element by element) as rows 0 and 1 of a T x K tensor instead of a 2 x K one, which
-# every thread holds a copy of: each of the 256-1024 threads then loads and stores its copy's 8 elements, the same
-# 16 bytes stored by every warp. H100 counters at 400 x 49196 (evidence/h100/2026-12-06_rms_resident/2_*): lg_throttle
-# (the global-memory instruction queue) 0.80 stall cycles an issue against 0.08 on the aligned 400 x 49152.
-_RESIDENT_EDGE_LANES = True
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -1018,7 +1012,7 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: g
     # _softmax_resident's second look at a row whose |max| reaches _FOLD_MAX (rare), after the common output pass:
     # the sum and the output again with the max subtracted first, re-read from global memory in runtime loops
     # (little code), each element rewritten by the thread that wrote it. `edges`: the REALIGN edge vectors' part of
-    # the sum, each thread's (0 where a thread has none). Returns log2 of the sum.
+    # the sum. Returns log2 of the sum.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
@@ -1030,7 +1024,7 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: g
         keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
         x = gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32)
         s_t += gl.sum(gl.exp2((x - m_row) * _LOG2E), axis=1)
-    log_total = gl.log2(gl.sum(s_t + edges, axis=0))
+    log_total = gl.log2(gl.sum(s_t, axis=0) + edges)
     for c in range(NCHUNK):
         cols = c * CHUNK + offs
         keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
@@ -1125,8 +1119,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False,
-                      EDGE_LANES: gl.constexpr = False) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1213,10 +1206,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         base = (start // K) * K
         sh = (start - base).to(gl.int32)  # where the row begins inside its first vector
         x_row = x_ptr + base
-        # the two edge vectors: as a 2 x K tensor every thread holds a copy (each of the 2 rows on every other
-        # thread) and loads and stores it; EDGE_LANES: rows 0 and 1 of a T x K tensor, so threads 0 and 1 alone
-        # touch memory and each thread's part joins its running max and sum before the row's reductions
-        e_pos = gl.arange(0, T if EDGE_LANES else 2, layout=rows_layout)
+        e_pos = gl.arange(0, 2, layout=rows_layout)
         e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     else:
         sh = 0
@@ -1242,8 +1232,6 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             e_offs = e_start + e_cols
             e_inside = (e_start >= sh) & (e_start + K <= sh + N)
             e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
-            if EDGE_LANES:
-                e_mask = e_mask & (e_pos < 2)[:, None]
             x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
         else:
             x_row = x_ptr + row.to(gl.int64) * stride_x + col0
@@ -1283,9 +1271,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
                 s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
             m_t = m_new
-        if REALIGN and EDGE_LANES:
-            m_row = gl.max(gl.maximum(m_t, gl.max(x_e, axis=1)), axis=0)
-        elif REALIGN:
+        if REALIGN:
             m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
             m_row = gl.max(m_t, axis=0)
@@ -1307,10 +1293,6 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 total += gl.sum(gl.sum(gl.exp2((x_e - shift) * _LOG2E), axis=1), axis=0)
             lsum = gl.log2(total)
             held = kept
-        elif CARRY and REALIGN and EDGE_LANES:  # as below, each thread's edge part summed with its own
-            shift = _scaled(m_row)  # _scaled is monotonic: the same value as the max of the two scaled maxima below
-            total = gl.sum(s_t * gl.exp2(ms_t - shift) + gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
-            lsum = gl.log2(total)
         elif CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
             shift = _scaled(gl.max(m_t, axis=0))
             if REALIGN:
@@ -1353,10 +1335,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         if SAFE_ROWS and gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX):
             if REALIGN:  # the edge vectors read again, so they are not held through the common output pass
                 x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
-                if EDGE_LANES:  # each thread's part, summed with its own
-                    edges = gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1)
-                else:  # thread 0 adds them
-                    edges = gl.where(lane == 0, gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0), 0.0)
+                edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
             else:
                 edges = 0.0
             # Inlined: as a called function (noinline, 32 registers instead of 40-64) it ran ordinary rows 0.4-4.3%
@@ -1454,8 +1433,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
-                   free: bool | None = None, halves: bool | None = None,
-                   edge_lanes: bool | None = None) -> Launch | None:
+                   free: bool | None = None, halves: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1473,8 +1451,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
-    _RESIDENT_HALVES).
-    edge_lanes: REALIGN's edge vectors on two threads instead of every thread (default _RESIDENT_EDGE_LANES)."""
+    _RESIDENT_HALVES)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1522,8 +1499,6 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["MAXFIRST"] = True
     if free:
         meta["FREE"] = True
-    if realign and (_RESIDENT_EDGE_LANES if edge_lanes is None else edge_lanes):
-        meta["EDGE_LANES"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
