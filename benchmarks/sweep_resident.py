@@ -413,3 +413,18 @@ def softmax_resident_halves_trials(device: torch.device, dtype: torch.dtype) -> 
                   f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
             if _correct_twice(run, y, ref, f"softmax.resident_halves {m}x{n} {label}"):
                 yield ("softmax.resident_halves", (m, n), label, run, moved, False)
+
+
+# Widths around 49152 at one, 1.5 and 3.9 rows a program (two an SM): windows that fit 24 chunks of 2048 (49140,
+# 49145: span under 49152) against windows that need a 25th, nearly empty one (49153, 49196: 51 of its 2048 positions
+# at 49196) and the aligned 49152. The fifteenth session ruled the windows' masks and edges out as the 400-row loss
+# (HALVES, EDGES_AHEAD, EDGE_LANES); this asks whether the extra chunk is it.
+SPAN_SHAPES = tuple((m, n) for n in (49152, 49140, 49145, 49153, 49196) for m in (264, 400, 1024))
+
+
+def softmax_resident_span_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_span`: the planned launch at SPAN_SHAPES, checked against fp32 once each."""
+    for m, n in SPAN_SHAPES:
+        x, _y, ref, moved = inputs(m, n, dtype, device)
+        if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n}"):
+            yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
