@@ -18,6 +18,11 @@ sweep:softmax_pipeline_local:2048x32768:copy_warps=16_ctas=132): an experiment's
 correctness checks of the trials before it. DIR gets one details CSV per shape
 (ncu's own output) and counters.json (the summary printed as a table). Needs CUDA and ncu (on the H200 image under
 /opt/nvidia/nsight-compute); without them it says so and exits 0.
+
+--source adds, per shape, a second ncu pass with warp-state sampling (SourceCounters) and its source page as SASS
+(NAME.source.csv, ncu's own output): where in the kernel the warps wait, instruction by instruction, which the
+per-kernel stall ratios cannot say. counters.json gets each kernel's most sampled instructions and its samples by
+opcode (source_summary); where ncu's page has other columns than expected, the summary lists the ones it found.
 """
 
 from __future__ import annotations
@@ -237,6 +242,62 @@ def summarize(details_csv: str, task: str, m: int, n: int) -> list[dict[str, Any
     return out
 
 
+def _column(fields: list[str], *words: str) -> str | None:
+    """The first column whose name holds every word (case-insensitive)."""
+    return next((f for f in fields if all(w.lower() in f.lower() for w in words)), None)
+
+
+def summarize_source(page_csv: str, top: int = 25) -> dict[str, Any]:
+    """ncu's source page (--page source --print-source sass --csv) in brief: the instructions with the most warp
+    samples (their share of all samples, the stall reasons sampled most there) and the samples by opcode. The page is
+    the record; this reads its "Source" column and the one counting every warp sample ("Warp Stall Sampling (All
+    Samples)"), and per-reason columns where ncu writes them (names starting "stall_" or holding "Stall Reason")."""
+    lines = [line for line in page_csv.splitlines() if line.startswith('"')]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    fields = list(rows[0]) if rows else []
+    source = _column(fields, "source")
+    samples = _column(fields, "warp stall sampling", "all") or _column(fields, "sampling", "all")
+    if not rows or source is None or samples is None:
+        return {"error": "no source and sample columns", "columns": fields}
+    reasons = [f for f in fields if f.lower().startswith("stall_") or "stall reason" in f.lower()]
+    total = sum(number(r.get(samples, "") or "") or 0.0 for r in rows)
+    instructions: list[dict[str, Any]] = []
+    by_opcode: dict[str, float] = {}
+    for r in rows:
+        count = number(r.get(samples, "") or "") or 0.0
+        text = (r.get(source) or "").strip()
+        opcode = re.sub(r"^@!?U?P\w+\s+", "", text).split(" ")[0]
+        by_opcode[opcode] = by_opcode.get(opcode, 0.0) + count
+        if count:
+            why = sorted(((f, number(r.get(f, "") or "") or 0.0) for f in reasons), key=lambda x: -x[1])[:3]
+            instructions.append({"address": r.get(_column(fields, "address") or "", ""), "source": text,
+                                 "samples": count, "share": count / total if total else 0.0,
+                                 "reasons": {f: v for f, v in why if v}})
+    instructions.sort(key=lambda i: -float(i["samples"]))
+    return {"samples": total, "top": instructions[:top],
+            "by_opcode": dict(sorted(by_opcode.items(), key=lambda x: -x[1])[:20]), "reason_columns": reasons}
+
+
+def source_pass(ncu: str, shape: str, out_dir: Path, stem: str, timeout: float) -> dict[str, Any]:
+    """--source: one more ncu run of the shape with warp-state sampling into a report, its source page as SASS."""
+    rep = out_dir / f"{stem}.source"
+    cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--section", "SourceCounters",
+           "--section", "WarpStateStats", "-f", "-o", str(rep), sys.executable, str(Path(__file__).resolve()),
+           "--child", shape]
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode:
+            return {"error": f"ncu rc={proc.returncode}", "stderr_tail": proc.stderr[-1500:]}
+        page = subprocess.run([ncu, "--import", f"{rep}.ncu-rep", "--page", "source", "--csv", "--print-source",
+                               "sass"], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"ncu timed out after {timeout:g} s"}
+    (out_dir / f"{stem}.source.csv").write_text(page.stdout)
+    if page.returncode:
+        return {"error": f"ncu --import rc={page.returncode}", "stderr_tail": page.stderr[-1500:]}
+    return summarize_source(page.stdout)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output-dir", type=Path)
@@ -244,6 +305,8 @@ def main() -> int:
                         help="TASK:MxN[+PAD] (repeatable; default: DEFAULT_SHAPES)")
     parser.add_argument("--ncu", help="path of ncu (default: PATH, then /opt/nvidia/nsight-compute/*/ncu)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per shape")
+    parser.add_argument("--source", action="store_true",
+                        help="also sample warp states per SASS instruction (one more ncu run a shape)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -262,7 +325,8 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     for shape in shapes:
         task, m, n, _ = parse_shape(shape)
-        log = out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', shape.replace('+', 'p'))}.csv"
+        stem = re.sub(r'[^A-Za-z0-9_.-]', '_', shape.replace('+', 'p'))
+        log = out_dir / f"{stem}.csv"
         cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "details",
                "--log-file", str(log)] + [a for s in SECTIONS for a in ("--section", s)] + [
                "--metrics", ",".join(METRICS), sys.executable, str(Path(__file__).resolve()), "--child", shape]
@@ -276,6 +340,12 @@ def main() -> int:
         kernels = summarize(text, task, m, n) if proc.returncode == 0 else []
         results.append({"shape": shape, "returncode": proc.returncode, "kernels": kernels,
                         "stderr_tail": proc.stderr[-1500:] if proc.returncode else ""})
+        if args.source:
+            brief = results[-1]["source_summary"] = source_pass(ncu, shape, out_dir, stem, args.timeout)
+            for i in brief.get("top", [])[:8]:
+                print(f"{shape:<22} {i['share']:6.1%}  {i['source'][:60]:<60} {i['reasons']}", flush=True)
+            if "error" in brief:
+                print(f"{shape}: source pass {brief['error']} {brief.get('stderr_tail', '')}", flush=True)
         if proc.returncode or not kernels:
             print(f"{shape}: ncu rc={proc.returncode}, {len(kernels)} kernels\n{proc.stderr[-1500:]}\n{text[-800:]}",
                   flush=True)

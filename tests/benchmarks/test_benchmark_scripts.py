@@ -130,6 +130,32 @@ def test_ring_audit_ab_cases_resolve_on_both_sides_of_64_mb() -> None:
     assert sum(mb < 64 for mb in sizes) >= 5 and sum(mb >= 64 for mb in sizes) >= 3, rows
 
 
+def test_hardware_counters_summarizes_a_source_page() -> None:
+    """hardware_counters.summarize_source (--source) on a source page in the form ncu writes it (quoted CSV with a
+    "Source" column of SASS and per-instruction warp samples; no ncu here): shares of all samples, the busiest
+    instructions first with their top sampled reasons, samples by opcode with predicates stripped; a page without
+    those columns is reported with the columns it has, not summarized as empty."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import hardware_counters
+
+    page = "\n".join([
+        "==PROF== a line ncu prints before the table",
+        '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
+        '"stall_long_sb","stall_barrier"',
+        '"0x7f00","LDS.128 R32, [R3]","10","8","0","1"',
+        '"0x7f10","@P0 LDG.E.U16 R113, desc[UR8][R26.64+0xc]","30","29","27","0"',
+        '"0x7f20","MUFU.EX2 R5, R5","60","20","0","0"',
+        '"0x7f30","BAR.SYNC.DEFER_BLOCKING 0x0","0","0","0","0"',
+    ])
+    brief = hardware_counters.summarize_source(page, top=2)
+    assert brief["samples"] == 100 and [i["source"][:4] for i in brief["top"]] == ["MUFU", "@P0 "]
+    assert brief["top"][0]["share"] == 0.6 and brief["top"][1]["reasons"] == {"stall_long_sb": 27.0}
+    assert brief["by_opcode"] == {"MUFU.EX2": 60.0, "LDG.E.U16": 30.0, "LDS.128": 10.0, "BAR.SYNC.DEFER_BLOCKING": 0.0}
+    assert brief["reason_columns"] == ["stall_long_sb", "stall_barrier"]
+    other = hardware_counters.summarize_source('"Address","Instructions Executed"\n"0x0","5"')
+    assert other == {"error": "no source and sample columns", "columns": ["Address", "Instructions Executed"]}
+
+
 def test_hardware_counters_reads_real_ncu_output() -> None:
     """hardware_counters.summarize on an Nsight Compute details CSV from the H200 (evidence/, written by ncu itself):
     the resident softmax kernel at 1024 x 131072, its counters in their units, bytes against the task's minimum."""
