@@ -310,18 +310,27 @@ def _option_trials(option: str, planned: bool, shapes: tuple[tuple[int, int, tup
                 continue
             plan = softmax._resident_plan(m, n, softmax._align(es, n, n), es, sms, smem, realign=n % 8 != 0,
                                           **{option: on}, **kw)
-            assert plan is not None
-            meta = plan[1]
-            if "per_sm" in kw and "maxnreg" not in meta:
-                meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
-            label = (f"{option if on else 'resident'} per_sm={kw.get('per_sm', 'plan')} "
-                     f"warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} hold={int(meta['HOLD'])}")
-            run = partial(softmax._run, plan, x, y, m, n, n)
-            compiled = plan[0](x, y, m, n, n, **meta)
-            print(f"{family} {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
-                  f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
-            if _correct_twice(run, y, ref, f"{family} {m}x{n} {label}"):
-                yield (family, (m, n), label, run, moved, False)
+            yield from _plan_trial(family, option if on else "resident", plan, kw, "HOLD", x, y, ref, moved, n)
+
+
+def _plan_trial(family: str, name: str, plan: softmax.Launch | None, kw: dict[str, Any], tag: str, x: torch.Tensor,
+                y: torch.Tensor, ref: torch.Tensor, moved: int, stride: int) -> Iterator[Trial]:
+    """One resident plan as a trial: registers capped where kw overrides the programs an SM (so that they fit; FREE
+    builds take more: 80 -> 117 at 33508 on 8 warps), its registers and spills printed, checked against fp32 twice.
+    The label names the config and the meta flag `tag`."""
+    assert plan is not None
+    m, n = y.shape
+    meta = plan[1]
+    if "per_sm" in kw and "maxnreg" not in meta:
+        meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
+    label = (f"{name} per_sm={kw.get('per_sm', 'plan')} warps={meta['num_warps']} "
+             f"NRES={meta['NRES']}/{meta['NCHUNK']} {tag.lower()}={int(meta.get(tag, False))}")
+    run = partial(softmax._run, plan, x, y, m, n, stride)
+    compiled = plan[0](x, y, m, n, stride, **meta)
+    print(f"{family} {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
+          f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
+    if _correct_twice(run, y, ref, f"{family} {m}x{n} {label}"):
+        yield (family, (m, n), label, run, moved, False)
 
 
 # (m, n, overrides): the campaign's wide rows (aligned, and REALIGN at 33508 / 25249 / 49196), PAIR and streamed plans.
@@ -401,18 +410,7 @@ def softmax_resident_halves_trials(device: torch.device, dtype: torch.dtype) -> 
         for name, kw in configs:
             plan = softmax._resident_plan(m, n, 1 if kw.get("realign") else softmax._align(2, n, stride), 2, sms, smem,
                                           **kw)
-            assert plan is not None
-            meta = plan[1]
-            if "per_sm" in kw and "maxnreg" not in meta:
-                meta["maxnreg"] = 65536 // (kw["per_sm"] * 32 * meta["num_warps"])
-            label = (f"{name} per_sm={kw.get('per_sm', 'plan')} warps={meta['num_warps']} "
-                     f"NRES={meta['NRES']}/{meta['NCHUNK']} free={int(meta.get('FREE', False))}")
-            run = partial(softmax._run, plan, x, y, m, n, stride)
-            compiled = plan[0](x, y, m, n, stride, **meta)
-            print(f"softmax.resident_halves {m}x{n} {label}: regs={getattr(compiled, 'n_regs', 0)} "
-                  f"spills={getattr(compiled, 'n_spills', 0)}", flush=True)
-            if _correct_twice(run, y, ref, f"softmax.resident_halves {m}x{n} {label}"):
-                yield ("softmax.resident_halves", (m, n), label, run, moved, False)
+            yield from _plan_trial("softmax.resident_halves", name, plan, kw, "FREE", x, y, ref, moved, stride)
 
 
 # Widths around 49152 at one, 1.5 and 3.9 rows a program (two an SM): windows that fit 24 chunks of 2048 (49140,

@@ -389,13 +389,21 @@ def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: i
     plain = softmax._resident_plan(*args, realign=realign, free=False, **kw)  # type: ignore[arg-type]
     free = softmax._resident_plan(*args, realign=realign, free=True, **kw)  # type: ignore[arg-type]
     assert plain is not None and free is not None and free[1]["FREE"] is True
-    want = torch.empty((m, n), dtype=dtype, device="cuda")
-    plain[0](x, want, m, n, n, **plain[1])
+    _assert_same_bytes_as_plain(plain, free, x, n, "FREE")
+
+
+def _assert_same_bytes_as_plain(plain: softmax.Launch, other: softmax.Launch, x: torch.Tensor, stride: int,
+                                what: str) -> None:
+    """`plain` right against the fp32 softmax, then `other` its exact bytes on two calls, with a guard row after
+    the output left as it was."""
+    m, n = x.shape
+    want = torch.empty((m, n), dtype=x.dtype, device="cuda")
+    plain[0](x, want, m, n, stride, **plain[1])
     torch.testing.assert_close(want.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
     for _ in range(2):
-        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
-        free[0](x, out, m, n, n, **free[1])
-        assert torch.equal(out[:m], want), "FREE wrote other bytes than the plain kernel"
+        out = torch.full((m + 1, n), 7.0, dtype=x.dtype, device="cuda")  # a guard row after the output
+        other[0](x, out, m, n, stride, **other[1])
+        assert torch.equal(out[:m], want), f"{what} wrote other bytes than the plain kernel"
         assert bool((out[m] == 7.0).all()), "wrote past the output"
 
 
@@ -425,14 +433,7 @@ def test_resident_softmax_halves_match_the_plain_kernel_bit_for_bit(m: int, n: i
     for meta in (plain[1], halves[1]):
         if "per_sm" in kw and "maxnreg" not in meta:
             meta["maxnreg"] = 65536 // (int(kw["per_sm"]) * 32 * meta["num_warps"])  # type: ignore[call-overload]
-    want = torch.empty((m, n), dtype=dtype, device="cuda")
-    plain[0](x, want, m, n, stride, **plain[1])
-    torch.testing.assert_close(want.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
-    for _ in range(2):
-        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
-        halves[0](x, out, m, n, stride, **halves[1])
-        assert torch.equal(out[:m], want), "HALVES wrote other bytes than the plain kernel"
-        assert bool((out[m] == 7.0).all()), "wrote past the output"
+    _assert_same_bytes_as_plain(plain, halves, x, stride, "HALVES")
 
 
 @requires_cuda
