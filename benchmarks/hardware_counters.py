@@ -253,13 +253,17 @@ def summarize_source(page_csv: str, top: int = 25) -> dict[str, Any]:
     the record; this reads its "Source" column and the one counting every warp sample ("Warp Stall Sampling (All
     Samples)"), and per-reason columns where ncu writes them (names starting "stall_" or holding "Stall Reason")."""
     lines = [line for line in page_csv.splitlines() if line.startswith('"')]
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    # ncu opens each kernel's table with a '"Kernel Name","NAME",' line; the table is the first one's, from its header.
+    start = next((i for i, line in enumerate(lines) if line.startswith('"Address"')), 0)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith('"Kernel Name"')), len(lines))
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:end]))))
     fields = list(rows[0]) if rows else []
     source = _column(fields, "source")
     samples = _column(fields, "warp stall sampling", "all") or _column(fields, "sampling", "all")
     if not rows or source is None or samples is None:
         return {"error": "no source and sample columns", "columns": fields}
-    reasons = [f for f in fields if f.lower().startswith("stall_") or "stall reason" in f.lower()]
+    reasons = [f for f in fields if (f.lower().startswith("stall_") or "stall reason" in f.lower())
+               and "not issued" not in f.lower()]
     total = sum(number(r.get(samples, "") or "") or 0.0 for r in rows)
     instructions: list[dict[str, Any]] = []
     by_opcode: dict[str, float] = {}
