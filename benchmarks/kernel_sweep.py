@@ -51,6 +51,7 @@ from experimental_swiglu import (
     swiglu_shifted_trials,
 )
 from experimental_tma_rows import softmax_tma_parts_trials
+from sweep_baseline import rms_norm_vs_baseline_trials, softmax_vs_baseline_trials
 from sweep_builtin import (
     rms_norm_looped_trials,
     rms_norm_pipelined_trials,
@@ -82,6 +83,7 @@ from sweep_resident import (
     softmax_resident_halves_trials,
     softmax_resident_hold_trials,
     softmax_resident_keep_trials,
+    softmax_resident_lead_trials,
     softmax_resident_maxfirst_trials,
     softmax_resident_pair_trials,
     softmax_resident_parts_trials,
@@ -148,6 +150,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_rounds": softmax_resident_rounds_trials,
             "softmax_resident_rows": softmax_resident_rows_trials,
             "softmax_resident_span": softmax_resident_span_trials,
+            "softmax_resident_lead": softmax_resident_lead_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,
@@ -161,7 +164,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_two_phase_narrow": rms_norm_two_phase_narrow_trials,
             "rms_norm_two_phase_overlap": rms_norm_two_phase_overlap_trials,
             "softmax_words_padded": softmax_words_padded_trials,
-            "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials}
+            "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials,
+            "softmax_vs_baseline": softmax_vs_baseline_trials, "rms_norm_vs_baseline": rms_norm_vs_baseline_trials}
 
 
 def main() -> int:

@@ -255,6 +255,13 @@ _RESIDENT_FREE = True
 # but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
 # enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
 _RESIDENT_HALVES = False
+# LEAD (FREE only; experiment, 0 = off): a program's first row has only its first LEAD chunk copies issued before its
+# stats pass, which issues chunk c + LEAD's copy as it reaches chunk c. The source counters of the planned 264 x 49196
+# (one row a program, H100, evidence/h100/2026-12-06_sixteenth/1_*) put a quarter of the warps' samples in the
+# prologue issuing all 25 copies (long_scoreboard and lg_throttle: each copy waits on the one before it), then a stats
+# pass that never waits for a copy: the stats pass starts only once every copy is issued, and the copies land before
+# it needs them. Later rows are unchanged (the previous row's output pass issues their copies).
+_RESIDENT_LEAD = 0
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -896,7 +903,7 @@ _FREE_COPY_HALF = gl.constexpr("cp.async.ca.shared.global [$1], [$2], 8, $3;\n\t
 @gluon.jit
 def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
                 live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr,
-                HALVES: gl.constexpr = False) -> None:
+                HALVES: gl.constexpr = False, MASKED: gl.constexpr = True) -> None:
     # FREE's copy group for chunk c: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside
     # the row sh .. sh + N; sh = 0 for aligned rows) into its place in slot c (`smem`: its place in slot 0), as
     # inline PTX, which Triton's barrier pass does not see, so no CTA barrier comes with it. Each thread later reads
@@ -904,16 +911,18 @@ def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.t
     # (src-size 0, from a harmless address) and is zero-filled, as Gluon's masked copies are.
     # HALVES (aligned rows on the 8-byte grid only, sh = 0): the vector as two 8-byte copies into its 16 bytes of the
     # slot, each copied where it lies inside the row (a row's last vector can be half in it).
+    # MASKED (_masked_chunk): the chunk can hold a vector outside the row; every other chunk's vectors are all inside
+    # it, so only `live` is tested (two compares a copy fewer, and no per-chunk bounds held across the row loop).
     vecs = c * CHUNK + lane * K
     if HALVES:
         for h in gl.static_range(2):
-            ok = (vecs + (h + 1) * (K // 2) <= N) & live
+            ok = (vecs + (h + 1) * (K // 2) <= N) & live if MASKED else live
             gl.inline_asm_elementwise(_FREE_COPY_HALF, "=r,r,l,r",
                                       [smem + c * CHUNK * (16 // K) + h * 8,
                                        gl.where(ok, src_row + vecs + h * (K // 2), null), gl.where(ok, 8, 0)],
                                       dtype=gl.int32, is_pure=False, pack=1)
     else:
-        ok = (vecs >= sh) & (vecs + K <= sh + N) & live
+        ok = (vecs >= sh) & (vecs + K <= sh + N) & live if MASKED else live
         gl.inline_asm_elementwise(_FREE_COPY, "=r,r,l,r",
                                   [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null),
                                    gl.where(ok, 16, 0)], dtype=gl.int32, is_pure=False, pack=1)
@@ -975,6 +984,13 @@ def _widen(x: gl.tensor) -> gl.tensor:
 def _wait_asm(pending: int) -> str:
     """cp.async.wait_group as inline PTX: Gluon's cp.wait_group adds a CTA barrier after it (FREE leaves it out)."""
     return f"cp.async.wait_group {pending};\n\tmov.u32 $0, 0;"
+
+
+@gluon.constexpr_function
+def _lead_pending(lead: int, nres: int, c: int) -> int:
+    """LEAD's first row: copy groups that may still fly once chunk c's has landed (chunks c + 1 .. min(c + lead,
+    nres - 1) are issued by then)."""
+    return min(lead, nres - 1 - c)
 
 
 @gluon.jit
@@ -1064,7 +1080,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                 x = _widen(slots.index(c).load(layout))
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
             if FREE:
-                _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK, HALVES)
+                _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK, HALVES,
+                            _masked_chunk(c, NCHUNK, REALIGN))
             else:
                 _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
@@ -1119,7 +1136,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LEAD: gl.constexpr = 0) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1211,9 +1228,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     else:
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x + col0
-    for c in gl.static_range(NRES):
+    gl.static_assert(LEAD == 0 or FREE, "LEAD issues FREE's copies")
+    for c in gl.static_range(NRES if LEAD == 0 else LEAD):
         if FREE:
-            _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES)
+            _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
+                        _masked_chunk(c, NCHUNK, REALIGN))
         elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
@@ -1251,9 +1270,21 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                     held = held + (gl.load(x_row + cols, mask=keep, other=float("-inf")),)  # type: ignore[assignment]  # noqa: RUF005
                 else:
                     held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
+        if LEAD > 0:
+            first = row == gl.program_id(0)
         for c in gl.static_range(NCHUNK):
-            x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, True,
-                         layout, FREE, lane)
+            if LEAD > 0 and c < NRES:  # the first row issues its copies as its stats pass goes, LEAD chunks ahead
+                if first:
+                    if c + LEAD < NRES:
+                        _fetch_free(smem, c + LEAD, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
+                                    _masked_chunk(c + LEAD, NCHUNK, REALIGN))
+                    gl.inline_asm_elementwise(_wait_asm(_lead_pending(LEAD, NRES, c)), "=r,r", [lane],
+                                              dtype=gl.int32, is_pure=False, pack=1)
+                else:
+                    gl.inline_asm_elementwise(_wait_asm(NRES - 1 - c), "=r,r", [lane], dtype=gl.int32,
+                                              is_pure=False, pack=1)
+            x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD,
+                         LEAD == 0, layout, FREE, lane)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
             if MAXFIRST:  # the max only; the exponentials after it (below)
                 pass
@@ -1433,7 +1464,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
-                   free: bool | None = None, halves: bool | None = None) -> Launch | None:
+                   free: bool | None = None, halves: bool | None = None, lead: int | None = None,
+                   ) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1451,7 +1483,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
-    _RESIDENT_HALVES)."""
+    _RESIDENT_HALVES). lead: LEAD, the first row's copies issued by its stats pass, lead chunks ahead (default
+    _RESIDENT_LEAD; FREE only; 0: all in the prologue)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1499,6 +1532,9 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["MAXFIRST"] = True
     if free:
         meta["FREE"] = True
+    lead = _RESIDENT_LEAD if lead is None else lead
+    if lead and free and lead < n_res:
+        meta["LEAD"] = lead
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
