@@ -293,3 +293,25 @@ def test_time_over_copy_reads_a_committed_h200_campaign() -> None:
     total, reached, missed = time_over_copy.bar(report)
     assert (total, reached) == (52, 37) and "rms_norm bfloat16 gpt_oss_2880" in missed
     assert "cases of 64 MB or more: 37 of 52" in proc.stdout
+
+
+def test_baseline_kernels_load_beside_the_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/baseline-kernels writes each built-in kernel file at a revision, opened by a line naming it; the
+    *_vs_baseline sweep families load such a file as a module of its own (a candidate is one file) whose candidate
+    runs beside the library's: here HEAD's softmax (in a fresh clone, the revision under test's parent or itself),
+    under the interpreter, on rows the library's candidate gives the same result for. A missing file is None."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import sweep_baseline
+
+    from kernelproof_core.kernels import softmax
+
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "baseline-kernels"), "HEAD"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "KP_BASELINE_OUT": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    monkeypatch.setenv("KP_BASELINE_DIR", str(tmp_path))
+    found = sweep_baseline.baseline("softmax")
+    assert found is not None and found[1] == head.strip() and found[0] is not softmax
+    x = torch.randn(6, 300) * 4
+    torch.testing.assert_close(found[0].candidate(x), softmax.candidate(x), rtol=0, atol=0)
+    assert sweep_baseline.baseline("no_such_kernel") is None
