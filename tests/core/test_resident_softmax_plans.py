@@ -452,3 +452,40 @@ def test_resident_bf16_rows_widen_as_cheaply_as_fp16_rows() -> None:
     for shape, (bf16, fp16) in zip(shapes, zip(results[::2], results[1::2], strict=True), strict=True):
         assert bf16["total"] <= 1.01 * fp16["total"], (shape, bf16, fp16)
         assert bf16["prmt"] <= fp16["prmt"] + 10, (shape, bf16, fp16)  # no PRMT a pair
+
+
+_COMPILE_COPIES = """
+import json, re, subprocess, sys, tempfile, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import _cuobjdump, opcodes
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, align, realign in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    ops = opcodes(kernel.asm["cubin"])
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
+    out.append({"regs": int(re.search(r"REG:(\\d+)", usage).group(1)), "isetp": ops["ISETP"],
+                "copies": ops["LDGSTS"], "chunks": meta["NRES"], "free": meta.get("FREE", False)})
+print(json.dumps(out))
+"""
+
+
+def test_resident_copies_test_bounds_only_on_chunks_that_can_leave_the_row() -> None:
+    """FREE's copies test each vector against the row's bounds only on the chunks that can hold one outside it (the
+    first and last two through windows, the last aligned); every other chunk's vectors lie inside the row, so its
+    copies test only that the row is live. Built for sm_90 (H200 topology, no GPU): the windows' build at 264 x 49196
+    takes 80 registers and 107 ISETP (128 and 237 when every copy tested its bounds), 1991 x 33508 80 (113), the
+    aligned 264 x 49152 40 and 14 ISETP (64 and 82); two copies a chunk a row (the prologue's and the refill's)."""
+    cases = [(264, 49196, 1, True), (1991, 33508, 1, True), (264, 49152, 8, False)]
+    regs_max, isetp_max = (96, 96, 48), (140, 140, 30)
+    for case, got, regs, isetp in zip(cases, compile_for_sm90(_COMPILE_COPIES, cases), regs_max, isetp_max,
+                                      strict=True):
+        assert got["free"] and got["copies"] == 2 * got["chunks"], (case, got)
+        assert got["regs"] <= regs and got["isetp"] <= isetp, (case, got)
