@@ -133,25 +133,36 @@ def test_ring_audit_ab_cases_resolve_on_both_sides_of_64_mb() -> None:
 def test_hardware_counters_summarizes_a_source_page() -> None:
     """hardware_counters.summarize_source (--source) on a source page in the form ncu writes it (quoted CSV with a
     "Source" column of SASS and per-instruction warp samples; no ncu here): shares of all samples, the busiest
-    instructions first with their top sampled reasons, samples by opcode with predicates stripped; a page without
-    those columns is reported with the columns it has, not summarized as empty."""
+    instructions first with their top sampled reasons, samples by opcode with predicates stripped; the first kernel's
+    table only, from its header (ncu opens each with a "Kernel Name" line); per-reason columns without their "(Not
+    Issued)" duplicates; also on the real page from the H100; a page without those columns is reported with the
+    columns it has, not summarized as empty."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import hardware_counters
 
     page = "\n".join([
         "==PROF== a line ncu prints before the table",
+        '"Kernel Name","_softmax_resident",',
         '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
-        '"stall_long_sb","stall_barrier"',
-        '"0x7f00","LDS.128 R32, [R3]","10","8","0","1"',
-        '"0x7f10","@P0 LDG.E.U16 R113, desc[UR8][R26.64+0xc]","30","29","27","0"',
-        '"0x7f20","MUFU.EX2 R5, R5","60","20","0","0"',
-        '"0x7f30","BAR.SYNC.DEFER_BLOCKING 0x0","0","0","0","0"',
+        '"stall_long_sb","stall_barrier","stall_long_sb (Not Issued)"',
+        '"0x7f00","LDS.128 R32, [R3]","10","8","0","1","0"',
+        '"0x7f10","@P0 LDG.E.U16 R113, desc[UR8][R26.64+0xc]","30","29","27","0","27"',
+        '"0x7f20","MUFU.EX2 R5, R5","60","20","0","0","0"',
+        '"0x7f30","BAR.SYNC.DEFER_BLOCKING 0x0","0","0","0","0","0"',
+        '"Kernel Name","another_kernel",',
+        '"Address","Source","Warp Stall Sampling (All Samples)"',
+        '"0x9f00","FADD R1, R2, R3","500"',
     ])
     brief = hardware_counters.summarize_source(page, top=2)
     assert brief["samples"] == 100 and [i["source"][:4] for i in brief["top"]] == ["MUFU", "@P0 "]
     assert brief["top"][0]["share"] == 0.6 and brief["top"][1]["reasons"] == {"stall_long_sb": 27.0}
     assert brief["by_opcode"] == {"MUFU.EX2": 60.0, "LDG.E.U16": 30.0, "LDS.128": 10.0, "BAR.SYNC.DEFER_BLOCKING": 0.0}
     assert brief["reason_columns"] == ["stall_long_sb", "stall_barrier"]
+    real = REPO / "evidence/h100/2026-12-06_sixteenth/1_counters_source_264x49196/counters/softmax_264x49196.source.csv"
+    brief = hardware_counters.summarize_source(real.read_text(), top=1)  # as ncu wrote it on an H100
+    assert brief["samples"] == 1903 and brief["top"][0]["source"].startswith("S2UR"), brief["top"]
+    assert brief["by_opcode"]["MUFU.EX2"] == 520 and "stall_long_sb" in brief["reason_columns"]
+    assert not any("Not Issued" in c for c in brief["reason_columns"])
     other = hardware_counters.summarize_source('"Address","Instructions Executed"\n"0x0","5"')
     assert other == {"error": "no source and sample columns", "columns": ["Address", "Instructions Executed"]}
 
