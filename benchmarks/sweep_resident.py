@@ -427,22 +427,3 @@ def softmax_resident_span_trials(device: torch.device, dtype: torch.dtype) -> It
         if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n}"):
             yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
 
-
-# One row a program (264 rows, two an SM), 1.5 and 3.9 rows a program, through windows and aligned, and the wide
-# aligned and windowed campaign rows: where the first row's prologue is a larger or smaller share of a program's time.
-LEAD_SHAPES = ((264, 49196), (400, 49196), (1024, 49196), (264, 49152), (400, 49152), (1024, 65536), (1991, 33508),
-               (1723, 25249), (1024, 131072))
-
-
-def softmax_resident_lead_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_resident_lead`: the planned launch against the same plan with LEAD (the first row's copies
-    issued by its stats pass, 2, 4 or 8 chunks ahead, instead of all before it)."""
-    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
-    for m, n in LEAD_SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        for lead in (2, 4, 8):
-            plan = softmax._resident_plan(m, n, softmax._align(2, n, n), 2, sms, smem, realign=n % 8 != 0,
-                                          lead=lead)
-            if plan is not None and plan[1].get("LEAD") == lead:
-                yield from _plan_trial("softmax.resident_lead", f"lead{lead}", plan, {}, "LEAD", x, y, ref, moved, n)

@@ -606,15 +606,14 @@ def _wait_asm(pending: int) -> str:
 
 @gluon.jit
 def _fetch(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
-           live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr, MASKED: gl.constexpr = True) -> None:
+           live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr) -> None:
     # Chunk c's copy group: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside the row
     # sh .. sh + N) into its place in slot c (`smem`: its place in slot 0), as inline PTX, so no CTA barrier comes with
     # it: each thread later reads back only the vector it copied, after its own wait (softmax.py's FREE copies; a
     # candidate is one file). A vector outside the row, or past the last row, reads nothing (src-size 0, from a
-    # harmless address) and is zero-filled. MASKED (_masked_chunk): the chunk can hold a vector outside the row; the
-    # others lie wholly inside it, so only `live` is tested (fewer compares, no per-chunk bounds held across rows).
+    # harmless address) and is zero-filled.
     vecs = c * CHUNK + lane * K
-    ok = (vecs >= sh) & (vecs + K <= sh + N) & live if MASKED else live
+    ok = (vecs >= sh) & (vecs + K <= sh + N) & live
     gl.inline_asm_elementwise(_COPY, "=r,r,l,r",
                               [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null), gl.where(ok, 16, 0)],
                               dtype=gl.int32, is_pure=False, pack=1)
@@ -690,7 +689,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NCHUNK):
-        _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK, _masked_chunk(c, NCHUNK, REALIGN))
+        _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
     while row < M:
         if REALIGN:
             base = (row.to(gl.int64) * N // K) * K
@@ -728,8 +727,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
             x = slots.index(c).load(layout).to(gl.float32)
-            _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK,  # the slot is free: the next row's chunk
-                   _masked_chunk(c, NCHUNK, REALIGN))
+            _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
             if _masked_chunk(c, NCHUNK, REALIGN):
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
                 w = gl.load(_resident_w(w_ptr, cols, sh, WT), mask=keep, other=0.0).to(gl.float32)

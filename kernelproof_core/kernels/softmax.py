@@ -255,13 +255,6 @@ _RESIDENT_FREE = True
 # but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
 # enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
 _RESIDENT_HALVES = False
-# LEAD (FREE only; experiment, 0 = off): a program's first row has only its first LEAD chunk copies issued before its
-# stats pass, which issues chunk c + LEAD's copy as it reaches chunk c. The source counters of the planned 264 x 49196
-# (one row a program, H100, evidence/h100/2026-12-06_sixteenth/1_*) put a quarter of the warps' samples in the
-# prologue issuing all 25 copies (long_scoreboard and lg_throttle: each copy waits on the one before it), then a stats
-# pass that never waits for a copy: the stats pass starts only once every copy is issued, and the copies land before
-# it needs them. Later rows are unchanged (the previous row's output pass issues their copies).
-_RESIDENT_LEAD = 0
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -912,7 +905,9 @@ def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.t
     # HALVES (aligned rows on the 8-byte grid only, sh = 0): the vector as two 8-byte copies into its 16 bytes of the
     # slot, each copied where it lies inside the row (a row's last vector can be half in it).
     # MASKED (_masked_chunk): the chunk can hold a vector outside the row; every other chunk's vectors are all inside
-    # it, so only `live` is tested (two compares a copy fewer, and no per-chunk bounds held across the row loop).
+    # it, so only `live` is tested (two compares a copy fewer, and no per-chunk bounds held across the row loop:
+    # 264 x 49196 through windows 128 -> 80 registers; timed level with every copy testing its bounds on the H100,
+    # evidence/h100/2026-12-06_sixteenth/4_*).
     vecs = c * CHUNK + lane * K
     if HALVES:
         for h in gl.static_range(2):
@@ -984,13 +979,6 @@ def _widen(x: gl.tensor) -> gl.tensor:
 def _wait_asm(pending: int) -> str:
     """cp.async.wait_group as inline PTX: Gluon's cp.wait_group adds a CTA barrier after it (FREE leaves it out)."""
     return f"cp.async.wait_group {pending};\n\tmov.u32 $0, 0;"
-
-
-@gluon.constexpr_function
-def _lead_pending(lead: int, nres: int, c: int) -> int:
-    """LEAD's first row: copy groups that may still fly once chunk c's has landed (chunks c + 1 .. min(c + lead,
-    nres - 1) are issued by then)."""
-    return min(lead, nres - 1 - c)
 
 
 @gluon.jit
@@ -1136,7 +1124,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LEAD: gl.constexpr = 0) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1228,8 +1216,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     else:
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x + col0
-    gl.static_assert(LEAD == 0 or FREE, "LEAD issues FREE's copies")
-    for c in gl.static_range(NRES if LEAD == 0 else LEAD):
+    for c in gl.static_range(NRES):
         if FREE:
             _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
                         _masked_chunk(c, NCHUNK, REALIGN))
@@ -1270,21 +1257,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                     held = held + (gl.load(x_row + cols, mask=keep, other=float("-inf")),)  # type: ignore[assignment]  # noqa: RUF005
                 else:
                     held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
-        if LEAD > 0:
-            first = row == gl.program_id(0)
         for c in gl.static_range(NCHUNK):
-            if LEAD > 0 and c < NRES:  # the first row issues its copies as its stats pass goes, LEAD chunks ahead
-                if first:
-                    if c + LEAD < NRES:
-                        _fetch_free(smem, c + LEAD, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
-                                    _masked_chunk(c + LEAD, NCHUNK, REALIGN))
-                    gl.inline_asm_elementwise(_wait_asm(_lead_pending(LEAD, NRES, c)), "=r,r", [lane],
-                                              dtype=gl.int32, is_pure=False, pack=1)
-                else:
-                    gl.inline_asm_elementwise(_wait_asm(NRES - 1 - c), "=r,r", [lane], dtype=gl.int32,
-                                              is_pure=False, pack=1)
-            x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD,
-                         LEAD == 0, layout, FREE, lane)
+            x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, True,
+                         layout, FREE, lane)
             m_new = gl.maximum(m_t, gl.max(x, axis=1))
             if MAXFIRST:  # the max only; the exponentials after it (below)
                 pass
@@ -1464,8 +1439,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
-                   free: bool | None = None, halves: bool | None = None, lead: int | None = None,
-                   ) -> Launch | None:
+                   free: bool | None = None, halves: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1483,8 +1457,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
-    _RESIDENT_HALVES). lead: LEAD, the first row's copies issued by its stats pass, lead chunks ahead (default
-    _RESIDENT_LEAD; FREE only; 0: all in the prologue)."""
+    _RESIDENT_HALVES)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1532,9 +1505,6 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["MAXFIRST"] = True
     if free:
         meta["FREE"] = True
-    lead = _RESIDENT_LEAD if lead is None else lead
-    if lead and free and lead < n_res:
-        meta["LEAD"] = lead
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
