@@ -83,6 +83,7 @@ from sweep_resident import (
     softmax_resident_halves_trials,
     softmax_resident_hold_trials,
     softmax_resident_keep_trials,
+    softmax_resident_line_trials,
     softmax_resident_maxfirst_trials,
     softmax_resident_pair_trials,
     softmax_resident_parts_trials,
@@ -90,6 +91,7 @@ from sweep_resident import (
     softmax_resident_rounds_trials,
     softmax_resident_rows_trials,
     softmax_resident_span_trials,
+    softmax_resident_stride_trials,
     softmax_resident_trials,
 )
 from sweep_resident_ab import softmax_resident_ab_trials
@@ -149,6 +151,8 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_rounds": softmax_resident_rounds_trials,
             "softmax_resident_rows": softmax_resident_rows_trials,
             "softmax_resident_span": softmax_resident_span_trials,
+            "softmax_resident_line": softmax_resident_line_trials,
+            "softmax_resident_stride": softmax_resident_stride_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,

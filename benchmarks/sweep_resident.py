@@ -427,3 +427,36 @@ def softmax_resident_span_trials(device: torch.device, dtype: torch.dtype) -> It
         if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n}"):
             yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
 
+
+
+# Rows through windows (widths off the 16-byte grid) at 264-1991 rows, and the aligned rows beside them.
+LINE_SHAPES = ((264, 49196), (400, 49196), (1024, 49196), (1991, 33508), (1024, 65535), (512, 50257), (1024, 40001),
+               (1024, 131071), (512, 128257))
+# Aligned rows at strides that start them on a 128-byte line (the width), mid-line (8, 16, 32 or 56 elements more:
+# 16-112 bytes) and on the next line (64 more): the windows' question without windows.
+STRIDE_SHAPES = ((264, 49152), (400, 49152), (1024, 49152), (1024, 65536), (2048, 32768))
+STRIDE_PADS = (0, 8, 16, 32, 56, 64)
+
+
+def softmax_resident_line_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_line`: the planned launch against the same plan with LINE (REALIGN's windows
+    starting on a 128-byte line, 64 elements, rather than a 16-byte vector)."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in LINE_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        plan = softmax._resident_plan(m, n, 1, 2, sms, smem, realign=True, line=64)
+        yield from _plan_trial("softmax.resident_line", "line64", plan, {}, "LINE", x, y, ref, moved, n)
+
+
+def softmax_resident_stride_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_stride`: the planned launch on aligned rows whose stride is the width plus each of
+    STRIDE_PADS elements (the label gives where row 1 starts in its 128-byte line): does a row's start off a line
+    cost the aligned kernel what the windows lose?"""
+    for m, n in STRIDE_SHAPES:
+        for pad in STRIDE_PADS:
+            x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
+            ref = torch.softmax(x.float(), -1)
+            if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n} stride {n + pad}"):
+                yield ("softmax.planned", (m, n), f"stride={n + pad} row1_at_byte={(n + pad) * 2 % 128}",
+                       partial(softmax.candidate, x), 4 * m * n, pad == 0)

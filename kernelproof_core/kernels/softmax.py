@@ -255,6 +255,13 @@ _RESIDENT_FREE = True
 # but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
 # enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
 _RESIDENT_HALVES = False
+# LINE (experiment, 0 = off): REALIGN's windows start on a 128-byte line (64 16-bit elements) instead of a 16-byte
+# vector. The source counters at 264 rows (evidence/h100/2026-12-06_sixteenth/5_*) put 24% of the windows' warp
+# samples in issuing the first row's copies (lg_throttle, long_scoreboard) against 7% for aligned 49152-wide rows,
+# whose 98304-byte rows start on lines: a window starting mid-line has each warp's 512-byte copy (and store) touch 5
+# lines, not 4. Family softmax_resident_line times it; softmax_resident_stride times aligned rows whose stride puts
+# their starts mid-line (the same question without windows). Neither has run on a GPU yet.
+_RESIDENT_LINE = 0
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -1124,7 +1131,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1171,6 +1178,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
+    # REALIGN's windows start on a multiple of WBASE elements: a vector (K) by default; LINE (experiment): LINE
+    # elements, a 128-byte line, so that a warp's 512-byte copy or store touches 4 lines rather than 5 (the row starts
+    # up to LINE - 1 elements into its window's first chunk, whose vectors before it are masked like a row's end).
+    WBASE: gl.constexpr = LINE if LINE > 0 else K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # chunk c's slot: slots.index(c), one [NRES, T, K] buffer of any count. Slots as separate allocations (so that
@@ -1208,8 +1219,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         col0 = part * n_own
     if REALIGN:
         start = row.to(gl.int64) * N
-        base = (start // K) * K
-        sh = (start - base).to(gl.int32)  # where the row begins inside its first vector
+        base = (start // WBASE) * WBASE
+        sh = (start - base).to(gl.int32)  # where the row begins inside its window's first vector (LINE: line)
         x_row = x_ptr + base
         e_pos = gl.arange(0, 2, layout=rows_layout)
         e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
@@ -1228,13 +1239,13 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                    c * CHUNK + offs < n_own)
     while row < M:
         if REALIGN:
-            base = (row.to(gl.int64) * N // K) * K
+            base = (row.to(gl.int64) * N // WBASE) * WBASE
             sh = (row.to(gl.int64) * N - base).to(gl.int32)
             x_row = x_ptr + base
             y_row = y_ptr + base
             # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
             # chunk; N > K: the two never coincide)
-            e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
+            e_start = gl.where(e_pos == 0, (sh // K) * K, ((sh + N - 1) // K) * K)[:, None]
             e_offs = e_start + e_cols
             e_inside = (e_start >= sh) & (e_start + K <= sh + N)
             e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
@@ -1318,7 +1329,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             lsum = 0.0
         ahead = row + step
         if REALIGN:
-            a_base = (ahead.to(gl.int64) * N // K) * K
+            a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
             a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
             a_row = x_ptr + a_base
         else:
@@ -1439,7 +1450,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    k: int = 0, per_sm: int = 0, realign: bool = False, stagger: int | None = None,
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
-                   free: bool | None = None, halves: bool | None = None) -> Launch | None:
+                   free: bool | None = None, halves: bool | None = None, line: int | None = None,
+                   ) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1457,7 +1469,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
-    _RESIDENT_HALVES)."""
+    _RESIDENT_HALVES). line: LINE, REALIGN's windows starting on a multiple of `line` elements (a 128-byte line:
+    64 at 16 bits) instead of a vector (default _RESIDENT_LINE; 0: a vector)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1465,7 +1478,9 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     if parts > 1 and (realign or not carry or n % (parts * k)):
         # equal parts of whole vectors, so that only a part's last chunk can be partial (its masks sit there)
         raise ValueError("PARTS cuts aligned rows into equal parts of whole vectors, under CARRY")
-    span = n + k - 1 if realign else n // parts  # an unaligned row can start mid-vector; a part is its own row
+    line = (_RESIDENT_LINE if line is None else line) if realign else 0
+    # an unaligned row can start mid-vector (LINE: mid-line); a part is its own row
+    span = n + max(k, line) - 1 if realign else n // parts
     row_bytes = span * elsize
     pair = (not (per_sm or warps or budget_bytes or realign) and elsize == 2 and align == k == 8
             and budget < 2 * row_bytes <= 2 * _RESIDENT_PAIR_MAX_BYTES
@@ -1505,6 +1520,10 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["MAXFIRST"] = True
     if free:
         meta["FREE"] = True
+    if line:
+        if line % k or line > 32 * warps * k:
+            raise ValueError("LINE is a whole number of vectors within a chunk")
+        meta["LINE"] = line
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 

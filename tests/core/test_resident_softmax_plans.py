@@ -489,3 +489,32 @@ def test_resident_copies_test_bounds_only_on_chunks_that_can_leave_the_row() -> 
                                       strict=True):
         assert got["free"] and got["copies"] == 2 * got["chunks"], (case, got)
         assert got["regs"] <= regs and got["isetp"] <= isetp, (case, got)
+
+
+@pytest.mark.parametrize("line", [0, 64])
+@pytest.mark.parametrize(("m", "n"), [(400, 49196), (1991, 33508), (1024, 65535), (700, 49999), (64, 40001),
+                                      (1024, 131071), (9, 32777)])
+def test_resident_windows_cover_each_row_once(m: int, n: int, line: int) -> None:
+    """REALIGN's window arithmetic as the kernel does it (row r's window starts at r n rounded down to a vector, or
+    with LINE to a 64-element line; sh = where the row starts in it; chunk c's vectors copied where wholly inside the
+    row; the row's part of its first and last vectors read apart): the planned chunks cover every element of every
+    row start offset exactly once, only the chunks _masked_chunk names hold a vector outside the row, and the window
+    fits the planned chunks."""
+    launch = softmax._resident_plan(m, n, 1, 2, 132, 233472, realign=True, line=line)
+    assert launch is not None
+    meta = launch[1]
+    k, nchunk = meta["K"], meta["NCHUNK"]
+    chunk, wbase = 32 * meta["num_warps"] * k, meta.get("LINE", k)
+    assert wbase == (line or k)
+    for row in range(min(m, 200)):  # every offset inside a line is reached within 64 rows of an odd width
+        sh = row * n - row * n // wbase * wbase
+        assert sh + n <= nchunk * chunk
+        seen: list[int] = []
+        for c in range(nchunk):
+            whole = [v for v in range(c * chunk, (c + 1) * chunk, k) if sh <= v and v + k <= sh + n]
+            assert len(whole) == chunk // k or softmax._masked_chunk(c, nchunk, True), (row, c)
+            seen += [p for v in whole for p in range(v, v + k)]
+        for edge in {sh // k * k, (sh + n - 1) // k * k}:
+            if not (sh <= edge and edge + k <= sh + n):
+                seen += [p for p in range(edge, edge + k) if sh <= p < sh + n]
+        assert sorted(seen) == list(range(sh, sh + n)), row

@@ -392,6 +392,32 @@ def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: i
     _assert_same_bytes_as_plain(plain, free, x, n, "FREE")
 
 
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "kw"), [
+    (131, 33508, {}), (400, 49196, {}), (5, 65535, {}), (263, 32771, {}), (700, 49999, {}), (1, 131071, {}),
+    (133, 131071, {}), (64, 40001, {"warps": 8, "per_sm": 3, "budget_bytes": 224 * 1024}), (9, 32777, {})])
+def test_resident_softmax_windows_on_lines_match_windows_on_vectors(m: int, n: int, kw: dict[str, object],
+                                                                   dtype: torch.dtype) -> None:
+    """LINE (experiment: REALIGN's windows start on a 128-byte line, so a row starts up to 63 elements into its
+    window's first chunk) holds and computes each row exactly as the windows on vectors do, so its output must be the
+    same bytes: rows starting at every offset inside a line (m up to 700 rows of odd widths), streamed chunks past
+    the slots (131071), one row, three programs an SM; -inf logits and whole chunks of them; nothing written past
+    the output; a second call the same bytes."""
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    index = torch.cuda.current_device()
+    args = (m, n, 1, 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
+    plain = softmax._resident_plan(*args, realign=True, line=0, **kw)  # type: ignore[arg-type]
+    lines = softmax._resident_plan(*args, realign=True, line=64, **kw)  # type: ignore[arg-type]
+    assert plain is not None and lines is not None and lines[1]["LINE"] == 64 and "LINE" not in plain[1]
+    for meta in (plain[1], lines[1]):
+        if "per_sm" in kw and "maxnreg" not in meta:
+            meta["maxnreg"] = 65536 // (int(kw["per_sm"]) * 32 * meta["num_warps"])  # type: ignore[call-overload]
+    _assert_same_bytes_as_plain(plain, lines, x, n, "LINE")
+
+
 def _assert_same_bytes_as_plain(plain: softmax.Launch, other: softmax.Launch, x: torch.Tensor, stride: int,
                                 what: str) -> None:
     """`plain` right against the fp32 softmax, then `other` its exact bytes on two calls, with a guard row after
