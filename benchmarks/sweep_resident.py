@@ -460,3 +460,20 @@ def softmax_resident_stride_trials(device: torch.device, dtype: torch.dtype) -> 
             if _correct(softmax.candidate(x), ref, f"softmax.planned {m}x{n} stride {n + pad}"):
                 yield ("softmax.planned", (m, n), f"stride={n + pad} row1_at_byte={(n + pad) * 2 % 128}",
                        partial(softmax.candidate, x), 4 * m * n, pad == 0)
+
+
+# The campaign's wide rows (PAIR, HOLD, windows) and the aligned rows at 264-1024 rows.
+ONE_SHIFT_SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508), (1723, 25249), (400, 49196),
+                    (1024, 40000), (2048, 32768))
+
+
+def softmax_resident_one_shift_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_one_shift`: the planned launch against the same plan with ONE_SHIFT (ordinary rows'
+    exponents with the max and log2 of the sum in one shift: one multiply-add an element instead of CARRY's two)."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in ONE_SHIFT_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        plan = softmax._resident_plan(m, n, softmax._align(2, n, n), 2, sms, smem, realign=n % 8 != 0,
+                                      one_shift=True)
+        yield from _plan_trial("softmax.resident_one_shift", "one_shift", plan, {}, "ONE_SHIFT", x, y, ref, moved, n)

@@ -262,6 +262,13 @@ _RESIDENT_HALVES = False
 # lines, not 4. Family softmax_resident_line times it; softmax_resident_stride times aligned rows whose stride puts
 # their starts mid-line (the same question without windows). Neither has run on a GPU yet.
 _RESIDENT_LINE = 0
+# ONE_SHIFT (experiment, off; CARRY without KEEP or MAXFIRST): a row whose |max| is under _FOLD_MAX takes an output
+# pass with the max and log2 of the sum in one shift (y = 2^(x log2 e - (M + log2 sum)): one multiply-add an element,
+# CARRY's add gone; the shift's rounding, at most 2^-13 in every exponent there, is the fold's documented error);
+# rows at or past it keep CARRY's pass (offset logits stay exact). Each row runs one of the two output passes, so the
+# kernel holds both. The sm_90 build at 1024 x 65536 (PAIR) has 8 fewer instructions a chunk in the pass ordinary
+# rows take. Family softmax_resident_one_shift times it; never run on a GPU.
+_RESIDENT_ONE_SHIFT = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -1131,7 +1138,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       ALIGN: gl.constexpr, REALIGN: gl.constexpr = False, STAGGER: gl.constexpr = 0,
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
-                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0) -> None:
+                      MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0,
+                      ONE_SHIFT: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1335,8 +1343,18 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
-        _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
-                         REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES)
+        if ONE_SHIFT:  # CARRY without KEEP or MAXFIRST (the host's guarantee)
+            if gl.abs(m_row) < _FOLD_MAX:  # one shift: y = 2^(x log2 e - (shift + log2 sum)), one multiply-add
+                _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
+                                 NRES, K, REALIGN, layout, False, 0.0, False, (), HOLD, held, False, FREE, smem, lane,
+                                 HALVES)
+            else:
+                _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES,
+                                 K, REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane,
+                                 HALVES)
+        else:
+            _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
+                             REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES)
         if REALIGN:
             if MAXFIRST:
                 gl.store(y_row + e_offs, gl.exp2((x_e - shift) * _LOG2E - lsum).to(y_ptr.dtype.element_ty),
@@ -1451,7 +1469,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
                    free: bool | None = None, halves: bool | None = None, line: int | None = None,
-                   ) -> Launch | None:
+                   one_shift: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1470,7 +1488,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
     _RESIDENT_HALVES). line: LINE, REALIGN's windows starting on a multiple of `line` elements (a 128-byte line:
-    64 at 16 bits) instead of a vector (default _RESIDENT_LINE; 0: a vector)."""
+    64 at 16 bits) instead of a vector (default _RESIDENT_LINE; 0: a vector). one_shift: ONE_SHIFT (default
+    _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1524,6 +1543,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         if line % k or line > 32 * warps * k:
             raise ValueError("LINE is a whole number of vectors within a chunk")
         meta["LINE"] = line
+    if (_RESIDENT_ONE_SHIFT if one_shift is None else one_shift) and carry and not (keep or maxfirst):
+        meta["ONE_SHIFT"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 

@@ -518,3 +518,34 @@ def test_resident_windows_cover_each_row_once(m: int, n: int, line: int) -> None
             if not (sh <= edge and edge + k <= sh + n):
                 seen += [p for p in range(edge, edge + k) if sh <= p < sh + n]
         assert sorted(seen) == list(range(sh, sh + n)), row
+
+
+_COMPILE_ONE_SHIFT = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import opcodes
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, one_shift in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    launch, meta = softmax._resident_plan(m, n, 8, 2, 132, 233472, one_shift=one_shift)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
+    ops = opcodes(kernel.asm["cubin"])
+    out.append({"fadd": ops["FADD"], "ffma": ops["FFMA"], "mufu": ops["MUFU"], "total": sum(ops.values()),
+                "one_shift": meta.get("ONE_SHIFT", False)})
+print(json.dumps(out))
+"""
+
+
+def test_resident_one_shift_pass_takes_one_multiply_add_an_element() -> None:
+    """ONE_SHIFT (experiment, off) adds a second output pass for rows with |max| under _FOLD_MAX whose exponent is one
+    multiply-add (CARRY's pass takes a multiply-add and an add an element). Built for sm_90 (H200 topology, no GPU) at
+    1024 x 65536 (PAIR: 128 elements a thread): the build has 128 more exponentials and multiply-adds (the new pass)
+    but no more adds, and is at most 584 + 8 instructions longer (its pass is 128 shorter than CARRY's 712)."""
+    base, one = compile_for_sm90(_COMPILE_ONE_SHIFT, [[1024, 65536, False], [1024, 65536, True]])
+    assert one["one_shift"] and not base["one_shift"]
+    assert one["mufu"] == base["mufu"] + 128 and one["ffma"] == base["ffma"] + 128, (base, one)
+    assert one["fadd"] <= base["fadd"] + 4, (base, one)
+    assert one["total"] - base["total"] <= 592, (base, one)

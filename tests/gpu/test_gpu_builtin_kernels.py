@@ -418,6 +418,38 @@ def test_resident_softmax_windows_on_lines_match_windows_on_vectors(m: int, n: i
     _assert_same_bytes_as_plain(plain, lines, x, n, "LINE")
 
 
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "realign"), [
+    (265, 65536, False), (133, 131072, False), (131, 33508, True), (400, 49196, True), (97, 40000, False)])
+def test_resident_softmax_one_shift_stays_within_an_ulp_of_carry(m: int, n: int, realign: bool,
+                                                                 dtype: torch.dtype) -> None:
+    """ONE_SHIFT (experiment: rows with |max| under _FOLD_MAX take an output pass whose exponent has the max and
+    log2 of the sum in one shift) writes each output within one 16-bit step of CARRY's pass (the shift's rounding is
+    at most 2^-13 in an exponent), on ordinary rows, rows whose max sits just under _FOLD_MAX (the largest rounding)
+    and just over it, and rows offset by 1e4 (fp16: 6e4 is its range; CARRY's pass, so the same bytes there); -inf
+    logits; within the fp32 softmax's tolerance; nothing written past the output."""
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    x[0, ::5] = float("-inf")
+    x[1] = (x[1].float() + 2020.0).clamp(max=2040.0).to(dtype)  # a max just under _FOLD_MAX (bf16 steps 8 there)
+    x[2] += 2049.0
+    x[3] += 1e4 if dtype == torch.bfloat16 else 3e4
+    index = torch.cuda.current_device()
+    args = (m, n, 1 if realign else 8, 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
+    carry = softmax._resident_plan(*args, realign=realign, one_shift=False)
+    one = softmax._resident_plan(*args, realign=realign, one_shift=True)
+    assert carry is not None and one is not None and one[1]["ONE_SHIFT"] and "ONE_SHIFT" not in carry[1]
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    carry[0](x, want, m, n, n, **carry[1])
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+    one[0](x, out, m, n, n, **one[1])
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    steps = (out[:m].view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    assert int(steps.max()) <= 1, "more than one 16-bit step from CARRY's output"
+    assert torch.equal(out[2:4], want[2:4]), "rows past _FOLD_MAX take CARRY's pass"
+    torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+
+
 def _assert_same_bytes_as_plain(plain: softmax.Launch, other: softmax.Launch, x: torch.Tensor, stride: int,
                                 what: str) -> None:
     """`plain` right against the fp32 softmax, then `other` its exact bytes on two calls, with a guard row after
