@@ -1,0 +1,41 @@
+"""kernel_sweep.py family `rms_norm_resident_per_sm`: the built-in rms_norm's resident path at one and at two programs
+an SM on few wide rows (2-4 a SM), beside the planned launch. The plan takes two an SM only where the rows fill 85% of
+their last round of programs (m / (rounds x 2 SMs)); at 372 rows of 46501 (the hidden_wide draw of the last H200
+campaign, 61.5% of copy there on one an SM) that is 0.70, yet each SM holds at most 3 rows either way (2.8 on
+average): does the second program an SM win where the fill by programs says no?"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from sweep_common import Trial, rms_norm_close, rms_norm_inputs, rms_norm_planned, rms_norm_ref
+
+from kernelproof_core.kernels import rms_norm
+
+# (m, n): hidden_wide-like rows, 2-4 a SM on 132 SMs, through windows (odd widths) and aligned.
+PER_SM_SHAPES = ((372, 46501), (270, 63553), (425, 52717), (400, 40001), (300, 45000), (500, 49145), (396, 40000))
+
+
+def rms_norm_resident_per_sm_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The planned launch, then the resident kernel at one and two programs an SM (forced: no fill rule) where the
+    rows fit, each checked against fp32 first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    for m, n in PER_SM_SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        ref = rms_norm_ref(x, w)
+        yield rms_norm_planned(x, w, moved)
+        for per_sm in (1, 2):
+            plan = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0)
+            if plan is None:
+                continue
+            launch, meta = plan
+            wt = meta.get("WT", 0)
+            table = rms_norm._weight_table(w, wt) if wt else w
+            run = partial(launch, x, table, y, m, n, n, 1e-6, **meta)
+            y.fill_(float("nan"))
+            run()
+            if rms_norm_close(y, ref, f"rms_norm.resident {m}x{n} per_sm={per_sm}"):
+                yield ("rms_norm.resident_per_sm", (m, n), f"per_sm={per_sm} warps={meta['num_warps']} "
+                       f"NCHUNK={meta['NCHUNK']} rows/SM={m / sms:.2f}", run, moved, False)
