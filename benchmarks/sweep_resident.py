@@ -428,7 +428,6 @@ def softmax_resident_span_trials(device: torch.device, dtype: torch.dtype) -> It
             yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
 
 
-
 # Rows through windows (widths off the 16-byte grid) at 264-1991 rows, and the aligned rows beside them.
 LINE_SHAPES = ((264, 49196), (400, 49196), (1024, 49196), (1991, 33508), (1024, 65535), (512, 50257), (1024, 40001),
                (1024, 131071), (512, 128257))
@@ -438,15 +437,22 @@ STRIDE_SHAPES = ((264, 49152), (400, 49152), (1024, 49152), (1024, 65536), (2048
 STRIDE_PADS = (0, 8, 16, 32, 56, 64)
 
 
+def _planned_beside(family: str, tag: str, shapes: tuple[tuple[int, int], ...], device: torch.device,
+                    dtype: torch.dtype, **option: Any) -> Iterator[Trial]:
+    """At each contiguous shape, the planned launch, then the resident plan with one _resident_plan option (through
+    windows where the width is off the 16-byte grid), labelled with its meta flag `tag`."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in shapes:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
+        plan = softmax._resident_plan(m, n, softmax._align(2, n, n), 2, sms, smem, realign=n % 8 != 0, **option)
+        yield from _plan_trial(family, tag.lower(), plan, {}, tag, x, y, ref, moved, n)
+
+
 def softmax_resident_line_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_line`: the planned launch against the same plan with LINE (REALIGN's windows
     starting on a 128-byte line, 64 elements, rather than a 16-byte vector)."""
-    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
-    for m, n in LINE_SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        plan = softmax._resident_plan(m, n, 1, 2, sms, smem, realign=True, line=64)
-        yield from _plan_trial("softmax.resident_line", "line64", plan, {}, "LINE", x, y, ref, moved, n)
+    yield from _planned_beside("softmax.resident_line", "LINE", LINE_SHAPES, device, dtype, line=64)
 
 
 def softmax_resident_stride_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
@@ -470,10 +476,5 @@ ONE_SHIFT_SHAPES = ((1024, 65536), (1024, 131072), (512, 128256), (1991, 33508),
 def softmax_resident_one_shift_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_one_shift`: the planned launch against the same plan with ONE_SHIFT (ordinary rows'
     exponents with the max and log2 of the sum in one shift: one multiply-add an element instead of CARRY's two)."""
-    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
-    for m, n in ONE_SHIFT_SHAPES:
-        x, y, ref, moved = inputs(m, n, dtype, device)
-        yield ("softmax.planned", (m, n), "planned", partial(softmax.candidate, x), moved, True)
-        plan = softmax._resident_plan(m, n, softmax._align(2, n, n), 2, sms, smem, realign=n % 8 != 0,
-                                      one_shift=True)
-        yield from _plan_trial("softmax.resident_one_shift", "one_shift", plan, {}, "ONE_SHIFT", x, y, ref, moved, n)
+    yield from _planned_beside("softmax.resident_one_shift", "ONE_SHIFT", ONE_SHIFT_SHAPES, device, dtype,
+                               one_shift=True)

@@ -1343,6 +1343,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
+        # CARRY's call twice: Triton 3.6 fails to lower one runtime `if` on a flag set only under ONE_SHIFT
         if ONE_SHIFT:  # CARRY without KEEP or MAXFIRST (the host's guarantee)
             if gl.abs(m_row) < _FOLD_MAX:  # one shift: y = 2^(x log2 e - (shift + log2 sum)), one multiply-add
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
