@@ -425,45 +425,16 @@ def test_resident_free_compiles_for_sm90_without_barriers_in_a_row() -> None:
         assert free["local"] == 0 and min(free["offsets"]) >= free["slot_bytes"], (shape, free)
 
 
-_COMPILE_WIDEN = """
-import json, sys, torch
-sys.path.insert(0, sys.argv[2])
-from sass_counts import opcodes
-from kernelproof_core.kernels import softmax
-from kernelproof_core.precompile import compile_only
-out = []
-for m, n, align, realign, dtype in json.loads(sys.argv[1]):
-    x = torch.empty((m, n), dtype=getattr(torch, dtype))
-    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign)
-    with compile_only("cuda", 90, 32):
-        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
-    ops = opcodes(kernel.asm["cubin"])
-    out.append({"total": sum(ops.values()), "prmt": ops.get("PRMT", 0)})
-print(json.dumps(out))
-"""
-
-
-def test_resident_bf16_rows_widen_as_cheaply_as_fp16_rows() -> None:
-    """The resident kernel widens bf16 pairs to fp32 by a shift and a mask of their word (_widen): its bf16 build
-    (sm_90, no GPU needed) is within 1% of the fp16 build's instruction count, where Triton's own widening (take the
-    high element out, shift it back: a PRMT more a pair) made it 6% longer at 65536 wide (2096 against 1976)."""
-    shapes = [(1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)]
-    results = compile_for_sm90(_COMPILE_WIDEN, [[*s, d] for s in shapes for d in ("bfloat16", "float16")])
-    for shape, (bf16, fp16) in zip(shapes, zip(results[::2], results[1::2], strict=True), strict=True):
-        assert bf16["total"] <= 1.01 * fp16["total"], (shape, bf16, fp16)
-        assert bf16["prmt"] <= fp16["prmt"] + 10, (shape, bf16, fp16)  # no PRMT a pair
-
-
-_COMPILE_COPIES = """
+_COMPILE_COUNTS = """
 import json, re, subprocess, sys, tempfile, torch
 sys.path.insert(0, sys.argv[2])
 from sass_counts import _cuobjdump, opcodes
 from kernelproof_core.kernels import softmax
 from kernelproof_core.precompile import compile_only
 out = []
-for m, n, align, realign in json.loads(sys.argv[1]):
-    x = torch.empty((m, n), dtype=torch.bfloat16)
-    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign)
+for m, n, align, dtype, options in json.loads(sys.argv[1]):
+    x = torch.empty((m, n), dtype=getattr(torch, dtype))
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, **options)
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ops = opcodes(kernel.asm["cubin"])
@@ -471,10 +442,28 @@ for m, n, align, realign in json.loads(sys.argv[1]):
         f.write(kernel.asm["cubin"])
         f.flush()
         usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
-    out.append({"regs": int(re.search(r"REG:(\\d+)", usage).group(1)), "isetp": ops["ISETP"],
-                "copies": ops["LDGSTS"], "chunks": meta["NRES"], "free": meta.get("FREE", False)})
+    out.append({"ops": ops, "total": sum(ops.values()), "regs": int(re.search(r"REG:(\\d+)", usage).group(1)),
+                "meta": meta})
 print(json.dumps(out))
 """
+
+
+def _counts(cases: list[tuple[int, int, int, str, dict[str, object]]]) -> list[dict[str, Any]]:
+    """The sm_90 builds (H200 topology, no GPU) of resident plans (m, n, align, dtype, _resident_plan options): each
+    one's opcode counts, instruction total, registers a thread and meta."""
+    return compile_for_sm90(_COMPILE_COUNTS, [list(c) for c in cases])
+
+
+def test_resident_bf16_rows_widen_as_cheaply_as_fp16_rows() -> None:
+    """The resident kernel widens bf16 pairs to fp32 by a shift and a mask of their word (_widen): its bf16 build
+    (sm_90, no GPU needed) is within 1% of the fp16 build's instruction count, where Triton's own widening (take the
+    high element out, shift it back: a PRMT more a pair) made it 6% longer at 65536 wide (2096 against 1976)."""
+    shapes = [(1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)]
+    results = _counts([(m, n, a, d, {"realign": r}) for m, n, a, r in shapes for d in ("bfloat16", "float16")])
+    for shape, (bf16, fp16) in zip(shapes, zip(results[::2], results[1::2], strict=True), strict=True):
+        assert bf16["total"] <= 1.01 * fp16["total"], (shape, bf16["total"], fp16["total"])
+        prmt = (bf16["ops"].get("PRMT", 0), fp16["ops"].get("PRMT", 0))
+        assert prmt[0] <= prmt[1] + 10, (shape, prmt)  # no PRMT a pair
 
 
 def test_resident_copies_test_bounds_only_on_chunks_that_can_leave_the_row() -> None:
@@ -485,10 +474,11 @@ def test_resident_copies_test_bounds_only_on_chunks_that_can_leave_the_row() -> 
     aligned 264 x 49152 40 and 14 ISETP (64 and 82); two copies a chunk a row (the prologue's and the refill's)."""
     cases = [(264, 49196, 1, True), (1991, 33508, 1, True), (264, 49152, 8, False)]
     regs_max, isetp_max = (96, 96, 48), (140, 140, 30)
-    for case, got, regs, isetp in zip(cases, compile_for_sm90(_COMPILE_COPIES, cases), regs_max, isetp_max,
-                                      strict=True):
-        assert got["free"] and got["copies"] == 2 * got["chunks"], (case, got)
-        assert got["regs"] <= regs and got["isetp"] <= isetp, (case, got)
+    built = _counts([(m, n, a, "bfloat16", {"realign": r}) for m, n, a, r in cases])
+    for case, got, regs, isetp in zip(cases, built, regs_max, isetp_max, strict=True):
+        ops, meta = got["ops"], got["meta"]
+        assert meta.get("FREE") and ops["LDGSTS"] == 2 * meta["NRES"], (case, meta, ops["LDGSTS"])
+        assert got["regs"] <= regs and ops["ISETP"] <= isetp, (case, got["regs"], ops["ISETP"])
 
 
 @pytest.mark.parametrize("line", [0, 64])
@@ -520,32 +510,15 @@ def test_resident_windows_cover_each_row_once(m: int, n: int, line: int) -> None
         assert sorted(seen) == list(range(sh, sh + n)), row
 
 
-_COMPILE_ONE_SHIFT = """
-import json, sys, torch
-sys.path.insert(0, sys.argv[2])
-from sass_counts import opcodes
-from kernelproof_core.kernels import softmax
-from kernelproof_core.precompile import compile_only
-out = []
-for m, n, one_shift in json.loads(sys.argv[1]):
-    x = torch.empty((m, n), dtype=torch.bfloat16)
-    launch, meta = softmax._resident_plan(m, n, 8, 2, 132, 233472, one_shift=one_shift)
-    with compile_only("cuda", 90, 32):
-        kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
-    ops = opcodes(kernel.asm["cubin"])
-    out.append({"fadd": ops["FADD"], "ffma": ops["FFMA"], "mufu": ops["MUFU"], "total": sum(ops.values()),
-                "one_shift": meta.get("ONE_SHIFT", False)})
-print(json.dumps(out))
-"""
-
-
 def test_resident_one_shift_pass_takes_one_multiply_add_an_element() -> None:
     """ONE_SHIFT (experiment, off) adds a second output pass for rows with |max| under _FOLD_MAX whose exponent is one
     multiply-add (CARRY's pass takes a multiply-add and an add an element). Built for sm_90 (H200 topology, no GPU) at
     1024 x 65536 (PAIR: 128 elements a thread): the build has 128 more exponentials and multiply-adds (the new pass)
     but no more adds, and is at most 584 + 8 instructions longer (its pass is 128 shorter than CARRY's 712)."""
-    base, one = compile_for_sm90(_COMPILE_ONE_SHIFT, [[1024, 65536, False], [1024, 65536, True]])
-    assert one["one_shift"] and not base["one_shift"]
-    assert one["mufu"] == base["mufu"] + 128 and one["ffma"] == base["ffma"] + 128, (base, one)
-    assert one["fadd"] <= base["fadd"] + 4, (base, one)
-    assert one["total"] - base["total"] <= 592, (base, one)
+    base, one = _counts([(1024, 65536, 8, "bfloat16", {"one_shift": False}),
+                         (1024, 65536, 8, "bfloat16", {"one_shift": True})])
+    assert one["meta"].get("ONE_SHIFT") and not base["meta"].get("ONE_SHIFT")
+    b, o = base["ops"], one["ops"]
+    assert o["MUFU"] == b["MUFU"] + 128 and o["FFMA"] == b["FFMA"] + 128, (b, o)
+    assert o["FADD"] <= b["FADD"] + 4, (b, o)
+    assert one["total"] - base["total"] <= 592, (base["total"], one["total"])
