@@ -450,9 +450,9 @@ def _planned_beside(family: str, tag: str, shapes: tuple[tuple[int, int], ...], 
 
 
 def softmax_resident_line_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_resident_line`: the planned launch against the same plan with LINE (REALIGN's windows
-    starting on a 128-byte line, 64 elements, rather than a 16-byte vector)."""
-    yield from _planned_beside("softmax.resident_line", "LINE", LINE_SHAPES, device, dtype, line=64)
+    """Family `softmax_resident_line`: the planned launch (LINE: REALIGN's windows start on a 128-byte line, 64
+    elements) against the same plan with windows on 16-byte vectors (line=0, as planned before LINE)."""
+    yield from _planned_beside("softmax.resident_line", "LINE", LINE_SHAPES, device, dtype, line=0)
 
 
 def softmax_resident_stride_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

@@ -255,13 +255,18 @@ _RESIDENT_FREE = True
 # but behind that same kernel at 400-512 rows above (-2.7, -4.2) and level at 2048 x 32772: one padded shape is not
 # enough to plan it, and no campaign case has such rows (hidden_odd pads 1-2 elements).
 _RESIDENT_HALVES = False
-# LINE (experiment, 0 = off): REALIGN's windows start on a 128-byte line (64 16-bit elements) instead of a 16-byte
-# vector. The source counters at 264 rows (evidence/h100/2026-12-06_sixteenth/5_*) put 24% of the windows' warp
-# samples in issuing the first row's copies (lg_throttle, long_scoreboard) against 7% for aligned 49152-wide rows,
-# whose 98304-byte rows start on lines: a window starting mid-line has each warp's 512-byte copy (and store) touch 5
-# lines, not 4. Family softmax_resident_line times it; softmax_resident_stride times aligned rows whose stride puts
-# their starts mid-line (the same question without windows). Neither has run on a GPU yet.
-_RESIDENT_LINE = 0
+# LINE (planned; 0 = off): REALIGN's windows start on a 128-byte line instead of a 16-byte vector. The source
+# counters at 264 rows (evidence/h100/2026-12-06_sixteenth/5_*) put 24% of the windows' warp samples in issuing the
+# first row's copies (lg_throttle, long_scoreboard) against 7% for aligned 49152-wide rows, whose 98304-byte rows
+# start on lines: a window starting mid-line has each warp's 512-byte copy (and store) touch 5 lines, not 4. H100,
+# CUPTI, both dtypes (evidence/h100/2026-12-06_seventeenth/1_*, family softmax_resident_line): windows on lines
+# against windows on vectors at every realigned shape, 264 x 49196 85.0 / 87.1% of copy against 73.0 / 73.8,
+# 400 x 49196 81.4 / 80.4 against 74.3 / 73.9, 1024 x 49196 90.7 / 91.5 against 84.3 / 83.7, 1991 x 33508 89.8
+# against 84.2, 1024 x 65535 90.1 against 86.0, 1024 x 40001 91.1 against 87.1, 512 x 128257 85.6 against 85.3.
+# Family softmax_resident_stride asks the same of aligned rows whose stride starts them mid-line: 3-14 points lost
+# (264 x 49152 89.9% at stride 49152, 75.6-82.1 at strides 16-112 bytes past a line). The sum's order differs from
+# windows on vectors (each element lands in another thread's running sum), so outputs may differ by a 16-bit step.
+_RESIDENT_LINE_BYTES = 128
 # ONE_SHIFT (experiment, off; CARRY without KEEP or MAXFIRST): a row whose |max| is under _FOLD_MAX takes an output
 # pass with the max and log2 of the sum in one shift (y = 2^(x log2 e - (M + log2 sum)): one multiply-add an element,
 # CARRY's add gone; the shift's rounding, at most 2^-13 in every exponent there, is the fold's documented error);
@@ -1186,7 +1191,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
     CHUNK: gl.constexpr = T * K
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
-    # REALIGN's windows start on a multiple of WBASE elements: a vector (K) by default; LINE (experiment): LINE
+    # REALIGN's windows start on a multiple of WBASE elements: a vector (K) with LINE = 0; LINE (planned): LINE
     # elements, a 128-byte line, so that a warp's 512-byte copy or store touches 4 lines rather than 5 (the row starts
     # up to LINE - 1 elements into its window's first chunk, whose vectors before it are masked like a row's end).
     WBASE: gl.constexpr = LINE if LINE > 0 else K
@@ -1488,8 +1493,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     free: FREE, no CTA barrier inside a row's passes (default _RESIDENT_FREE; 16-byte vectors, whole rows, no KEEP,
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
-    _RESIDENT_HALVES). line: LINE, REALIGN's windows starting on a multiple of `line` elements (a 128-byte line:
-    64 at 16 bits) instead of a vector (default _RESIDENT_LINE; 0: a vector). one_shift: ONE_SHIFT (default
+    _RESIDENT_HALVES). line: LINE, REALIGN's windows starting on a multiple of `line` elements instead of a vector
+    (default _RESIDENT_LINE_BYTES // elsize, a 128-byte line: 64 at 16 bits; 0: a vector). one_shift: ONE_SHIFT (default
     _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
@@ -1498,7 +1503,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     if parts > 1 and (realign or not carry or n % (parts * k)):
         # equal parts of whole vectors, so that only a part's last chunk can be partial (its masks sit there)
         raise ValueError("PARTS cuts aligned rows into equal parts of whole vectors, under CARRY")
-    line = (_RESIDENT_LINE if line is None else line) if realign else 0
+    line = (_RESIDENT_LINE_BYTES // elsize if line is None else line) if realign else 0
     # an unaligned row can start mid-vector (LINE: mid-line); a part is its own row
     span = n + max(k, line) - 1 if realign else n // parts
     row_bytes = span * elsize

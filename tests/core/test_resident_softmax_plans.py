@@ -84,9 +84,10 @@ def test_resident_softmax_needs_4_byte_rows_and_shared_memory(align: int, smem: 
 
 
 @pytest.mark.parametrize(("m", "n", "expected"), [
-    # (programs per SM, warps, NCHUNK): the window spans n + 7 positions, so NCHUNK counts them, not n
+    # (programs per SM, warps, NCHUNK): the window starts on a 128-byte line (LINE: 64 positions), so it spans n + 63
+    # positions and NCHUNK counts them, not n (32761: 16 chunks of windows on vectors, 17 on lines)
     (1991, 33508, (2, 8, 17)), (1024, 40001, (2, 8, 20)), (1024, 65535, (1, 16, 17)), (1024, 131071, (1, 32, 17)),
-    (5, 32761, (2, 8, 16))])
+    (5, 32761, (2, 8, 17))])
 def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, int, int]) -> None:
     """Contiguous rows off the 16-byte grid (odd widths included: 16-byte copies of the row's window, not copies of
     the row's own alignment) take the resident kernel with REALIGN; chunks cover every window position a row can
@@ -97,7 +98,7 @@ def test_realigned_resident_softmax_plan(m: int, n: int, expected: tuple[int, in
     chunk = 32 * warps * 8
     assert (meta["num_warps"], meta["NCHUNK"], meta["K"], meta["ALIGN"], meta["REALIGN"]) == (warps, n_chunks, 8, 1,
                                                                                               True)
-    assert chunk * n_chunks >= n + 7 > chunk * (n_chunks - 1)
+    assert meta["LINE"] == 64 and chunk * n_chunks >= n + 63 > chunk * (n_chunks - 1)
     assert meta["NRES"] * chunk * 2 * per_sm <= (
         softmax._RESIDENT_CAP_BYTES if per_sm == 2 else softmax._RESIDENT_SOLO_CAP_BYTES)
     assert meta["STAGGER"] == (softmax._RESIDENT_STAGGER if warps == 16 else 0)

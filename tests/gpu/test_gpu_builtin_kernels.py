@@ -397,25 +397,41 @@ def test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit(m: int, n: i
 @pytest.mark.parametrize(("m", "n", "kw"), [
     (131, 33508, {}), (400, 49196, {}), (5, 65535, {}), (263, 32771, {}), (700, 49999, {}), (1, 131071, {}),
     (133, 131071, {}), (64, 40001, {"warps": 8, "per_sm": 3, "budget_bytes": 224 * 1024}), (9, 32777, {})])
-def test_resident_softmax_windows_on_lines_match_windows_on_vectors(m: int, n: int, kw: dict[str, object],
-                                                                   dtype: torch.dtype) -> None:
-    """LINE (experiment: REALIGN's windows start on a 128-byte line, so a row starts up to 63 elements into its
-    window's first chunk) holds and computes each row exactly as the windows on vectors do, so its output must be the
-    same bytes: rows starting at every offset inside a line (m up to 700 rows of odd widths), streamed chunks past
-    the slots (131071), one row, three programs an SM; -inf logits and whole chunks of them; nothing written past
-    the output; a second call the same bytes."""
+def test_resident_softmax_windows_on_lines_stay_within_a_step_of_windows_on_vectors(m: int, n: int,
+                                                                                   kw: dict[str, object],
+                                                                                   dtype: torch.dtype) -> None:
+    """LINE (planned: REALIGN's windows start on a 128-byte line, so a row starts up to 63 elements into its window's
+    first chunk) holds each element in another thread than windows on vectors do, so the sum is added in another
+    order: each output within one 16-bit step of the vector windows' (the first H100 run found differing bytes at 10
+    of 18 shapes, evidence/h100/2026-12-06_seventeenth/2_*), within the fp32 softmax's tolerance, the same bytes on
+    a second call; rows starting at every offset inside a line (m up to 700 rows of odd widths), streamed chunks past
+    the slots (131071), one row, three programs an SM; -inf logits and whole chunks of them (exact zeros in both);
+    nothing written past the output."""
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     x[0, ::5] = float("-inf")
     x[-1, n // 3:] = float("-inf")
     index = torch.cuda.current_device()
     args = (m, n, 1, 2, softmax._cuda_sms(index), softmax._smem_per_sm(index))
     plain = softmax._resident_plan(*args, realign=True, line=0, **kw)  # type: ignore[arg-type]
-    lines = softmax._resident_plan(*args, realign=True, line=64, **kw)  # type: ignore[arg-type]
+    lines = softmax._resident_plan(*args, realign=True, **kw)  # type: ignore[arg-type]
     assert plain is not None and lines is not None and lines[1]["LINE"] == 64 and "LINE" not in plain[1]
     for meta in (plain[1], lines[1]):
         if "per_sm" in kw and "maxnreg" not in meta:
             meta["maxnreg"] = 65536 // (int(kw["per_sm"]) * 32 * meta["num_warps"])  # type: ignore[call-overload]
-    _assert_same_bytes_as_plain(plain, lines, x, n, "LINE")
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    plain[0](x, want, m, n, n, **plain[1])
+    first = None
+    for _ in range(2):
+        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+        lines[0](x, out, m, n, n, **lines[1])
+        assert bool((out[m] == 7.0).all()), "wrote past the output"
+        assert first is None or torch.equal(out[:m], first), "a second call wrote other bytes"
+        first = out[:m].clone()
+    assert first is not None
+    steps = (first.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    assert int(steps.max()) <= 1, "more than one 16-bit step from the windows on vectors"
+    assert bool((first[0, ::5] == 0).all()) and bool((first[-1, n // 3:] == 0).all()), "-inf logits gave nonzero"
+    torch.testing.assert_close(first.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
 
 
 @requires_cuda
