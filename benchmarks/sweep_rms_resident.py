@@ -1,8 +1,11 @@
-"""kernel_sweep.py family `rms_norm_resident_per_sm`: the built-in rms_norm's resident path at one and at two programs
-an SM on few wide rows (2-4 a SM), beside the planned launch. The plan takes two an SM only where the rows fill 85% of
-their last round of programs (m / (rounds x 2 SMs)); at 372 rows of 46501 (the hidden_wide draw of the last H200
-campaign, 61.5% of copy there on one an SM) that is 0.70, yet each SM holds at most 3 rows either way (2.8 on
-average): does the second program an SM win where the fill by programs says no?"""
+"""kernel_sweep.py families `rms_norm_resident_per_sm` and `rms_norm_resident_line`.
+
+Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
+the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
+x 2 SMs)); at 372 rows of 46501 (the hidden_wide draw of the last H200 campaign, 61.5% of copy there on one an SM)
+that is 0.70, yet each SM holds at most 3 rows either way (2.8 on average): does the second program an SM win where
+the fill by programs says no? Line: the resident kernel's windows on 16-byte vectors against windows on 128-byte
+lines (LINE, planned in softmax.py after 4-14 points there)."""
 
 from __future__ import annotations
 
@@ -28,14 +31,40 @@ def rms_norm_resident_per_sm_trials(device: torch.device, dtype: torch.dtype) ->
         yield rms_norm_planned(x, w, moved)
         for per_sm in (1, 2):
             plan = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0)
-            if plan is None:
-                continue
-            launch, meta = plan
-            wt = meta.get("WT", 0)
-            table = rms_norm._weight_table(w, wt) if wt else w
-            run = partial(launch, x, table, y, m, n, n, 1e-6, **meta)
-            y.fill_(float("nan"))
-            run()
-            if rms_norm_close(y, ref, f"rms_norm.resident {m}x{n} per_sm={per_sm}"):
-                yield ("rms_norm.resident_per_sm", (m, n), f"per_sm={per_sm} warps={meta['num_warps']} "
-                       f"NCHUNK={meta['NCHUNK']} rows/SM={m / sms:.2f}", run, moved, False)
+            yield from _resident_trial(x, w, y, ref, moved, "rms_norm.resident_per_sm", plan,
+                                       f"per_sm={per_sm} rows/SM={m / sms:.2f}")
+
+
+# (m, n): rows through windows on the resident path (the campaign's hidden_wide draws and the resident plan's sweep).
+LINE_SHAPES = ((372, 46501), (476, 63343), (345, 64803), (1024, 50001), (2000, 60001), (512, 100003), (425, 52717),
+               (400, 40001))
+
+
+def _resident_trial(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, moved: int, name: str,
+                    plan: rms_norm.Launch | None, label: str) -> Iterator[Trial]:
+    """One resident launch (its weight table built once, outside the timed call) as a trial, checked first."""
+    if plan is None:
+        return
+    m, n = x.shape
+    launch, meta = plan
+    wt = meta.get("WT", 0)
+    table = rms_norm._weight_table(w, wt) if wt else w
+    run = partial(launch, x, table, y, m, n, n, 1e-6, **meta)
+    y.fill_(float("nan"))
+    run()
+    if rms_norm_close(y, ref, f"{name} {m}x{n} {label}"):
+        yield (name, (m, n), f"{label} warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}", run, moved, False)
+
+
+def rms_norm_resident_line_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """The planned launch, then the resident kernel (the plan's programs an SM where it takes the shape, else one an
+    SM) with windows on vectors and on lines, each checked against fp32 first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    for m, n in LINE_SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        ref = rms_norm_ref(x, w)
+        yield rms_norm_planned(x, w, moved)
+        fill = 0.0 if rms_norm._resident_plan(m, n, n, sms, smem) is None else rms_norm._RESIDENT_MIN_FILL
+        for line in (0, 64):
+            plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, line=line)
+            yield from _resident_trial(x, w, y, ref, moved, "rms_norm.resident_line", plan, f"line={line}")

@@ -110,6 +110,11 @@ _TWO_PHASE_OVERLAP = 0
 _RESIDENT_MIN_N, _RESIDENT_MIN_FILL, _RESIDENT_WARPS, _RESIDENT_STAGGER = 32768, 0.85, 32, 2500
 _RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
 _RESIDENT_PAIR_BYTES, _RESIDENT_PAIR_WARPS = 200 * 1024, 16
+# LINE (experiment, 0 = off; softmax.py plans it): REALIGN's windows start on a 128-byte line (64 16-bit elements)
+# instead of a 16-byte vector, so a warp's 512-byte copy or store touches 4 lines, not 5. Softmax's windows on lines
+# ran 4-14 points of copy ahead of windows on vectors on the H100 (evidence/h100/2026-12-06_seventeenth/1_*); family
+# rms_norm_resident_line times the same here.
+_RESIDENT_LINE = 0
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -637,10 +642,14 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 
 
 @gluon.jit
-def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constexpr) -> gl.tensor:
-    # The weight's address at window positions `cols` of a row starting sh into its first vector: row sh of the
-    # shifted table (_weight_table, WT > 0), 16 bytes wide; aligned rows (WT = 0, sh = 0) read w itself.
-    if WT > 0:
+def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constexpr, K: gl.constexpr,
+                LINE: gl.constexpr) -> gl.tensor:
+    # The weight's address at window positions `cols` of a row starting sh into its window: w[cols - sh], which is
+    # row sh % K of the shifted table (_weight_table, WT > 0) at cols - (sh // K) K, still 16 bytes wide (sh < K but
+    # with LINE); aligned rows (WT = 0, sh = 0) read w itself.
+    if WT > 0 and LINE > 0:
+        at = w_ptr + ((sh % K) * WT + cols - (sh // K) * K)  # (sh // K) * K: a multiple of K the compiler sees
+    elif WT > 0:
         at = w_ptr + (sh * WT + cols)
     else:
         at = w_ptr + cols
@@ -650,7 +659,8 @@ def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constex
 @gluon.jit
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
-                       ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr) -> None:
+                       ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
+                       LINE: gl.constexpr = 0) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -661,6 +671,9 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # are the kernel's first allocation; a build test pins it). REALIGN (contiguous rows whose width is not a multiple
     # of K): a row through the window of whole vectors covering it, as _rms_norm_realigned sees rows (16-byte copies,
     # weight reads from the shifted table and stores; the row's part of its two edge vectors element by element).
+    # LINE (experiment): the windows start on a multiple of LINE elements (a 128-byte line) instead of a vector; a row
+    # starts up to LINE - 1 elements into its first chunk, and reads row sh % K of the shifted table.
+    WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
     CHUNK: gl.constexpr = T * K
@@ -680,8 +693,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     row = gl.program_id(0)
     if REALIGN:
         start = row.to(gl.int64) * N
-        base = (start // K) * K
-        sh = (start - base).to(gl.int32)  # where the row begins inside its first vector
+        base = (start // WBASE) * WBASE
+        sh = (start - base).to(gl.int32)  # where the row begins inside its window's first vector (LINE: line)
         x_row = x_ptr + base
         e_pos = gl.arange(0, 2, layout=rows_layout)
         e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
@@ -692,13 +705,16 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
     while row < M:
         if REALIGN:
-            base = (row.to(gl.int64) * N // K) * K
+            base = (row.to(gl.int64) * N // WBASE) * WBASE
             sh = (row.to(gl.int64) * N - base).to(gl.int32)
             x_row = x_ptr + base
             y_row = y_ptr + base
             # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
             # chunk; N > K: the two never coincide)
-            e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
+            if LINE > 0:  # the row's first vector: where sh falls in its line
+                e_start = gl.where(e_pos == 0, (sh // K) * K, ((sh + N - 1) // K) * K)[:, None]
+            else:
+                e_start = gl.where(e_pos == 0, 0, ((sh + N - 1) // K) * K)[:, None]
             e_offs = e_start + e_cols
             e_inside = (e_start >= sh) & (e_start + K <= sh + N)
             e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
@@ -718,7 +734,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         inv = gl.rsqrt(total / N + eps)
         ahead = row + step
         if REALIGN:
-            a_base = (ahead.to(gl.int64) * N // K) * K
+            a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
             a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
             a_row = x_ptr + a_base
         else:
@@ -730,13 +746,13 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
             if _masked_chunk(c, NCHUNK, REALIGN):
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
-                w = gl.load(_resident_w(w_ptr, cols, sh, WT), mask=keep, other=0.0).to(gl.float32)
+                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
             else:
-                w = gl.load(_resident_w(w_ptr, cols, sh, WT)).to(gl.float32)
+                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
         if REALIGN:
-            w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT), mask=e_mask, other=0.0).to(gl.float32)
+            w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
         row = ahead
     cp.wait_group(0)
@@ -882,24 +898,28 @@ def _cuda_smem(index: int) -> int:
 
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
-                   min_fill: float = _RESIDENT_MIN_FILL) -> Launch | None:
+                   min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
-    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill)
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
-                     min_fill: float = _RESIDENT_MIN_FILL) -> tuple[int, dict[str, int]] | None:
+                     min_fill: float = _RESIDENT_MIN_FILL,
+                     line: int | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
     SMs)); else one 32-warp program an SM where a whole row fits what one program alone may take and the rows fill
     min_fill of their last round of SMs; else None. per_sm (1 or 2) asks for that count (None where it does not fit
-    or fill)."""
+    or fill). line: LINE, REALIGN's windows on multiples of `line` elements (default _RESIDENT_LINE; 0: vectors)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
-    span = n + 7 if realign else n
+    line = (_RESIDENT_LINE if line is None else line) if realign else 0
+    if line % 8:
+        raise ValueError("LINE is a whole number of 8-element vectors")
+    span = n + max(8, line) - 1 if realign else n
     for count, warps, budget in ((2, _RESIDENT_PAIR_WARPS, _RESIDENT_PAIR_BYTES), (1, _RESIDENT_WARPS,
                                                                                    _RESIDENT_BUDGET_BYTES)):
         chunk = 32 * warps * 8
@@ -910,6 +930,8 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
             meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
                     "STAGGER": _RESIDENT_STAGGER if count == 1 else 0, "WT": n_chunks * chunk if realign else 0,
                     "num_warps": warps}
+            if line:
+                meta["LINE"] = line
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta

@@ -106,7 +106,7 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 out = []
 for m, n, stride in json.loads(sys.argv[1]):
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"), resident=False)  # the resident path has its own test
-    row = {"plan": type(plan).__name__}
+    row = {"n": n, "plan": type(plan).__name__}
     if isinstance(plan, rms_norm._TwoPhase):
         assert plan.rows_b == 0  # set at launch: one round of programs
         rows = rms_norm._two_phase_rows(m, plan.n_parts, min(plan.per_sm * 132, m * plan.n_parts))
@@ -229,9 +229,10 @@ from kernelproof_core.precompile import compile_only
 rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
 rms_norm._smem_per_sm = lambda device: 233472
 out = []
-for m, n, stride in json.loads(sys.argv[1]):
+for m, n, stride, *line in json.loads(sys.argv[1]):
+    rms_norm._RESIDENT_LINE = line[0] if line else rms_norm._RESIDENT_LINE
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
-    row = {"plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
+    row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
         launch, meta = plan
         x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
@@ -293,6 +294,26 @@ def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_
         assert r["bar"] <= 10, r
         assert r["regs"] * 32 * warps * per_sm <= 65536, r  # every program an SM is asked to hold fits
         assert min(r["offsets"]) >= meta["NCHUNK"] * chunk * 2, r  # the reductions' scratch sits past the slots
+
+
+def test_resident_rms_norm_windows_on_lines_build_like_windows_on_vectors() -> None:
+    """LINE (experiment, off: windows on 128-byte lines) built for sm_90 at the realigned resident shapes, one and two
+    programs an SM: the window spans n + 63 positions (a chunk more at 45001; 49145 no longer fits two rows an SM, so
+    one an SM), the shifted table covers it, and the build is the one windows on vectors make (one 16-byte copy a
+    thread a chunk twice a row, 16-byte weight reads and stores, nothing in local memory, at most 10 CTA barriers,
+    registers that fit the SM)."""
+    cases = [(476, 63343, 63343), (2000, 60001, 60001), (1024, 49145, 49145), (250, 45001, 45001)]
+    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, [[*c, line] for line in (0, 64) for c in cases])
+    for vectors, lines in zip(got[:len(cases)], got[len(cases):], strict=True):
+        meta = lines["meta"]
+        warps = meta["num_warps"]
+        chunk = 32 * warps * 8
+        assert meta["LINE"] == 64 and "LINE" not in vectors["meta"], (vectors, lines)
+        assert meta["NCHUNK"] == -(-(int(lines["n"]) + 63) // chunk) and meta["WT"] == chunk * meta["NCHUNK"], lines
+        assert lines["copies"] == 2 * meta["NCHUNK"] and lines["local"] == 0 and lines["base"] == 1, lines
+        assert lines["vec_loads"] == lines["vec_stores"] == meta["NCHUNK"], lines
+        assert lines["bar"] <= 10 and lines["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, lines
+    assert [r["meta"]["num_warps"] for r in got] == [32, 32, 16, 16, 32, 32, 32, 16], got
 
 
 @pytest.mark.parametrize(("m", "n", "stride", "expected"), [

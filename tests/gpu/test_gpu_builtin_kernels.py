@@ -223,6 +223,43 @@ def test_resident_rms_norm_matches_fp32_reference(m: int, n: int, pad: int, dtyp
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "per_sm"), [(372, 46501, 1), (476, 63343, 1), (263, 49999, 1), (1, 100003, 1),
+                                                (700, 32777, 2), (1024, 49145, 2), (250, 45001, 2), (65, 40001, 2)])
+def test_resident_rms_norm_windows_on_lines_match_fp32_and_windows_on_vectors(m: int, n: int, per_sm: int,
+                                                                              dtype: torch.dtype) -> None:
+    """LINE in rms_norm's resident kernel (experiment: windows start on a 128-byte line, a row up to 63 elements into
+    its first chunk, its weight read from row sh % 8 of the shifted table): within a rounding of fp32 on rows starting
+    at every offset inside a line (up to 1024 odd-width rows), one and two programs an SM, one row; within one 16-bit
+    step of windows on vectors (the sum of squares is added in another order); a second call the same bytes; nothing
+    written past the output."""
+    x = torch.randn(m, n, device="cuda").to(dtype)
+    x.mul_(torch.logspace(-3, 3, m, device="cuda").to(dtype)[:, None])
+    w = torch.randn(n, device="cuda").to(dtype)
+    sms, smem = rms_norm._num_sms(x.device), rms_norm._smem_per_sm(x.device)
+    plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=0)
+    lines = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=64)
+    assert plain is not None and lines is not None and lines[1]["LINE"] == 64 and "LINE" not in plain[1]
+    assert plain[1]["WT"] and lines[1]["WT"] >= plain[1]["WT"]
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    plain[0](x, rms_norm._weight_table(w, plain[1]["WT"]), want, m, n, n, 1e-6, **plain[1])
+    table = rms_norm._weight_table(w, lines[1]["WT"])
+    first = None
+    for _ in range(2):
+        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+        lines[0](x, table, out, m, n, n, 1e-6, **lines[1])
+        assert bool((out[m] == 7.0).all()), "wrote past the output"
+        assert first is None or torch.equal(out[:m], first), "a second call wrote other bytes"
+        first = out[:m].clone()
+    assert first is not None
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    torch.testing.assert_close(first.float(), ref, rtol=2e-2, atol=2e-2)
+    steps = (first.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    assert int(steps.max()) <= 1, "more than one 16-bit step from the windows on vectors"
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(345, 64803, 0), (289, 65494, 0), (1, 50001, 0), (3, 50000, 5),
                                              (133, 65535, 0), (255, 65536, 2), (2, 131071, 0), (600, 50001, 0),
                                              (1, 600001, 0), (500, 33001, 0), (1024, 50001, 0),
