@@ -193,7 +193,8 @@ def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Ten
     realign = align * es < 16 and stride == n
     span = n + 16 // es - 1 if realign else n
     per_sm = per_sm or (2 if 2 * span * es <= softmax._resident_budget(smem) else 1)
-    plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign, free=free)
+    plan = softmax._resident_plan(m, n, align, es, sms, smem, warps, 0, per_sm, realign=realign, free=free,
+                                  line=0)  # this kernel's windows start on vectors
     if plan is None:
         raise ValueError(f"{m} x {n} (stride {stride}): not a resident shape")
     meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's own options

@@ -96,7 +96,11 @@ from sweep_resident import (
     softmax_resident_trials,
 )
 from sweep_resident_ab import softmax_resident_ab_trials
-from sweep_rms_resident import rms_norm_resident_line_trials, rms_norm_resident_per_sm_trials
+from sweep_rms_resident import (
+    rms_norm_resident_line_trials,
+    rms_norm_resident_pdl_trials,
+    rms_norm_resident_per_sm_trials,
+)
 from sweep_size_align import softmax_size_align_trials
 from sweep_small_rows import rms_norm_small_rows_trials, softmax_small_rows_trials
 from sweep_stagger import (
@@ -172,6 +176,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials,
             "rms_norm_resident_per_sm": rms_norm_resident_per_sm_trials,
             "rms_norm_resident_line": rms_norm_resident_line_trials,
+            "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
             "softmax_vs_baseline": softmax_vs_baseline_trials, "rms_norm_vs_baseline": rms_norm_vs_baseline_trials}
 
 

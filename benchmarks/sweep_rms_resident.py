@@ -1,11 +1,13 @@
-"""kernel_sweep.py families `rms_norm_resident_per_sm` and `rms_norm_resident_line`.
+"""kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line` and `rms_norm_resident_pdl`.
 
 Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
 the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
 x 2 SMs)); at 372 rows of 46501 (the hidden_wide draw of the last H200 campaign, 61.5% of copy there on one an SM)
 that is 0.70, yet each SM holds at most 3 rows either way (2.8 on average): does the second program an SM win where
 the fill by programs says no? Line: the resident kernel's windows on 16-byte vectors against windows on 128-byte
-lines (LINE, planned in softmax.py after 4-14 points there)."""
+lines (LINE, planned in softmax.py after 4-14 points there). PDL: the resident launch through windows as the
+built-in calls it (its weight table built every call, a launch of its own) with and without TABLE_PDL (the resident
+kernel launched with programmatic dependent launch, its first row's reads overlapping the table kernel)."""
 
 from __future__ import annotations
 
@@ -68,3 +70,26 @@ def rms_norm_resident_line_trials(device: torch.device, dtype: torch.dtype) -> I
         for line in (0, 64):
             plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, line=line)
             yield from _resident_trial(x, w, y, ref, moved, "rms_norm.resident_line", plan, f"line={line}")
+
+
+def rms_norm_resident_pdl_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """At each LINE_SHAPES shape the resident path takes (the plan's programs an SM, else one an SM): the resident
+    launch through rms_norm._run (table built every call), without and with TABLE_PDL, each checked first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    for m, n in LINE_SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        ref = rms_norm_ref(x, w)
+        yield rms_norm_planned(x, w, moved)
+        fill = 0.0 if rms_norm._resident_plan(m, n, n, sms, smem) is None else rms_norm._RESIDENT_MIN_FILL
+        plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill)
+        if plan is None:
+            continue
+        for pdl in (False, True):
+            launch = rms_norm._table_pdl(plan) if pdl else (plan[0], {k: v for k, v in plan[1].items()
+                                                                      if k not in ("PDL", "launch_pdl")})
+            run = partial(rms_norm._run, launch, x, w, y, 1e-6)
+            y.fill_(float("nan"))
+            run()
+            label = f"table_pdl={int(pdl)} warps={launch[1]['num_warps']} NCHUNK={launch[1]['NCHUNK']}"
+            if rms_norm_close(y, ref, f"rms_norm.resident_pdl {m}x{n} {label}"):
+                yield ("rms_norm.resident_pdl", (m, n), label, run, moved, False)

@@ -115,6 +115,13 @@ _RESIDENT_PAIR_BYTES, _RESIDENT_PAIR_WARPS = 200 * 1024, 16
 # ran 4-14 points of copy ahead of windows on vectors on the H100 (evidence/h100/2026-12-06_seventeenth/1_*); family
 # rms_norm_resident_line times the same here.
 _RESIDENT_LINE = 0
+# TABLE_PDL (experiment, off): the shifted weight table is its own launch before the resident kernel, about 2.6
+# points of copy at 372 x 46501 on the H100 (the kernel timed with and without it, evidence/h100/
+# 2026-12-06_seventeenth/6_*). With TABLE_PDL the table kernel releases its dependents as it starts and the resident
+# kernel is launched with programmatic dependent launch: it issues its first row's copies (x, final before the table
+# kernel began: that launch is an ordinary one) and waits for the table (griddepcontrol.wait) before anything else,
+# so the table's time hides behind the first row's reads. Family rms_norm_resident_pdl times it.
+_RESIDENT_TABLE_PDL = False
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -244,10 +251,13 @@ def _w_ptrs(w_ptr: tl.tensor, offs: tl.tensor, shift: tl.tensor, WT: tl.constexp
 
 @triton.jit
 def _rms_norm_weight_table(w_ptr: tl.tensor, t_ptr: tl.tensor, N: tl.tensor, zero_ptr: tl.tensor, Z: tl.tensor,
-                           WT: tl.constexpr, BLOCK: tl.constexpr) -> None:
+                           WT: tl.constexpr, BLOCK: tl.constexpr, RELEASE: tl.constexpr = False) -> None:
     # Row s of the table is the weight as a row starting s elements into a vector sees it: t[s, p] = w[p - s]. The
     # programs also zero Z int32s at zero_ptr (the split path's row counters; Z = 0: none), one launch fewer than a
-    # separate fill before the split kernel.
+    # separate fill before the split kernel. RELEASE (TABLE_PDL): the next launch (the resident kernel, launched with
+    # programmatic dependent launch) may start at once; it waits for this grid before it reads the table.
+    if RELEASE:
+        tl.extra.cuda.gdc_launch_dependents()
     s = tl.program_id(0)
     p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     tl.store(t_ptr + s * WT + p, tl.load(w_ptr + (p - s), mask=(p >= s) & (p - s < N), other=0.0), mask=p < WT)
@@ -660,7 +670,7 @@ def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constex
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
-                       LINE: gl.constexpr = 0) -> None:
+                       LINE: gl.constexpr = 0, PDL: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -703,6 +713,9 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NCHUNK):
         _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
+    if PDL:  # TABLE_PDL: launched while the table kernel may still run; the first row's reads fly while it finishes
+        gl.inline_asm_elementwise("griddepcontrol.wait;\n\tmov.u32 $0, 0;", "=r,r", [lane], dtype=gl.int32,
+                                  is_pure=False, pack=1)
     while row < M:
         if REALIGN:
             base = (row.to(gl.int64) * N // WBASE) * WBASE
@@ -762,15 +775,16 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv is a @jit function: calling it on the host costs microseconds
 
 
-def _weight_table(w: torch.Tensor, wt: int, zero: torch.Tensor | None = None) -> torch.Tensor:
+def _weight_table(w: torch.Tensor, wt: int, zero: torch.Tensor | None = None, release: bool = False) -> torch.Tensor:
     """The weight shifted by 0-7 elements, rows of wt (a multiple of 8) window positions: what a realigned launch
     with WT=wt reads instead of w. Built every call (one small kernel, 16 x wt bytes written): the weight may change
     between calls, and a cache keyed on its address would serve a stale table after an in-place write. `zero`: an
-    int32 tensor the same launch fills with zeros (the split path's row counters)."""
+    int32 tensor the same launch fills with zeros (the split path's row counters). release: the next launch may start
+    at once (TABLE_PDL: it waits for this grid before it reads the table)."""
     table = torch.empty((8, wt), dtype=w.dtype, device=w.device)
     target = zero if zero is not None else table  # Z = 0: never written
     _rms_norm_weight_table[(8, _cdiv(wt, 2048))](w, table, w.numel(), target, 0 if zero is None else zero.numel(),
-                                                 WT=wt, BLOCK=2048, num_warps=4)
+                                                 WT=wt, BLOCK=2048, RELEASE=release, num_warps=4)
     return table
 
 
@@ -883,7 +897,18 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
     if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Split | _TwoPhase) \
             and "BLOCK_N" in plan[1] and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
+    if _RESIDENT_TABLE_PDL and not isinstance(plan, _Split | _TwoPhase) and plan[1].get("WT") \
+            and "NCHUNK" in plan[1] and _dependent_launch(device):
+        return _table_pdl(plan)
     return plan
+
+
+def _table_pdl(launch: Launch) -> Launch:
+    """A resident launch through windows with TABLE_PDL: launched with programmatic dependent launch after its weight
+    table's kernel, which releases it at once; it waits for the table after issuing its first row's copies."""
+    if not launch[1].get("WT") or "NCHUNK" not in launch[1]:
+        raise ValueError("TABLE_PDL is for resident launches that read a weight table")
+    return launch[0], {**launch[1], "PDL": True, "launch_pdl": True}
 
 
 def _smem_per_sm(device: torch.device) -> int:
@@ -1108,4 +1133,5 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
             # vector is read from a fresh copy, which starts on one (contiguous: any plan of these rows takes it).
             x, stride = x.clone(memory_format=torch.contiguous_format), n
         wt = meta.get("WT", 0)
-        launch(x, _weight_table(weight, wt) if wt else weight, y, m, n, stride, eps, **meta)
+        launch(x, _weight_table(weight, wt, release=bool(meta.get("PDL"))) if wt else weight, y, m, n, stride, eps,
+               **meta)

@@ -220,6 +220,52 @@ def test_rms_norm_row_kernel_takes_dependent_launch_only_when_asked() -> None:
     assert realigned["kernel"] == "_rms_norm_realigned" and realigned["meta"] == {} and realigned["wait"] == -1
 
 
+_COMPILE_TABLE_PDL = r"""
+import json, sys, torch
+from kernelproof_core.kernels import rms_norm
+from kernelproof_core.precompile import compile_only
+
+rms_norm._num_sms = lambda device: 132  # the H200's topology; no GPU here
+rms_norm._smem_per_sm = lambda device: 233472
+rms_norm._dependent_launch = lambda device: True  # an sm_90 GPU, compiled
+out = []
+for on, m, n in json.loads(sys.argv[1]):
+    rms_norm._RESIDENT_TABLE_PDL = on
+    launch, meta = rms_norm._plan(m, n, n, 2, torch.device("cuda"))
+    x = torch.empty((m, n), dtype=torch.bfloat16)
+    wt = meta.get("WT", 0)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((8, wt) if wt else (n,), dtype=torch.bfloat16), x, m, n, n, 1e-6, **meta)
+        table = rms_norm._rms_norm_weight_table[(8, 1)](x, x, n, x, 0, WT=max(wt, 8), BLOCK=2048,
+                                                        RELEASE=bool(meta.get("PDL")), num_warps=4)
+    body = kernel.asm["ptx"][kernel.asm["ptx"].index(".entry"):]
+    wait = body.find("griddepcontrol.wait")
+    tbody = table.asm["ptx"][table.asm["ptx"].index(".entry"):]
+    out.append({"kernel": kernel.name, "pdl": meta.get("PDL", False), "launch_pdl": bool(kernel.metadata.launch_pdl),
+                "nchunk": meta.get("NCHUNK", 0), "wait": wait, "first_load": body.find("ld.global"),
+                "copies_before_wait": body[:wait].count("cp.async.cg") if wait >= 0 else -1,
+                "release": tbody.find("griddepcontrol.launch_dependents"), "table_store": tbody.find("st.global")})
+print(json.dumps(out))
+"""
+
+
+def test_resident_rms_norm_table_pdl_waits_for_the_table_after_its_first_copies() -> None:
+    """TABLE_PDL (experiment, off), built for sm_90 without a GPU: on, the resident launch through windows (372 x
+    46501, 1024 x 49145) is launched with launch_pdl, issues its first row's copies (one a chunk) and then waits for
+    the grid before it (griddepcontrol.wait) ahead of every global load (the weight table's, the edge vectors'),
+    and the table kernel releases it before its first store; off, or on aligned rows (no table: 1024 x 65536),
+    neither instruction is there."""
+    cases = [(True, 372, 46501), (True, 1024, 49145), (False, 372, 46501), (True, 1024, 65536)]
+    on, on_pair, off, aligned = compile_for_sm90(_COMPILE_TABLE_PDL, cases)
+    for built in (on, on_pair):
+        assert built["kernel"] == "_rms_norm_resident" and built["pdl"] and built["launch_pdl"], built
+        assert built["copies_before_wait"] == built["nchunk"] and 0 <= built["wait"] < built["first_load"], built
+        assert 0 <= built["release"] < built["table_store"], built
+    for plain in (off, aligned):
+        assert plain["kernel"] == "_rms_norm_resident" and not plain["pdl"] and not plain["launch_pdl"], plain
+        assert plain["wait"] == -1 and plain["release"] == -1, plain
+
+
 _RMS_RESIDENT_ON_H200 = """
 import json, re, subprocess, sys, tempfile, torch
 sys.path.insert(0, sys.argv[2])

@@ -260,6 +260,38 @@ def test_resident_rms_norm_windows_on_lines_match_fp32_and_windows_on_vectors(m:
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "per_sm"), [(372, 46501, 1), (476, 63343, 1), (1, 100003, 1), (1024, 49145, 2),
+                                                (65, 40001, 2)])
+def test_resident_rms_norm_table_pdl_writes_the_same_bytes_and_waits_for_the_table(m: int, n: int, per_sm: int,
+                                                                                   dtype: torch.dtype) -> None:
+    """TABLE_PDL (experiment: the resident kernel launched with programmatic dependent launch after its weight table's
+    kernel, which releases it at once): the same bytes as the ordinary launch; after the weight changes in place the
+    next call reads the new table (it waits for the table kernel: a stale table would give the old bytes), on
+    back-to-back calls with nothing between them; nothing written past the output."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("programmatic dependent launch needs sm_90")
+    x = torch.randn(m, n, device="cuda").to(dtype)
+    w = torch.randn(n, device="cuda").to(dtype)
+    sms, smem = rms_norm._num_sms(x.device), rms_norm._smem_per_sm(x.device)
+    plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0)
+    assert plain is not None and plain[1]["WT"] and "PDL" not in plain[1]
+    pdl = rms_norm._table_pdl(plain)
+    assert pdl[1]["PDL"] and pdl[1]["launch_pdl"]
+    for scale in (1.0, -3.0):
+        w.mul_(scale)  # in place, between calls: each call must read its own table
+        want = torch.empty((m, n), dtype=dtype, device="cuda")
+        rms_norm._run(plain, x, w, want, 1e-6)
+        outs = [torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda") for _ in range(3)]
+        for out in outs:  # back to back: each launch's predecessor is its own table kernel
+            rms_norm._run(pdl, x, w, out[:m], 1e-6)
+        torch.cuda.synchronize()
+        for out in outs:
+            assert bool((out[m] == 7.0).all()), "wrote past the output"
+            assert torch.equal(out[:m], want), "TABLE_PDL wrote other bytes than the ordinary launch"
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(345, 64803, 0), (289, 65494, 0), (1, 50001, 0), (3, 50000, 5),
                                              (133, 65535, 0), (255, 65536, 2), (2, 131071, 0), (600, 50001, 0),
                                              (1, 600001, 0), (500, 33001, 0), (1024, 50001, 0),
