@@ -224,14 +224,15 @@ def test_resident_rms_norm_matches_fp32_reference(m: int, n: int, pad: int, dtyp
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "per_sm"), [(372, 46501, 1), (476, 63343, 1), (263, 49999, 1), (1, 100003, 1),
-                                                (700, 32777, 2), (1024, 49145, 2), (250, 45001, 2), (65, 40001, 2)])
+                                                (700, 32777, 2), (1024, 45001, 2), (250, 45001, 2), (65, 40001, 2)])
 def test_resident_rms_norm_windows_on_lines_match_fp32_and_windows_on_vectors(m: int, n: int, per_sm: int,
                                                                               dtype: torch.dtype) -> None:
     """LINE in rms_norm's resident kernel (experiment: windows start on a 128-byte line, a row up to 63 elements into
     its first chunk, its weight read from row sh % 8 of the shifted table): within a rounding of fp32 on rows starting
-    at every offset inside a line (up to 1024 odd-width rows), one and two programs an SM, one row; within one 16-bit
-    step of windows on vectors (the sum of squares is added in another order); a second call the same bytes; nothing
-    written past the output."""
+    at every offset inside a line (up to 1024 odd-width rows), one and two programs an SM (49145 + 63 positions no
+    longer fit two rows an SM, so 45001 stands in: evidence/h100/2026-12-06_seventeenth/8_*), one row; within one
+    16-bit step of windows on vectors (the sum of squares is added in another order); a second call the same bytes;
+    nothing written past the output."""
     x = torch.randn(m, n, device="cuda").to(dtype)
     x.mul_(torch.logspace(-3, 3, m, device="cuda").to(dtype)[:, None])
     w = torch.randn(n, device="cuda").to(dtype)
