@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -14,6 +15,15 @@ HAS_CUDA = torch.cuda.is_available()
 if not HAS_CUDA:
     # Before any @triton.jit decorator runs; on a GPU host everything runs compiled.
     enable_interpreter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With KP_FAILURES_FILE set (scripts/gpu-check sets it), each failing test's id is appended to that file as it
+    fails: a time-boxed run is killed before pytest's summary and junit report, which would name them."""
+    path = os.environ.get("KP_FAILURES_FILE")
+    if path and report.failed and "PYTEST_XDIST_WORKER" not in os.environ:  # under xdist the controller writes
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{report.when} {report.nodeid}\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

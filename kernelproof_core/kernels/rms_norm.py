@@ -112,15 +112,18 @@ _RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
 _RESIDENT_PAIR_BYTES, _RESIDENT_PAIR_WARPS = 200 * 1024, 16
 # LINE (experiment, 0 = off; softmax.py plans it): REALIGN's windows start on a 128-byte line (64 16-bit elements)
 # instead of a 16-byte vector, so a warp's 512-byte copy or store touches 4 lines, not 5. Softmax's windows on lines
-# ran 4-14 points of copy ahead of windows on vectors on the H100 (evidence/h100/2026-12-06_seventeenth/1_*); family
-# rms_norm_resident_line times the same here.
+# ran 4-14 points of copy ahead of windows on vectors on the H100 (evidence/h100/2026-12-06_seventeenth/1_*); here
+# (family rms_norm_resident_line, H100, bf16, 7_*) mixed: +0.2 to +0.6 at 372 x 46501, 476 x 63343, 345 x 64803,
+# -0.4 to -1.6 at 1024 x 50001, 2000 x 60001, 512 x 100003, 425 x 52717, 400 x 40001. Off.
 _RESIDENT_LINE = 0
 # TABLE_PDL (experiment, off): the shifted weight table is its own launch before the resident kernel, about 2.6
 # points of copy at 372 x 46501 on the H100 (the kernel timed with and without it, evidence/h100/
 # 2026-12-06_seventeenth/6_*). With TABLE_PDL the table kernel releases its dependents as it starts and the resident
 # kernel is launched with programmatic dependent launch: it issues its first row's copies (x, final before the table
 # kernel began: that launch is an ordinary one) and waits for the table (griddepcontrol.wait) before anything else,
-# so the table's time hides behind the first row's reads. Family rms_norm_resident_pdl times it.
+# so the table's time hides behind the first row's reads. Family rms_norm_resident_pdl (H100, bf16, 9_*): level at
+# 7 shapes (-0.3 to +0.3 points), -3.8 at 400 x 40001 (two an SM): it does not hide (the resident kernel takes a
+# whole SM's shared memory, so it waits for the table's programs to leave). Off; correct (8_*: the same bytes).
 _RESIDENT_TABLE_PDL = False
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
