@@ -266,6 +266,9 @@ _RESIDENT_HALVES = False
 # Family softmax_resident_stride asks the same of aligned rows whose stride starts them mid-line: 3-14 points lost
 # (264 x 49152 89.9% at stride 49152, 75.6-82.1 at strides 16-112 bytes past a line). The sum's order differs from
 # windows on vectors (each element lands in another thread's running sum), so outputs may differ by a 16-bit step.
+# A window on lines spans up to 63 positions more; where that would change the programs an SM, the warps or whether a
+# whole row fits shared memory (98 widths in 16385-262143 on the H200: 51138-51193, 114626-114681), the plan keeps
+# windows on vectors rather than a config no sweep has timed with LINE.
 _RESIDENT_LINE_BYTES = 128
 # ONE_SHIFT (experiment, off; CARRY without KEEP or MAXFIRST): a row whose |max| is under _FOLD_MAX takes an output
 # pass with the max and log2 of the sum in one shift (y = 2^(x log2 e - (M + log2 sum)): one multiply-add an element,
@@ -1494,7 +1497,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     MAXFIRST or PARTS).
     halves: FREE's copies as two 8-byte halves a vector on aligned rows on the 8-byte grid (align = k / 2; default
     _RESIDENT_HALVES). line: LINE, REALIGN's windows starting on a multiple of `line` elements instead of a vector
-    (default _RESIDENT_LINE_BYTES // elsize, a 128-byte line: 64 at 16 bits; 0: a vector). one_shift: ONE_SHIFT (default
+    (default _RESIDENT_LINE_BYTES // elsize, a 128-byte line: 64 at 16 bits, where it keeps the config windows on
+    vectors get; 0: a vector). one_shift: ONE_SHIFT (default
     _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
@@ -1503,22 +1507,33 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     if parts > 1 and (realign or not carry or n % (parts * k)):
         # equal parts of whole vectors, so that only a part's last chunk can be partial (its masks sit there)
         raise ValueError("PARTS cuts aligned rows into equal parts of whole vectors, under CARRY")
-    line = (_RESIDENT_LINE_BYTES // elsize if line is None else line) if realign else 0
-    # an unaligned row can start mid-vector (LINE: mid-line); a part is its own row
-    span = n + max(k, line) - 1 if realign else n // parts
-    row_bytes = span * elsize
     pair = (not (per_sm or warps or budget_bytes or realign) and elsize == 2 and align == k == 8
-            and budget < 2 * row_bytes <= 2 * _RESIDENT_PAIR_MAX_BYTES
+            and budget < 2 * (n // parts) * elsize <= 2 * _RESIDENT_PAIR_MAX_BYTES
             and smem_per_sm_bytes >= _RESIDENT_PAIR_BUDGET_BYTES + _RESIDENT_SOLO_RESERVE_BYTES)
     if pair:
         per_sm, warps, budget = 2, _RESIDENT_PAIR_WARPS, _RESIDENT_PAIR_BUDGET_BYTES
         hold = True if hold is None else hold
-    per_sm = per_sm or (2 if 2 * row_bytes <= budget else 1)
-    room = (budget_bytes or _solo_budget(smem_per_sm_bytes)) if per_sm == 1 else budget // per_sm  # per program
-    warps = warps or (8 if per_sm == 2 else 16 if row_bytes <= room else _RESIDENT_STREAM_WARPS)
-    n_chunks = _cdiv(span, 32 * warps * k)
+
+    def layout(span: int) -> tuple[int, int, int, int, int]:
+        """(programs an SM, shared memory a program, warps, chunks, chunks held) for rows of `span` positions."""
+        row_bytes = span * elsize
+        ps = per_sm or (2 if 2 * row_bytes <= budget else 1)
+        room = (budget_bytes or _solo_budget(smem_per_sm_bytes)) if ps == 1 else budget // ps
+        w = warps or (8 if ps == 2 else 16 if row_bytes <= room else _RESIDENT_STREAM_WARPS)
+        chunks = _cdiv(span, 32 * w * k)
+        return ps, room, w, chunks, min(chunks, room // (32 * w * k * elsize))
+
+    if line is None and realign and _RESIDENT_LINE_BYTES:
+        # LINE by default where its span (up to 63 positions more) keeps the programs an SM, the warps and a whole
+        # row in shared memory; at the few widths where it does not (51138-51193, 114626-114681 on the H200's 228 KB),
+        # windows on vectors
+        on, off = layout(n + _RESIDENT_LINE_BYTES // elsize - 1), layout(n + k - 1)
+        line = _RESIDENT_LINE_BYTES // elsize if (on[0], on[2], on[3] == on[4]) == (off[0], off[2], off[3] == off[4]) \
+            else 0
+    line = (line or 0) if realign else 0
+    # an unaligned row can start mid-vector (LINE: mid-line); a part is its own row
+    per_sm, room, warps, n_chunks, n_res = layout(n + max(k, line) - 1 if realign else n // parts)
     chunk_bytes = 32 * warps * k * elsize
-    n_res = min(n_chunks, room // chunk_bytes)  # chunk slots in shared memory; the rest are streamed
     if n_res < 1:
         raise ValueError(f"a {chunk_bytes}-byte chunk does not fit {room} bytes of shared memory")
     if stagger is None:

@@ -523,3 +523,21 @@ def test_resident_one_shift_pass_takes_one_multiply_add_an_element() -> None:
     assert o["MUFU"] == b["MUFU"] + 128 and o["FFMA"] == b["FFMA"] + 128, (b, o)
     assert o["FADD"] <= b["FADD"] + 4, (b, o)
     assert one["total"] - base["total"] <= 592, (base["total"], one["total"])
+
+
+@pytest.mark.parametrize(("n", "lines"), [(51137, True), (51138, False), (51193, False), (51195, True),
+                                          (114625, True), (114626, False), (114681, False), (33508, True)])
+def test_resident_windows_start_on_lines_where_that_keeps_the_config(n: int, lines: bool) -> None:
+    """LINE is planned where the up to 63 positions more it spans keep the programs an SM, the warps and a whole row
+    in shared memory (H200 topology); at 51138-51193 (two rows an SM on vectors, one on lines) and 114626-114681 (a
+    whole row on vectors, streamed on lines) the windows stay on vectors, the very plan line=0 gives."""
+    plan = softmax._resident_plan(1024, n, 1, 2, H200_SMS, H200_SMEM_PER_SM, realign=True)
+    vectors = softmax._resident_plan(1024, n, 1, 2, H200_SMS, H200_SMEM_PER_SM, realign=True, line=0)
+    assert plan is not None and vectors is not None
+    assert plan[1].get("LINE") == (64 if lines else None), plan[1]
+    if not lines:
+        assert plan[1] == vectors[1]
+    else:
+        def rest(meta: dict[str, object]) -> dict[str, object]:
+            return {k: v for k, v in meta.items() if k not in ("LINE", "NCHUNK", "NRES")}
+        assert rest(plan[1]) == rest(vectors[1]) and plan[1]["NCHUNK"] - vectors[1]["NCHUNK"] in (0, 1), plan[1]
