@@ -78,6 +78,7 @@ from sweep_parity import (
     wide_looped_trials,
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
+from sweep_realigned_line import softmax_realigned_line_trials
 from sweep_resident import (
     softmax_resident_free_trials,
     softmax_resident_halves_trials,
@@ -177,6 +178,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_resident_per_sm": rms_norm_resident_per_sm_trials,
             "rms_norm_resident_line": rms_norm_resident_line_trials,
             "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
+            "softmax_realigned_line": softmax_realigned_line_trials,
             "softmax_vs_baseline": softmax_vs_baseline_trials, "rms_norm_vs_baseline": rms_norm_vs_baseline_trials}
 
 

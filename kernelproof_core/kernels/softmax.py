@@ -426,10 +426,16 @@ def _softmax_pipelined(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
 
 
 @triton.jit
-def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
+def _edges(shift: tl.tensor, N: tl.tensor, VEC: tl.constexpr,
+           LINE: tl.constexpr = 0) -> tuple[tl.tensor, tl.tensor]:
     # Window offsets (2 x VEC) of a row's first and last vectors, and the mask of the row's elements in them that the
-    # big tile does not hold (an edge vector wholly inside the row is in it; N > VEC: the two never coincide).
-    start = tl.where(tl.arange(0, 2)[:, None] == 0, 0, ((shift + N - 1) // VEC) * VEC)
+    # big tile does not hold (an edge vector wholly inside the row is in it; N > VEC: the two never coincide). LINE:
+    # the window starts on a line, so the row's first vector is the one holding `shift`, not the window's first.
+    if LINE > 0:
+        first = (shift // VEC) * VEC
+    else:
+        first = 0
+    start = tl.where(tl.arange(0, 2)[:, None] == 0, first, ((shift + N - 1) // VEC) * VEC)
     offs = start + tl.arange(0, VEC)[None, :]
     inside = (start >= shift) & (start + VEC <= shift + N)
     return offs, (offs >= shift) & (offs < shift + N) & ~inside
@@ -480,7 +486,8 @@ def _unwords(w: tl.tensor, DT: tl.constexpr) -> tl.tensor:
 @triton.jit
 def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, WINDOW: tl.constexpr,
                PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
-               THREADS: tl.constexpr = 0, WORDS: tl.constexpr = False) -> tuple[tl.tensor, ...]:
+               THREADS: tl.constexpr = 0, WORDS: tl.constexpr = False,
+               LINE: tl.constexpr = 0) -> tuple[tl.tensor, ...]:
     # A row's window parts (an absent part: a placeholder 0) and the row's part of its edge vectors, as
     # _softmax_realigned prefetches them (by thread, THREADS > 0: _part_vecs; WORDS: the parts as words).
     p0 = _part_load(at, 0, WINDOW, VEC, shift, N, live, THREADS, WORDS)
@@ -490,7 +497,7 @@ def _row_tiles(at: tl.tensor, shift: tl.tensor, N: tl.tensor, live: tl.tensor, W
         p1 = _part_load(at, WINDOW, PART1, VEC, shift, N, live, THREADS, WORDS)
     if PART2 > 0:
         p2 = _part_load(at, WINDOW + PART1, PART2, VEC, shift, N, live, THREADS, WORDS)
-    e_offs, e_mask = _edges(shift, N, VEC)
+    e_offs, e_mask = _edges(shift, N, VEC, LINE)
     return p0, p1, p2, tl.load(at + e_offs, mask=e_mask & live, other=float("-inf"))
 
 
@@ -514,11 +521,12 @@ def _prefetch_row(at: tl.tensor, shift: tl.tensor, N: tl.tensor, WINDOW: tl.cons
 
 
 @triton.jit
-def _window_at(x_ptr: tl.tensor, row: tl.tensor, N: tl.tensor, pad: tl.tensor, VEC: tl.constexpr,
+def _window_at(x_ptr: tl.tensor, row: tl.tensor, N: tl.tensor, pad: tl.tensor, WBASE: tl.constexpr,
                ALIGN_X: tl.constexpr) -> tuple[tl.tensor, tl.tensor]:
-    # x's element at window position 0 of `row`, and where the row begins inside its first vector of y.
+    # x's element at window position 0 of `row`, and where the row begins inside its window's first vector of y (its
+    # first WBASE elements: a vector, or a line with LINE).
     start = row.to(tl.int64) * N
-    base = (start // VEC) * VEC
+    base = (start // WBASE) * WBASE
     return x_ptr + ((row.to(tl.int64) * pad + base) // ALIGN_X) * ALIGN_X, (start - base).to(tl.int32)
 
 
@@ -614,7 +622,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
                        THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False,
-                       WORDS: tl.constexpr = False, PDL: tl.constexpr = False) -> None:
+                       WORDS: tl.constexpr = False, PDL: tl.constexpr = False, LINE: tl.constexpr = 0) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -643,7 +651,10 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # into elements where used (_unwords), so the held next row stays two elements a register where 16-bit loads
     # left ptxas re-packing halves (PRMT) and spilling them (fp16 THREAD_STATS at 32768 lanes: 52 bytes, 1160
     # instructions a thread against 1040 with WORDS; bf16 1152 against 1072). The same bits.
-    # PDL (_PDL): as _softmax_rows'.
+    # PDL (_PDL): as _softmax_rows'. LINE (experiment, off: _realigned_on_lines): windows start on a multiple of LINE
+    # elements (a 128-byte line) instead of a vector, as the resident kernel's do since they ran 4-14 points ahead that
+    # way; the parts must then cover N + LINE - 1 lanes.
+    WBASE: tl.constexpr = LINE if LINE > 0 else VEC
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
     _dependent_start(PDL)
@@ -651,23 +662,24 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     pad = stride_x - N
     step = tl.num_programs(0)
     row = tl.program_id(0)
-    x_at, shift = _window_at(x_ptr, row, N, pad, VEC, ALIGN_X)
+    x_at, shift = _window_at(x_ptr, row, N, pad, WBASE, ALIGN_X)
     if PF_L1:
         _prefetch_row(x_at, shift, N, WINDOW, PART1, PART2)  # row < M: the grid has at most M programs
     else:
-        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS, WORDS)
+        nxt, nxt1, nxt2, nxt_e = _row_tiles(x_at, shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS, WORDS,
+                                            LINE)
     nxt_shift = shift
     nxt_at = x_at
     while row < M:
         if PF_L1:
             v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS,
-                                            WORDS)
+                                            WORDS, LINE)
         else:
             v, v1, v2, v_e = nxt, nxt1, nxt2, nxt_e
         shift = nxt_shift
-        base = (row.to(tl.int64) * N // VEC) * VEC
+        base = (row.to(tl.int64) * N // WBASE) * WBASE
         ahead = row + step
-        a_at, nxt_shift = _window_at(x_ptr, ahead, N, pad, VEC, ALIGN_X)
+        a_at, nxt_shift = _window_at(x_ptr, ahead, N, pad, WBASE, ALIGN_X)
         if PF_L1:
             if ahead < M:
                 _prefetch_row(a_at, nxt_shift, N, WINDOW, PART1, PART2)
@@ -675,7 +687,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         else:
             # past the last row: fully masked, so no memory traffic; the values are never used
             nxt, nxt1, nxt2, nxt_e = _row_tiles(a_at, nxt_shift, N, ahead < M, WINDOW, PART1, PART2, VEC,
-                                                THREAD_STATS, WORDS)
+                                                THREAD_STATS, WORDS, LINE)
         if WORDS:
             v = _unwords(v, x_ptr.dtype.element_ty)
             if PART1 > 0:
@@ -720,7 +732,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             if PART2 > 0:
                 _part_store(y_at, (e2.to(tl.float32) * scale).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift,
                             N, THREAD_STATS)
-            e_offs, e_mask = _edges(shift, N, VEC)
+            e_offs, e_mask = _edges(shift, N, VEC, LINE)
             tl.store(y_at + e_offs, (e_e * (tl.exp(m_e - m_base) * inv)).to(y_ptr.dtype.element_ty), mask=e_mask)
         else:
             m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
@@ -756,7 +768,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 _part_store(y_at, (e1 * inv).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N)
             if PART2 > 0:
                 _part_store(y_at, (e2 * inv).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N)
-            e_offs, e_mask = _edges(shift, N, VEC)
+            e_offs, e_mask = _edges(shift, N, VEC, LINE)
             tl.store(y_at + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
         row += step
 
@@ -1642,6 +1654,16 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
     return _softmax_realigned[(min(m, per_sm * n_sm),)], {"WINDOW": window, "PART1": part1, "PART2": part2,
                                                             "VEC": 16 // elsize, "FAST": fast, "ALIGN_X": align_x,
                                                             "WORDS": words, "num_warps": warps}
+
+
+def _realigned_on_lines(launch: Launch, n: int, elsize: int) -> Launch:
+    """A realigned launch (_realigned_plan's) with its windows on 128-byte lines (LINE, experiment): its parts must
+    cover the n + line - 1 lanes a row starting anywhere in a line spans."""
+    meta = launch[1]
+    line = 128 // elsize
+    if "WINDOW" not in meta or meta["WINDOW"] + meta["PART1"] + meta["PART2"] < n + line - 1:
+        raise ValueError(f"LINE: the window does not cover {n} + {line - 1} lanes")
+    return launch[0], {**meta, "LINE": line}
 
 
 def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps: int,

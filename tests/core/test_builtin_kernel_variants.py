@@ -501,3 +501,45 @@ def test_fp32_softmax_holds_its_tolerance_with_offset_logits(offset: float) -> N
     policy = policy_for("softmax", torch.float32)
     assert bool(((y - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
     assert float((y - ref).norm() / ref.norm()) <= policy.max_rel_l2
+
+
+@pytest.mark.parametrize(("m", "n", "pad", "parts", "threads", "warps"), [
+    (67, 3001, 0, (2048, 1024, 0), 0, 4), (65, 9554, 0, (8192, 2048, 0), 0, 8),
+    (66, 13130, 0, (8192, 4096, 2048), 0, 8), (65, 13130, 0, (8192, 4096, 2048), 256, 8),
+    (33, 9554, 2, (8192, 2048, 0), 0, 8), (9, 20001, 0, (32768, 0, 0), 512, 16)])
+def test_realigned_softmax_windows_on_lines_stay_within_a_step_of_windows_on_vectors(
+        m: int, n: int, pad: int, parts: tuple[int, int, int], threads: int, warps: int) -> None:
+    """LINE on the realigned register kernel (experiment: windows start on a 128-byte line, a row up to 63 elements
+    into its window; the first edge vector is the one holding the row's start): rows at every offset inside a line
+    (64 rows of an odd width), parts and one window, both forms of the reduction, padded x; each output within one
+    16-bit step of windows on vectors (the sums are added in another order), within the task's tolerance of fp32, the
+    same bytes on a second call, a row of -inf NaN as torch gives, nothing written past the output. A window too
+    small for the wider span is refused."""
+    gen = torch.Generator().manual_seed(n + pad + threads)
+    x = (torch.randn(m, n + pad, generator=gen) * 4).to(torch.bfloat16).to(DEVICE)[:, :n]
+    x[1] = float("-inf")
+    x[2, ::7] = float("-inf")
+    x[3, -1] = 40.0
+    plain = softmax._realigned_plan(m, n, n + pad, 2, 2, 2, warps, False, parts)
+    plain = (plain[0], {**plain[1], "THREAD_STATS": threads})
+    lines = softmax._realigned_on_lines(plain, n, 2)
+    assert lines[1]["LINE"] == 64 and "LINE" not in plain[1]
+    want = torch.empty((m, n), dtype=torch.bfloat16, device=DEVICE)
+    plain[0](x, want, m, n, n + pad, **plain[1])
+    outs = []
+    for _ in range(2):
+        y = torch.full((m + 1, n), 7.0, dtype=torch.bfloat16, device=DEVICE)
+        lines[0](x, y, m, n, n + pad, **lines[1])
+        assert bool((y[m] == 7.0).all()), "wrote past the output"
+        outs.append(y[:m])
+    keep = torch.ones(m, dtype=torch.bool)
+    keep[1] = False
+    assert torch.equal(outs[0][keep], outs[1][keep])
+    got = outs[0]
+    assert bool(got[1].isnan().all()) and bool(want[1].isnan().all())
+    steps = (got[keep].view(torch.int16).int() - want[keep].view(torch.int16).int()).abs()
+    assert int(steps.max()) <= 1, "more than one 16-bit step from windows on vectors"
+    _assert_within_task_tolerance(got[keep], torch.softmax(x.float(), -1)[keep])
+    with pytest.raises(ValueError, match="does not cover"):
+        softmax._realigned_on_lines(softmax._realigned_plan(m, 3020, 3020, 2, 2, 2, 4, False, (2048, 1024, 0)),
+                                    3020, 2)

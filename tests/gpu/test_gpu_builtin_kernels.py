@@ -536,6 +536,35 @@ def test_resident_softmax_one_shift_stays_within_an_ulp_of_carry(m: int, n: int,
     torch.testing.assert_close(out[:m].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
 
 
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "pad"), [(1938, 13130, 0), (1960, 13778, 0), (4096, 9554, 0), (3921, 6608, 0),
+                                             (1898, 14261, 20), (2048, 20001, 0), (8192, 3001, 0)])
+def test_realigned_softmax_windows_on_lines_stay_within_a_step_of_the_plan(m: int, n: int, pad: int,
+                                                                            dtype: torch.dtype) -> None:
+    """LINE on the realigned register kernel (experiment, _realigned_on_lines), compiled, on the planned launch
+    (THREAD_STATS, WORDS and PF_L1 as planned): within one 16-bit step of the plan's windows on vectors, within the
+    fp32 tolerance, the same bytes on a second call, nothing written past the output; -inf strides give zeros."""
+    x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
+    x[0, ::5] = float("-inf")
+    plan = softmax._plan(m, n, n + pad, 2, x.device, dtype)
+    assert isinstance(plan, tuple) and "WINDOW" in plan[1], plan
+    lines = softmax._realigned_on_lines(plan, n, 2)
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    softmax._run(plan, x, want, m, n, n + pad)
+    first = None
+    for _ in range(2):
+        out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+        softmax._run(lines, x, out[:m], m, n, n + pad)
+        assert bool((out[m] == 7.0).all()), "wrote past the output"
+        assert first is None or torch.equal(out[:m], first), "a second call wrote other bytes"
+        first = out[:m].clone()
+    assert first is not None and bool((first[0, ::5] == 0).all())
+    steps = (first.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    assert int(steps.max()) <= 1, "more than one 16-bit step from windows on vectors"
+    torch.testing.assert_close(first.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+
+
 def _assert_same_bytes_as_plain(plain: softmax.Launch, other: softmax.Launch, x: torch.Tensor, stride: int,
                                 what: str) -> None:
     """`plain` right against the fp32 softmax, then `other` its exact bytes on two calls, with a guard row after
