@@ -157,7 +157,8 @@ def test_realigned_split_rms_norm_loads_the_right_columns(shifted_weight: bool, 
     w = torch.randn(n, device=DEVICE).to(dtype)
     vec = 16 // x.element_size()
     n_parts = -(-(n + vec - 1) // chunk)
-    flat = torch.cat([torch.zeros(vec, device=DEVICE), x.float().reshape(-1), torch.zeros(chunk * n_parts)])
+    tail = torch.zeros(chunk * n_parts, device=DEVICE)
+    flat = torch.cat([torch.zeros(vec, device=DEVICE), x.float().reshape(-1), tail])
     partials = torch.empty((m, n_parts), dtype=torch.float32, device=DEVICE)
     for r in range(m):
         start = r * n - (r * n) % vec  # the row's first element rounded down to a vector boundary
