@@ -644,10 +644,11 @@ def test_resident_softmax_parts_match_fp32_reference(m: int, n: int, parts: int,
     (263, 32771, None), (140, 40003, (32, 8, 1)), (133, 65533, (16, 8, 2)), (9, 36866, (8, 8, 2))])
 def test_realigned_resident_softmax_matches_fp32_reference(m: int, n: int, config: tuple[int, int, int] | None,
                                                            dtype: torch.dtype) -> None:
-    """Contiguous 16-bit rows off the 16-byte grid on the resident path through their vector windows (REALIGN):
-    rows starting at every offset inside a vector, one row, rows over the budget (streamed chunks), a tensor whose
-    end is not a whole vector (131 x 33508), -inf logits and a row that is -inf from a third of the way; default
-    configs are the plan's and replay bit-exact; nothing is written outside the output (a guard row after it)."""
+    """Contiguous 16-bit rows off the 16-byte grid on the resident path through their windows (REALIGN; on 128-byte
+    lines where LINE keeps the config, else on vectors): rows starting at every offset inside a line, one row, rows
+    over the budget (streamed chunks), a tensor whose end is not a whole vector (131 x 33508), -inf logits and a row
+    that is -inf from a third of the way; default configs are the plan's and replay bit-exact; nothing is written
+    outside the output (a guard row after it)."""
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     x[0, ::5] = float("-inf")
     x[-1, n // 3:] = float("-inf")
