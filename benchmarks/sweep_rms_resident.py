@@ -11,7 +11,7 @@ kernel launched with programmatic dependent launch, its first row's reads overla
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import torch
@@ -42,6 +42,16 @@ LINE_SHAPES = ((372, 46501), (476, 63343), (345, 64803), (1024, 50001), (2000, 6
                (400, 40001))
 
 
+def _checked(name: str, label: str, run: Callable[[], object], y: torch.Tensor, ref: torch.Tensor,
+             moved: int) -> Iterator[Trial]:
+    """`run` (writing y) as a trial, where its output is within a rounding of fp32."""
+    y.fill_(float("nan"))
+    run()
+    m, n = y.shape
+    if rms_norm_close(y, ref, f"{name} {m}x{n} {label}"):
+        yield (name, (m, n), label, run, moved, False)
+
+
 def _resident_trial(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, moved: int, name: str,
                     plan: rms_norm.Launch | None, label: str) -> Iterator[Trial]:
     """One resident launch (its weight table built once, outside the timed call) as a trial, checked first."""
@@ -52,21 +62,27 @@ def _resident_trial(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: torc
     wt = meta.get("WT", 0)
     table = rms_norm._weight_table(w, wt) if wt else w
     run = partial(launch, x, table, y, m, n, n, 1e-6, **meta)
-    y.fill_(float("nan"))
-    run()
-    if rms_norm_close(y, ref, f"{name} {m}x{n} {label}"):
-        yield (name, (m, n), f"{label} warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}", run, moved, False)
+    yield from _checked(name, f"{label} warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}", run, y, ref, moved)
+
+
+def _line_shapes(device: torch.device, dtype: torch.dtype) -> Iterator[tuple[Trial, tuple[torch.Tensor, ...], int,
+                                                                              float]]:
+    """Per LINE_SHAPES shape: the planned launch's trial, (x, w, y, ref), the bytes a call moves, and the fill rule
+    that gives a resident launch (the plan's where it takes the shape, else none: one an SM)."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    for m, n in LINE_SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        fill = 0.0 if rms_norm._resident_plan(m, n, n, sms, smem) is None else rms_norm._RESIDENT_MIN_FILL
+        yield rms_norm_planned(x, w, moved), (x, w, y, rms_norm_ref(x, w)), moved, fill
 
 
 def rms_norm_resident_line_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """The planned launch, then the resident kernel (the plan's programs an SM where it takes the shape, else one an
     SM) with windows on vectors and on lines, each checked against fp32 first."""
     sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
-    for m, n in LINE_SHAPES:
-        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
-        ref = rms_norm_ref(x, w)
-        yield rms_norm_planned(x, w, moved)
-        fill = 0.0 if rms_norm._resident_plan(m, n, n, sms, smem) is None else rms_norm._RESIDENT_MIN_FILL
+    for planned, (x, w, y, ref), moved, fill in _line_shapes(device, dtype):
+        yield planned
+        m, n = x.shape
         for line in (0, 64):
             plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, line=line)
             yield from _resident_trial(x, w, y, ref, moved, "rms_norm.resident_line", plan, f"line={line}")
@@ -76,20 +92,14 @@ def rms_norm_resident_pdl_trials(device: torch.device, dtype: torch.dtype) -> It
     """At each LINE_SHAPES shape the resident path takes (the plan's programs an SM, else one an SM): the resident
     launch through rms_norm._run (table built every call), without and with TABLE_PDL, each checked first."""
     sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
-    for m, n in LINE_SHAPES:
-        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
-        ref = rms_norm_ref(x, w)
-        yield rms_norm_planned(x, w, moved)
-        fill = 0.0 if rms_norm._resident_plan(m, n, n, sms, smem) is None else rms_norm._RESIDENT_MIN_FILL
+    for planned, (x, w, y, ref), moved, fill in _line_shapes(device, dtype):
+        yield planned
+        m, n = x.shape
         plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill)
         if plan is None:
             continue
-        for pdl in (False, True):
-            launch = rms_norm._table_pdl(plan) if pdl else (plan[0], {k: v for k, v in plan[1].items()
-                                                                      if k not in ("PDL", "launch_pdl")})
-            run = partial(rms_norm._run, launch, x, w, y, 1e-6)
-            y.fill_(float("nan"))
-            run()
-            label = f"table_pdl={int(pdl)} warps={launch[1]['num_warps']} NCHUNK={launch[1]['NCHUNK']}"
-            if rms_norm_close(y, ref, f"rms_norm.resident_pdl {m}x{n} {label}"):
-                yield ("rms_norm.resident_pdl", (m, n), label, run, moved, False)
+        for launch in (plan, rms_norm._table_pdl(plan)):
+            label = (f"table_pdl={int('PDL' in launch[1])} warps={launch[1]['num_warps']} "
+                     f"NCHUNK={launch[1]['NCHUNK']}")
+            yield from _checked("rms_norm.resident_pdl", label, partial(rms_norm._run, launch, x, w, y, 1e-6), y,
+                                ref, moved)

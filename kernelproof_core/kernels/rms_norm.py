@@ -900,16 +900,21 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, realig
     if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Split | _TwoPhase) \
             and "BLOCK_N" in plan[1] and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
-    if _RESIDENT_TABLE_PDL and not isinstance(plan, _Split | _TwoPhase) and plan[1].get("WT") \
-            and "NCHUNK" in plan[1] and _dependent_launch(device):
+    if _RESIDENT_TABLE_PDL and not isinstance(plan, _Split | _TwoPhase) and _reads_table(plan[1]) \
+            and _dependent_launch(device):
         return _table_pdl(plan)
     return plan
+
+
+def _reads_table(meta: dict[str, int]) -> bool:
+    """A resident launch through windows: its weight comes from the shifted table, its own launch before it."""
+    return bool(meta.get("WT")) and "NCHUNK" in meta
 
 
 def _table_pdl(launch: Launch) -> Launch:
     """A resident launch through windows with TABLE_PDL: launched with programmatic dependent launch after its weight
     table's kernel, which releases it at once; it waits for the table after issuing its first row's copies."""
-    if not launch[1].get("WT") or "NCHUNK" not in launch[1]:
+    if not _reads_table(launch[1]):
         raise ValueError("TABLE_PDL is for resident launches that read a weight table")
     return launch[0], {**launch[1], "PDL": True, "launch_pdl": True}
 

@@ -269,7 +269,8 @@ _RESIDENT_HALVES = False
 # A window on lines spans up to 63 positions more; where that would change the programs an SM, the warps or whether a
 # whole row fits shared memory (98 widths in 16385-262143 on the H200: 51138-51193, 114626-114681), the plan keeps
 # windows on vectors rather than a config no sweep has timed with LINE.
-_RESIDENT_LINE_BYTES = 128
+_LINE_BYTES = 128  # an L2 line: what LINE's windows start on
+_RESIDENT_LINE_BYTES = _LINE_BYTES
 # ONE_SHIFT (experiment, off; CARRY without KEEP or MAXFIRST): a row whose |max| is under _FOLD_MAX takes an output
 # pass with the max and log2 of the sum in one shift (y = 2^(x log2 e - (M + log2 sum)): one multiply-add an element,
 # CARRY's add gone; the shift's rounding, at most 2^-13 in every exponent there, is the fold's documented error);
@@ -1660,7 +1661,7 @@ def _realigned_on_lines(launch: Launch, n: int, elsize: int) -> Launch:
     """A realigned launch (_realigned_plan's) with its windows on 128-byte lines (LINE, experiment): its parts must
     cover the n + line - 1 lanes a row starting anywhere in a line spans."""
     meta = launch[1]
-    line = 128 // elsize
+    line = _LINE_BYTES // elsize
     if "WINDOW" not in meta or meta["WINDOW"] + meta["PART1"] + meta["PART2"] < n + line - 1:
         raise ValueError(f"LINE: the window does not cover {n} + {line - 1} lanes")
     return launch[0], {**meta, "LINE": line}
