@@ -1,4 +1,5 @@
-"""kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line` and `rms_norm_resident_pdl`.
+"""kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line`, `rms_norm_resident_pdl` and
+`rms_norm_resident_wsmem`.
 
 Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
 the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
@@ -7,7 +8,10 @@ that is 0.70, yet each SM holds at most 3 rows either way (2.8 on average): does
 the fill by programs says no? Line: the resident kernel's windows on 16-byte vectors against windows on 128-byte
 lines (LINE, planned in softmax.py after 4-14 points there). PDL: the resident launch through windows as the
 built-in calls it (its weight table built every call, a launch of its own) with and without TABLE_PDL (the resident
-kernel launched with programmatic dependent launch, its first row's reads overlapping the table kernel)."""
+kernel launched with programmatic dependent launch, its first row's reads overlapping the table kernel). WSMEM: the
+resident kernel reading the weight of the first WS chunks from shared memory (staged once a program; through windows
+each program takes one shift class of rows) instead of from L2 every row: the weight is a third of the kernel's
+L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's resident kernel on the same rows."""
 
 from __future__ import annotations
 
@@ -65,12 +69,12 @@ def _resident_trial(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, ref: torc
     yield from _checked(name, f"{label} warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}", run, y, ref, moved)
 
 
-def _line_shapes(device: torch.device, dtype: torch.dtype) -> Iterator[tuple[Trial, tuple[torch.Tensor, ...], int,
-                                                                              float]]:
-    """Per LINE_SHAPES shape: the planned launch's trial, (x, w, y, ref), the bytes a call moves, and the fill rule
-    that gives a resident launch (the plan's where it takes the shape, else none: one an SM)."""
+def _line_shapes(device: torch.device, dtype: torch.dtype, shapes: tuple[tuple[int, int], ...] = LINE_SHAPES,
+                 ) -> Iterator[tuple[Trial, tuple[torch.Tensor, ...], int, float]]:
+    """Per shape (default LINE_SHAPES): the planned launch's trial, (x, w, y, ref), the bytes a call moves, and the
+    fill rule that gives a resident launch (the plan's where it takes the shape, else none: one an SM)."""
     sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
-    for m, n in LINE_SHAPES:
+    for m, n in shapes:
         x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
         fill = 0.0 if rms_norm._resident_plan(m, n, n, sms, smem) is None else rms_norm._RESIDENT_MIN_FILL
         yield rms_norm_planned(x, w, moved), (x, w, y, rms_norm_ref(x, w)), moved, fill
@@ -102,4 +106,28 @@ def rms_norm_resident_pdl_trials(device: torch.device, dtype: torch.dtype) -> It
             label = (f"table_pdl={int('PDL' in launch[1])} warps={launch[1]['num_warps']} "
                      f"NCHUNK={launch[1]['NCHUNK']}")
             yield from _checked("rms_norm.resident_pdl", label, partial(rms_norm._run, launch, x, w, y, 1e-6), y,
+                                ref, moved)
+
+
+# Aligned rows on the resident path, one and two programs an SM (the weight itself, not a table).
+WSMEM_ALIGNED = ((1024, 65536), (396, 40000), (1024, 40000), (300, 45000), (1000, 48000))
+
+
+def rms_norm_resident_wsmem_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """At each LINE_SHAPES shape and WSMEM_ALIGNED's: the planned launch, then the resident launch (the plan's
+    programs an SM, else one an SM) through rms_norm._run (its table built every call, as the built-in calls it)
+    without and with WSMEM, each checked first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    for planned, (x, w, y, ref), moved, fill in (*_line_shapes(device, dtype), *_line_shapes(device, dtype,
+                                                                                          WSMEM_ALIGNED)):
+        yield planned
+        m, n = x.shape
+        for wsmem in (False, True):
+            plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, wsmem=wsmem)
+            if plan is None:
+                continue
+            meta = plan[1]
+            label = (f"wsmem={int(wsmem)} WS={meta.get('WS', 0)} PERIOD={meta.get('PERIOD', 1)} "
+                     f"warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}")
+            yield from _checked("rms_norm.resident_wsmem", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y,
                                 ref, moved)

@@ -31,6 +31,7 @@ kernel.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -125,6 +126,11 @@ _RESIDENT_LINE = 0
 # 7 shapes (-0.3 to +0.3 points), -3.8 at 400 x 40001 (two an SM): it does not hide (the resident kernel takes a
 # whole SM's shared memory, so it waits for the table's programs to leave). Off; correct (8_*: the same bytes).
 _RESIDENT_TABLE_PDL = False
+# WSMEM (experiment, off): the resident kernel keeps the weight of as many of a row's chunks as the SM's shared memory
+# leaves room for (WS) in shared memory, staged once a program, instead of reading it from L2 with every row; through
+# windows each program takes the rows of one shift class (PERIOD), whose table row it stages. Family
+# rms_norm_resident_wsmem.
+_RESIDENT_WSMEM = False
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -673,7 +679,8 @@ def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constex
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
-                       LINE: gl.constexpr = 0, PDL: gl.constexpr = False) -> None:
+                       LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
+                       PERIOD: gl.constexpr = 1) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -686,6 +693,10 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # weight reads from the shifted table and stores; the row's part of its two edge vectors element by element).
     # LINE (experiment): the windows start on a multiple of LINE elements (a 128-byte line) instead of a vector; a row
     # starts up to LINE - 1 elements into its first chunk, and reads row sh % K of the shifted table.
+    # WS (experiment, WSMEM): the weight of the row's first WS chunks is staged in shared memory once a program (16-byte
+    # reads of the table row its rows need, or of w), not re-read from L2 every row. Through windows the programs take
+    # their rows by shift class (PERIOD classes: rows c, c + PERIOD, ... start at the same place in their windows), so
+    # one table row serves all of a program's rows.
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
@@ -702,8 +713,11 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                                      pack=1) + lane * 16
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
-    step = gl.num_programs(0)
-    row = gl.program_id(0)
+    # A program's rows: class pid % PERIOD, every PERIOD-th row of it among the class's programs (PERIOD = 1: pid,
+    # pid + programs, ...; the host keeps programs >= PERIOD).
+    cls = gl.program_id(0) % PERIOD
+    step = PERIOD * ((gl.num_programs(0) - cls + PERIOD - 1) // PERIOD)
+    row = cls + PERIOD * (gl.program_id(0) // PERIOD)
     if REALIGN:
         start = row.to(gl.int64) * N
         base = (start // WBASE) * WBASE
@@ -716,6 +730,17 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NCHUNK):
         _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
+    if WS > 0:  # after the slots (the copies address them from global_smem + 0); each thread reads back its own stores
+        w_slots = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [WS, T, K],
+                                            gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+        for c in gl.static_range(WS):
+            cols = c * CHUNK + offs
+            if WT > 0:  # the table row of this program's shift class, whole (LINE: from (sh // K) K on)
+                at = cols - (sh // K) * K if LINE > 0 else cols
+                w_s = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=(at >= 0) & (at < WT), other=0.0)
+            else:
+                w_s = gl.load(w_ptr + cols, mask=cols < N, other=0.0)
+            w_slots.index(c).store(w_s)
     if PDL:  # TABLE_PDL: launched while the table kernel may still run; the first row's reads fly while it finishes
         gl.inline_asm_elementwise("griddepcontrol.wait;\n\tmov.u32 $0, 0;", "=r,r", [lane], dtype=gl.int32,
                                   is_pure=False, pack=1)
@@ -762,10 +787,16 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
             if _masked_chunk(c, NCHUNK, REALIGN):
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
-                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0).to(gl.float32)
+                if c < WS:
+                    w = w_slots.index(c).load(layout).to(gl.float32)
+                else:
+                    w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
             else:
-                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
+                if c < WS:
+                    w = w_slots.index(c).load(layout).to(gl.float32)
+                else:
+                    w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
         if REALIGN:
             w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
@@ -931,21 +962,23 @@ def _cuda_smem(index: int) -> int:
 
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
-                   min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None) -> Launch | None:
+                   min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None,
+                   wsmem: bool | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
-    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line)
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
-                     min_fill: float = _RESIDENT_MIN_FILL,
-                     line: int | None = None) -> tuple[int, dict[str, int]] | None:
+                     min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None,
+                     wsmem: bool | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
     SMs)); else one 32-warp program an SM where a whole row fits what one program alone may take and the rows fill
     min_fill of their last round of SMs; else None. per_sm (1 or 2) asks for that count (None where it does not fit
-    or fill). line: LINE, REALIGN's windows on multiples of `line` elements (default _RESIDENT_LINE; 0: vectors)."""
+    or fill). line: LINE, REALIGN's windows on multiples of `line` elements (default _RESIDENT_LINE; 0: vectors).
+    wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default _RESIDENT_WSMEM)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
@@ -965,10 +998,24 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                     "num_warps": warps}
             if line:
                 meta["LINE"] = line
+            if _RESIDENT_WSMEM if wsmem is None else wsmem:
+                meta.update(_weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
+                                          min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count))
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta
     return None
+
+
+def _weight_slots(programs: int, n: int, n_chunks: int, chunk: int, realign: bool, line: int,
+                  program_bytes: int) -> dict[str, int]:
+    """WSMEM's meta: WS, the chunks of weight that fit beside a program's n_chunks row slots in program_bytes (16-bit
+    elements), and PERIOD, the shift classes of rows through windows (rows r and r + PERIOD start at the same place in
+    their windows); {} where no chunk fits or there are fewer programs than classes."""
+    ws = min(n_chunks, program_bytes // (2 * chunk) - n_chunks)
+    base = max(8, line) if realign else 1
+    period = base // math.gcd(n % base, base) if realign else 1
+    return {"WS": ws, "PERIOD": period} if ws > 0 and programs >= period else {}
 
 
 def _dependent_launch(device: torch.device) -> bool:

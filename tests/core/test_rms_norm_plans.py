@@ -275,8 +275,10 @@ from kernelproof_core.precompile import compile_only
 rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
 rms_norm._smem_per_sm = lambda device: 233472
 out = []
-for m, n, stride, *line in json.loads(sys.argv[1]):
-    rms_norm._RESIDENT_LINE = line[0] if line else rms_norm._RESIDENT_LINE
+line0 = rms_norm._RESIDENT_LINE
+for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM
+    rms_norm._RESIDENT_LINE = opts[0] if opts else line0
+    rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
@@ -294,6 +296,7 @@ for m, n, stride, *line in json.loads(sys.argv[1]):
         row.update(kernel=kernel.name, meta=meta, bar=ops["BAR"], regs=regs, copies=ops["LDGSTS"],
                    local=ptx.count(".local"), vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
+                   smem_stores=len(re.findall(r"st\\.shared[^;]*\\.v4", ptx)),
                    offsets=sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
                    base=len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx)))
     out.append(row)
@@ -360,6 +363,44 @@ def test_resident_rms_norm_windows_on_lines_build_like_windows_on_vectors() -> N
         assert lines["vec_loads"] == lines["vec_stores"] == meta["NCHUNK"], lines
         assert lines["bar"] <= 10 and lines["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, lines
     assert [r["meta"]["num_warps"] for r in got] == [32, 32, 16, 16, 32, 32, 32, 16], got
+
+
+def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> None:
+    """WSMEM (experiment, off: the weight of a row's first WS chunks staged in shared memory once a program) built for
+    sm_90 at aligned and windowed resident shapes, one and two programs an SM: WS chunks fill what the row slots
+    leave of the program's share (224 KB, or 100 KB each of two), through windows PERIOD 8 (odd widths); the staged
+    weight sits past the slots (the copies still address the slots from global_smem + 0), one 16-byte shared
+    store a thread a staged chunk, the weight still read 16 bytes wide once a chunk (staged chunks in the prologue,
+    the rest every row), nothing in local memory, a barrier at most a staged chunk more than without (before the
+    prologue's stores, outside the row loop), registers that fit."""
+    cases = [(372, 46501, 46501, 0, 1), (1024, 65536, 65536, 0, 1), (1024, 40000, 40000, 0, 1),
+             (512, 100003, 100003, 0, 1), (2000, 60001, 60001, 0, 1)]
+    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
+    expected = [(6, 6, 8, 32), (8, 6, 1, 32), (10, 2, 1, 16), (13, 1, 8, 32), (8, 6, 8, 32)]
+    assert [(r["meta"]["NCHUNK"], r["meta"]["WS"], r["meta"]["PERIOD"], r["meta"]["num_warps"]) for r in got] == \
+        expected, got
+    for r in got:
+        meta, warps = r["meta"], r["meta"]["num_warps"]
+        chunk = 32 * warps * 8
+        assert (meta["NCHUNK"] + meta["WS"]) * chunk * 2 <= (224 if warps == 32 else 100) * 1024, r
+        assert min(r["offsets"]) >= meta["NCHUNK"] * chunk * 2 and r["base"] == 1, r  # all past the slots
+        assert r["smem_stores"] == meta["WS"] and r["vec_loads"] == r["vec_stores"] == meta["NCHUNK"], r
+        assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0, r
+        assert r["bar"] <= 10 + meta["WS"] and r["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, r
+
+
+def test_weight_slots_follow_the_shared_memory_left_and_the_shift_classes() -> None:
+    """WSMEM's meta: the chunks that fit beside the row's (none: off), PERIOD = the base (8, or LINE's 64) over its
+    gcd with the width (odd 8, 2 mod 4: 4, 4 mod 8: 2; aligned: 1), and off where fewer programs than classes."""
+    assert rms_norm._weight_slots(132, 46501, 6, 8192, True, 0, 224 * 1024) == {"WS": 6, "PERIOD": 8}
+    assert rms_norm._weight_slots(132, 45002, 6, 8192, True, 0, 224 * 1024) == {"WS": 6, "PERIOD": 4}
+    assert rms_norm._weight_slots(132, 45004, 6, 8192, True, 0, 224 * 1024) == {"WS": 6, "PERIOD": 2}
+    assert rms_norm._weight_slots(132, 46501, 6, 8192, True, 64, 224 * 1024) == {"WS": 6, "PERIOD": 64}
+    assert rms_norm._weight_slots(132, 65536, 8, 8192, False, 0, 224 * 1024) == {"WS": 6, "PERIOD": 1}
+    assert rms_norm._weight_slots(132, 110000, 14, 8192, True, 0, 224 * 1024) == {}  # no room
+    assert rms_norm._weight_slots(7, 46501, 6, 8192, True, 0, 224 * 1024) == {}  # 7 programs, 8 classes
+    assert rms_norm._weight_slots(1, 65536, 8, 8192, False, 0, 224 * 1024) == {"WS": 6, "PERIOD": 1}
+    assert "WS" not in rms_norm._resident_config(372, 46501, 46501, H200_SMS, H200_SMEM_PER_SM)[1]  # type: ignore[index]
 
 
 @pytest.mark.parametrize(("m", "n", "stride", "expected"), [

@@ -8,6 +8,8 @@ replays. The pipelined softmax path (16384 < N <= 32768) is checked compiled her
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -289,6 +291,42 @@ def test_resident_rms_norm_table_pdl_writes_the_same_bytes_and_waits_for_the_tab
         for out in outs:
             assert bool((out[m] == 7.0).all()), "wrote past the output"
             assert torch.equal(out[:m], want), "TABLE_PDL wrote other bytes than the ordinary launch"
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "per_sm", "line"), [(372, 46501, 1, 0), (476, 63343, 1, 0), (1, 100003, 1, 0),
+                                                        (1024, 65536, 1, 0), (396, 40000, 1, 0), (1024, 40000, 2, 0),
+                                                        (7, 46501, 1, 0), (300, 45002, 1, 0), (372, 46501, 1, 64),
+                                                        (65, 40001, 2, 0), (263, 49999, 1, 0)])
+def test_resident_rms_norm_weight_in_shared_memory_writes_the_same_bytes(m: int, n: int, per_sm: int, line: int,
+                                                                         dtype: torch.dtype) -> None:
+    """WSMEM (experiment: the weight of a row's first WS chunks staged in shared memory once a program; through
+    windows each program takes one shift class of rows, PERIOD 8, or 4 at an even width, 64 with LINE): the same
+    bytes as the plain resident kernel (each row's arithmetic is the same; only which program takes it changes), at
+    one and two programs an SM, aligned (the weight itself) and through windows (the shifted table), with fewer rows
+    than programs (every row still written once: nothing left as the guard's fill); nothing written past the
+    output; after the weight changes in place the next call reads the new weight."""
+    x = torch.randn(m, n, device="cuda").to(dtype)
+    w = torch.randn(n, device="cuda").to(dtype)
+    sms, smem = rms_norm._num_sms(x.device), rms_norm._smem_per_sm(x.device)
+    plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=line, wsmem=False)
+    staged = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=line, wsmem=True)
+    assert plain is not None and staged is not None and "WS" not in plain[1]
+    if m < 64 and n % 8:
+        assert "WS" not in staged[1] or staged[1]["PERIOD"] <= m, staged[1]  # fewer programs than classes: off
+    else:
+        base = 1 if n % 8 == 0 else max(8, line)
+        assert staged[1]["WS"] > 0 and staged[1]["PERIOD"] == base // math.gcd(n % base, base), staged
+    for scale in (1.0, -3.0):
+        w.mul_(scale)  # in place, between calls: each call must stage its own weight
+        want = torch.empty((m, n), dtype=dtype, device="cuda")
+        rms_norm._run(plain, x, w, want, 1e-6)
+        for _ in range(2):
+            out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+            rms_norm._run(staged, x, w, out[:m], 1e-6)
+            assert bool((out[m] == 7.0).all()), "wrote past the output"
+            assert torch.equal(out[:m], want), "WSMEM wrote other bytes than the plain resident kernel"
 
 
 @requires_cuda
