@@ -11,7 +11,9 @@ built-in calls it (its weight table built every call, a launch of its own) with 
 kernel launched with programmatic dependent launch, its first row's reads overlapping the table kernel). WSMEM: the
 resident kernel reading the weight of the first WS chunks from shared memory (staged once a program; through windows
 each program takes one shift class of rows) instead of from L2 every row: the weight is a third of the kernel's
-L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's resident kernel on the same rows."""
+L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's resident kernel on the same rows;
+WSHIFT with it, where the whole row's weight is staged through windows: no table and no table launch (about 2.6
+points at 372 x 46501 on the H100)."""
 
 from __future__ import annotations
 
@@ -116,18 +118,19 @@ WSMEM_ALIGNED = ((1024, 65536), (396, 40000), (1024, 40000), (300, 45000), (1000
 def rms_norm_resident_wsmem_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """At each LINE_SHAPES shape and WSMEM_ALIGNED's: the planned launch, then the resident launch (the plan's
     programs an SM, else one an SM) through rms_norm._run (its table built every call, as the built-in calls it)
-    without and with WSMEM, each checked first."""
+    without WSMEM, with it, and with WSHIFT too (no table) where every chunk is staged through windows, each checked
+    first."""
     sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
     for planned, (x, w, y, ref), moved, fill in (*_line_shapes(device, dtype), *_line_shapes(device, dtype,
                                                                                           WSMEM_ALIGNED)):
         yield planned
         m, n = x.shape
-        for wsmem in (False, True):
-            plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, wsmem=wsmem)
-            if plan is None:
+        for wsmem, wshift in ((False, False), (True, False), (True, True)):
+            plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, wsmem=wsmem, wshift=wshift)
+            if plan is None or (wshift and "WSHIFT" not in plan[1]):
                 continue
             meta = plan[1]
-            label = (f"wsmem={int(wsmem)} WS={meta.get('WS', 0)} PERIOD={meta.get('PERIOD', 1)} "
+            label = (f"wsmem={int(wsmem)} wshift={int(wshift)} WS={meta.get('WS', 0)} PERIOD={meta.get('PERIOD', 1)} "
                      f"warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}")
             yield from _checked("rms_norm.resident_wsmem", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y,
                                 ref, moved)

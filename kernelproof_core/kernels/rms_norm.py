@@ -129,8 +129,9 @@ _RESIDENT_TABLE_PDL = False
 # WSMEM (experiment, off): the resident kernel keeps the weight of as many of a row's chunks as the SM's shared memory
 # leaves room for (WS) in shared memory, staged once a program, instead of reading it from L2 with every row; through
 # windows each program takes the rows of one shift class (PERIOD), whose table row it stages. Family
-# rms_norm_resident_wsmem.
-_RESIDENT_WSMEM = False
+# rms_norm_resident_wsmem. WSHIFT (with WSMEM where the whole row's weight fits, through windows): no shifted table and
+# no table launch; each program shifts w in registers once as it stages it.
+_RESIDENT_WSMEM, _RESIDENT_WSHIFT = False, False
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -675,12 +676,63 @@ def _resident_w(w_ptr: gl.tensor, cols: gl.tensor, sh: gl.tensor, WT: gl.constex
     return at
 
 
+def _shift_asm() -> str:
+    """PTX for WSHIFT: 8 16-bit weights ($0-$3, packed two a register) = elements 8 - sh .. 15 - sh of the 16 in B
+    ($4-$7, the vector before) then A ($8-$11, the thread's own aligned vector), sh in $12 (0-7): register q = 4 + k -
+    ceil(sh / 2) and the next, funnel-shifted by 16 bits where sh is odd; q chosen by predicated moves."""
+    words = [f"${4 + i}" for i in range(8)]
+    lines = ["{", ".reg .pred p<5>;", ".reg .b32 u, s, lo, hi, r<4>;", "add.u32 u, $12, 1;", "shr.u32 u, u, 1;",
+             "and.b32 s, $12, 1;", "shl.b32 s, s, 4;"]
+    lines += [f"setp.ge.u32 p{i}, u, {i};" for i in range(1, 5)]
+    for k in range(4):
+        lines.append(f"mov.b32 lo, {words[k + 4]};")
+        lines += [f"@p{i} mov.b32 lo, {words[k + 4 - i]};" for i in range(1, 5)]
+        lines.append(f"mov.b32 hi, {words[min(k + 5, 7)]};")
+        lines += [f"@p{i} mov.b32 hi, {words[k + 5 - i]};" for i in range(1, 5)]
+        lines.append(f"shf.r.clamp.b32 r{k}, lo, hi, s;")
+    lines += [f"mov.b32 ${k}, r{k};" for k in range(4)] + ["}"]
+    return "\n\t".join(lines)
+
+
+_SHIFT = gl.constexpr(_shift_asm())
+_SHIFT_CONSTRAINTS = gl.constexpr(",".join(["=r"] * 4 + ["r"] * 16))
+
+
+@gluon.jit
+def _aligned_w(w_ptr: gl.tensor, q: gl.tensor, N: gl.tensor, K: gl.constexpr, TAIL: gl.constexpr,
+               layout: gl.constexpr) -> gl.tensor:
+    # w's aligned K-element vectors starting at q (one a thread, q a multiple of K), zero outside w: 16-byte loads of
+    # the vectors wholly inside; TAIL: w's last partial vector element by element (off for every other thread).
+    at = q[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
+    whole = ((q >= 0) & (q + K <= N))[:, None]
+    v = gl.load(w_ptr + at, mask=whole, other=0.0)
+    if TAIL:
+        v = gl.where(whole, v, gl.load(w_ptr + at, mask=(q + K > N)[:, None] & (at < N), other=0.0))
+    return v
+
+
+@gluon.jit
+def _shifted_w(w_ptr: gl.tensor, at: gl.tensor, sh: gl.tensor, N: gl.tensor, K: gl.constexpr, W: gl.constexpr,
+               TAIL: gl.constexpr) -> gl.tensor:
+    # The weight at window positions at + lane K + j (w[at + lane K + j - sh], sh < K = 8) for WSHIFT's staging, in
+    # the resident kernel's [T, K] layout: the thread's aligned vector and the one before it (16-byte loads; the
+    # second an L1 hit: the neighbour's), shifted in registers (_shift_asm), instead of K misaligned 2-byte loads.
+    # TAIL: the last two chunks (a row can end in either).
+    layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
+    q = at + gl.arange(0, 32 * W, layout=gl.SliceLayout(1, layout)) * K
+    mine = _aligned_w(w_ptr, q, N, K, TAIL, layout)
+    before = _aligned_w(w_ptr, q - K, N, K, TAIL, layout)
+    shift = gl.zeros([32 * W, K], gl.int32, layout) + sh
+    return gl.inline_asm_elementwise(_SHIFT, _SHIFT_CONSTRAINTS, [before, mine, shift], dtype=w_ptr.dtype.element_ty,
+                                     is_pure=True, pack=8)
+
+
 @gluon.jit
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
-                       PERIOD: gl.constexpr = 1) -> None:
+                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -696,7 +748,9 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # WS (experiment, WSMEM): the weight of the row's first WS chunks is staged in shared memory once a program (16-byte
     # reads of the table row its rows need, or of w), not re-read from L2 every row. Through windows the programs take
     # their rows by shift class (PERIOD classes: rows c, c + PERIOD, ... start at the same place in their windows), so
-    # one table row serves all of a program's rows.
+    # one table row serves all of a program's rows. WSHIFT (with WS = NCHUNK, through windows, no LINE): no table and
+    # no table launch: w itself is staged, each thread's K weights gathered in registers from the two aligned vectors
+    # around them (16-byte loads), and the edge vectors' weights read from w element by element.
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
@@ -735,7 +789,9 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                                             gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
         for c in gl.static_range(WS):
             cols = c * CHUNK + offs
-            if WT > 0:  # the table row of this program's shift class, whole (LINE: from (sh // K) K on)
+            if WSHIFT:
+                w_s = _shifted_w(w_ptr, c * CHUNK, sh, N, K, W, c >= NCHUNK - 2)
+            elif WT > 0:  # the table row of this program's shift class, whole (LINE: from (sh // K) K on)
                 at = cols - (sh // K) * K if LINE > 0 else cols
                 w_s = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=(at >= 0) & (at < WT), other=0.0)
             else:
@@ -799,7 +855,10 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                     w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
         if REALIGN:
-            w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
+            if WSHIFT:
+                w_e = gl.load(w_ptr + (e_offs - sh), mask=e_mask, other=0.0).to(gl.float32)
+            else:
+                w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
         row = ahead
     cp.wait_group(0)
@@ -962,23 +1021,24 @@ def _cuda_smem(index: int) -> int:
 
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
-                   min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None,
-                   wsmem: bool | None = None) -> Launch | None:
+                   min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
+                   wshift: bool | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
-    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem)
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
-                     min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None,
-                     wsmem: bool | None = None) -> tuple[int, dict[str, int]] | None:
+                     min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
+                     wshift: bool | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
     SMs)); else one 32-warp program an SM where a whole row fits what one program alone may take and the rows fill
     min_fill of their last round of SMs; else None. per_sm (1 or 2) asks for that count (None where it does not fit
     or fill). line: LINE, REALIGN's windows on multiples of `line` elements (default _RESIDENT_LINE; 0: vectors).
-    wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default _RESIDENT_WSMEM)."""
+    wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default _RESIDENT_WSMEM);
+    wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
@@ -1001,6 +1061,9 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
             if _RESIDENT_WSMEM if wsmem is None else wsmem:
                 meta.update(_weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
                                           min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count))
+                if (_RESIDENT_WSHIFT if wshift is None else wshift) and realign and not line \
+                        and meta.get("WS") == n_chunks:
+                    meta.update(WSHIFT=True, WT=0)
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta

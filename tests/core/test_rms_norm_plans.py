@@ -276,9 +276,10 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 rms_norm._smem_per_sm = lambda device: 233472
 out = []
 line0 = rms_norm._RESIDENT_LINE
-for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM
+for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
     rms_norm._RESIDENT_LINE = opts[0] if opts else line0
     rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
+    rms_norm._RESIDENT_WSHIFT = bool(opts[2]) if len(opts) > 2 else False
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
@@ -296,7 +297,7 @@ for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM
         row.update(kernel=kernel.name, meta=meta, bar=ops["BAR"], regs=regs, copies=ops["LDGSTS"],
                    local=ptx.count(".local"), vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
-                   smem_stores=len(re.findall(r"st\\.shared[^;]*\\.v4", ptx)),
+                   smem_stores=len(re.findall(r"st\\.shared[^;]*\\.v4", ptx)), shifts=ptx.count("shf.r.clamp.b32"),
                    offsets=sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
                    base=len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx)))
     out.append(row)
@@ -371,12 +372,19 @@ def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> No
     leave of the program's share (224 KB, or 100 KB each of two), through windows PERIOD 8 (odd widths); the staged
     weight sits past the slots (the copies still address the slots from global_smem + 0), one 16-byte shared
     store a thread a staged chunk, the weight still read 16 bytes wide once a chunk (staged chunks in the prologue,
-    the rest every row), nothing in local memory, a barrier at most a staged chunk more than without (before the
-    prologue's stores, outside the row loop), registers that fit."""
+    the rest every row; WSHIFT, where every chunk is staged through windows: w's two vectors a thread a chunk, no
+    table, four funnel shifts a chunk), nothing in local memory, a barrier at most a staged chunk more than without
+    (before the prologue's stores, outside the row loop), registers that fit."""
     cases = [(372, 46501, 46501, 0, 1), (1024, 65536, 65536, 0, 1), (1024, 40000, 40000, 0, 1),
-             (512, 100003, 100003, 0, 1), (2000, 60001, 60001, 0, 1)]
+             (512, 100003, 100003, 0, 1), (2000, 60001, 60001, 0, 1), (372, 46501, 46501, 0, 1, 1),
+             (2000, 60001, 60001, 0, 1, 1)]
     got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
-    expected = [(6, 6, 8, 32), (8, 6, 1, 32), (10, 2, 1, 16), (13, 1, 8, 32), (8, 6, 8, 32)]
+    expected = [(6, 6, 8, 32), (8, 6, 1, 32), (10, 2, 1, 16), (13, 1, 8, 32), (8, 6, 8, 32), (6, 6, 8, 32),
+                (8, 6, 8, 32)]
+    shifted = got[5]  # WSHIFT: no table; w's two aligned vectors a thread a chunk, once, shifted in registers
+    assert shifted["meta"]["WSHIFT"] and shifted["meta"]["WT"] == 0 and "WSHIFT" not in got[6]["meta"], got[5:]
+    assert shifted["vec_loads"] == 2 * shifted["meta"]["NCHUNK"] and shifted["shifts"] == 4 * shifted["meta"]["WS"]
+    got[5]["vec_loads"] = shifted["meta"]["NCHUNK"]  # the checks below: as the table's build
     assert [(r["meta"]["NCHUNK"], r["meta"]["WS"], r["meta"]["PERIOD"], r["meta"]["num_warps"]) for r in got] == \
         expected, got
     for r in got:

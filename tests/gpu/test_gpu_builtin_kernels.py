@@ -302,7 +302,8 @@ def test_resident_rms_norm_table_pdl_writes_the_same_bytes_and_waits_for_the_tab
 def test_resident_rms_norm_weight_in_shared_memory_writes_the_same_bytes(m: int, n: int, per_sm: int, line: int,
                                                                          dtype: torch.dtype) -> None:
     """WSMEM (experiment: the weight of a row's first WS chunks staged in shared memory once a program; through
-    windows each program takes one shift class of rows, PERIOD 8, or 4 at an even width, 64 with LINE): the same
+    windows each program takes one shift class of rows, PERIOD 8, or 4 at an even width, 64 with LINE) and WSHIFT
+    (with it, through windows on vectors where every chunk is staged: no table; w shifted in registers): the same
     bytes as the plain resident kernel (each row's arithmetic is the same; only which program takes it changes), at
     one and two programs an SM, aligned (the weight itself) and through windows (the shifted table), with fewer rows
     than programs (every row still written once: nothing left as the guard's fill); nothing written past the
@@ -311,22 +312,26 @@ def test_resident_rms_norm_weight_in_shared_memory_writes_the_same_bytes(m: int,
     w = torch.randn(n, device="cuda").to(dtype)
     sms, smem = rms_norm._num_sms(x.device), rms_norm._smem_per_sm(x.device)
     plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=line, wsmem=False)
-    staged = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=line, wsmem=True)
-    assert plain is not None and staged is not None and "WS" not in plain[1]
+    staged = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=line, wsmem=True,
+                                     wshift=False)
+    shifted = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, line=line, wsmem=True,
+                                      wshift=True)
+    assert plain is not None and staged is not None and shifted is not None and "WS" not in plain[1]
     if m < 64 and n % 8:
         assert "WS" not in staged[1] or staged[1]["PERIOD"] <= m, staged[1]  # fewer programs than classes: off
     else:
         base = 1 if n % 8 == 0 else max(8, line)
         assert staged[1]["WS"] > 0 and staged[1]["PERIOD"] == base // math.gcd(n % base, base), staged
+    assert shifted[1].get("WSHIFT", False) == (bool(n % 8) and not line and staged[1].get("WS") == staged[1]["NCHUNK"])
     for scale in (1.0, -3.0):
         w.mul_(scale)  # in place, between calls: each call must stage its own weight
         want = torch.empty((m, n), dtype=dtype, device="cuda")
         rms_norm._run(plain, x, w, want, 1e-6)
-        for _ in range(2):
+        for launch in (staged, shifted):
             out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
-            rms_norm._run(staged, x, w, out[:m], 1e-6)
+            rms_norm._run(launch, x, w, out[:m], 1e-6)
             assert bool((out[m] == 7.0).all()), "wrote past the output"
-            assert torch.equal(out[:m], want), "WSMEM wrote other bytes than the plain resident kernel"
+            assert torch.equal(out[:m], want), f"{launch[1]} wrote other bytes than the plain resident kernel"
 
 
 @requires_cuda
