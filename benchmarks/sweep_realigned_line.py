@@ -22,7 +22,8 @@ SHAPES = ((1938, 13130, 0), (1960, 13778, 0), (2000, 12345, 0), (4096, 9554, 0),
 
 def softmax_realigned_line_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """At each shape the planned launch, then, where the plan is the realigned kernel and its window covers the n + 63
-    lanes a row starting anywhere in a line spans, the same launch with LINE; each checked against fp32 twice."""
+    lanes a row starting anywhere in a line spans, the same launch with windows on vectors and with LINE (planned
+    there since the eighteenth session); each checked against fp32 twice."""
     for m, n, pad in SHAPES:
         x = (torch.randn(m, n + pad, dtype=dtype, device=device) * 4)[:, :n]
         y, ref, moved = torch.empty((m, n), dtype=dtype, device=device), torch.softmax(x.float(), -1), 4 * m * n
@@ -31,14 +32,16 @@ def softmax_realigned_line_trials(device: torch.device, dtype: torch.dtype) -> I
         if not isinstance(plan, tuple) or "WINDOW" not in plan[1]:
             print(f"softmax.realigned_line {m}x{n}: not the realigned kernel", flush=True)
             continue
+        vectors = (plan[0], {k: v for k, v in plan[1].items() if k != "LINE"})
         try:
-            lines = softmax._realigned_on_lines(plan, n, x.element_size())
+            lines = softmax._realigned_on_lines(vectors, n, x.element_size())
         except ValueError as exc:
             print(f"softmax.realigned_line {m}x{n}: {exc}", flush=True)
             continue
-        meta = lines[1]
-        label = (f"line=64 pad={pad} WINDOW={meta['WINDOW']}+{meta['PART1']}+{meta['PART2']} "
-                 f"THREAD_STATS={meta.get('THREAD_STATS', 0)} warps={meta['num_warps']}")
-        run = partial(softmax._run, lines, x, y, m, n, n + pad)
-        if _correct_twice(run, y, ref, f"softmax.realigned_line {m}x{n} {label}"):
-            yield ("softmax.realigned_line", (m, n), label, run, moved, False)
+        for line, launch in ((0, vectors), (64, lines)):
+            meta = launch[1]
+            label = (f"line={line} pad={pad} WINDOW={meta['WINDOW']}+{meta['PART1']}+{meta['PART2']} "
+                     f"THREAD_STATS={meta.get('THREAD_STATS', 0)} warps={meta['num_warps']}")
+            run = partial(softmax._run, launch, x, y, m, n, n + pad)
+            if _correct_twice(run, y, ref, f"softmax.realigned_line {m}x{n} {label}"):
+                yield ("softmax.realigned_line", (m, n), label, run, moved, False)

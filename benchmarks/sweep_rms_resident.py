@@ -111,8 +111,10 @@ def rms_norm_resident_pdl_trials(device: torch.device, dtype: torch.dtype) -> It
                                 ref, moved)
 
 
-# Aligned rows on the resident path, one and two programs an SM (the weight itself, not a table).
-WSMEM_ALIGNED = ((1024, 65536), (396, 40000), (1024, 40000), (300, 45000), (1000, 48000))
+# Aligned rows on the resident path, one and two programs an SM (the weight itself, not a table): where the weight
+# all fits beside the rows (396 x 40000, 1000 x 48000) and where it does not (the rest), 2-8 rows a program.
+WSMEM_ALIGNED = ((1024, 65536), (396, 40000), (1024, 40000), (300, 45000), (1000, 48000), (512, 65536), (264, 65536),
+                 (2048, 40000), (792, 40000), (1024, 32776), (120, 100000), (600, 56000), (2048, 65536))
 
 
 def rms_norm_resident_wsmem_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:

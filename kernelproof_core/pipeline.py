@@ -95,9 +95,9 @@ def prepare_device(device: str) -> None:
     """prepare_process for a device, without a campaign: a sandboxed child does this before its job arrives (on
     CUDA it creates the context and pays CUPTI's start-up), and verify_candidate's call is then a no-op."""
     if device == "interpreter":
-        if compiled_mode_fixed() and torch.cuda.is_initialized():
-            raise UsageError("this process already runs Triton kernels compiled on CUDA; an interpreter campaign "
-                             "needs a process of its own (the sandbox gives it one)")
+        if compiled_mode_fixed():  # Triton's own @jit helpers are compiled-mode objects: every kernel would fail
+            raise UsageError("this process imported Triton in compiled mode; an interpreter campaign needs a process "
+                             "of its own (the sandbox gives it one) or TRITON_INTERPRET=1 before Triton is imported")
         enable_interpreter()
     elif get_settings().profiler_teardown_cupti:  # in-process runs; a sandboxed child has it from its server's env
         os.environ.setdefault(TEARDOWN_CUPTI, "1")

@@ -85,7 +85,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _interpret_if_asked(args: argparse.Namespace) -> None:
+    """An interpreter campaign (asked for, or auto without CUDA) switches this process to the Triton interpreter before
+    anything imports Triton (the tasks do): Triton's own @jit helpers are built at import in one mode for good, so a
+    later switch would fail every candidate (--no-sandbox runs them here)."""
+    from kernelproof_core.environment import resolve_device
+    from kernelproof_core.interpreter import enable_interpreter
+
+    if args.device in ("auto", "interpreter") and resolve_device(args.device) == "interpreter":
+        enable_interpreter()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _interpret_if_asked(args)
     from kernelproof_core.tasks import resolve_tasks
 
     try:
@@ -97,6 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    _interpret_if_asked(args)
     from kernelproof_core.tasks import get_task
 
     try:

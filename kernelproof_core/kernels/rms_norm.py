@@ -132,6 +132,11 @@ _RESIDENT_TABLE_PDL = False
 # rms_norm_resident_wsmem. WSHIFT (with WSMEM where the whole row's weight fits, through windows): no shifted table and
 # no table launch; each program shifts w in registers once as it stages it.
 _RESIDENT_WSMEM, _RESIDENT_WSHIFT = False, False
+# Planned (H100, CUPTI, evidence/h100/2026-12-06_eighteenth/1_*, 2_*): WSMEM on rows on the 16-byte grid whose weight
+# does not wholly fit beside the rows (0 < WS < NCHUNK: nor in what L1 keeps): bf16 / fp16 1024 x 65536 91.4 / 92.3%
+# of copy against 88.9 / 89.3, 1024 x 40000 (two an SM) 93.3 / 93.6 against 89.3 / 90.2, 300 x 45000 level; where it
+# all fits (396 x 40000, 80 KB) staging lost 1.6-2.2 points, and through windows (shift classes) 0.5-3 points.
+_RESIDENT_WSMEM_PARTIAL = True
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -1037,7 +1042,8 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     SMs)); else one 32-warp program an SM where a whole row fits what one program alone may take and the rows fill
     min_fill of their last round of SMs; else None. per_sm (1 or 2) asks for that count (None where it does not fit
     or fill). line: LINE, REALIGN's windows on multiples of `line` elements (default _RESIDENT_LINE; 0: vectors).
-    wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default _RESIDENT_WSMEM);
+    wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default: _RESIDENT_WSMEM, or
+    _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit);
     wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
@@ -1058,9 +1064,11 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                     "num_warps": warps}
             if line:
                 meta["LINE"] = line
-            if _RESIDENT_WSMEM if wsmem is None else wsmem:
-                meta.update(_weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
-                                          min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count))
+            if _RESIDENT_WSMEM or _RESIDENT_WSMEM_PARTIAL if wsmem is None else wsmem:
+                staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
+                                       min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count)
+                if wsmem or _RESIDENT_WSMEM or (not realign and staged.get("WS", n_chunks) < n_chunks):
+                    meta.update(staged)
                 if (_RESIDENT_WSHIFT if wshift is None else wshift) and realign and not line \
                         and meta.get("WS") == n_chunks:
                     meta.update(WSHIFT=True, WT=0)

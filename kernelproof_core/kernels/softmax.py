@@ -271,6 +271,12 @@ _RESIDENT_HALVES = False
 # windows on vectors rather than a config no sweep has timed with LINE.
 _LINE_BYTES = 128  # an L2 line: what LINE's windows start on
 _RESIDENT_LINE_BYTES = _LINE_BYTES
+# LINE on the realigned register kernel (16-bit rows of up to 32768 off the grid, planned where its parts already cover
+# the n + 63 lanes a row starting anywhere in a line spans): H100, CUPTI, bf16 (evidence/h100/2026-12-06_eighteenth/
+# 1_*, family softmax_realigned_line): 1938 x 13130 (the campaign's hidden_spike draw) 88.5% of copy against 87.2,
+# 4096 x 9554 90.2 / 89.0, 3921 x 6608 89.8 / 89.2, 2048 x 20001 91.2 / 91.0, 2000 x 12345 86.1 / 86.5, level at three
+# more. Outputs may differ from windows on vectors by a 16-bit step (the sums' order).
+_REALIGNED_LINE_BYTES = _LINE_BYTES
 # ONE_SHIFT (experiment, off; CARRY without KEEP or MAXFIRST): a row whose |max| is under _FOLD_MAX takes an output
 # pass with the max and log2 of the sum in one shift (y = 2^(x log2 e - (M + log2 sum)): one multiply-add an element,
 # CARRY's add gone; the shift's rounding, at most 2^-13 in every exponent there, is the fold's documented error);
@@ -652,9 +658,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # into elements where used (_unwords), so the held next row stays two elements a register where 16-bit loads
     # left ptxas re-packing halves (PRMT) and spilling them (fp16 THREAD_STATS at 32768 lanes: 52 bytes, 1160
     # instructions a thread against 1040 with WORDS; bf16 1152 against 1072). The same bits.
-    # PDL (_PDL): as _softmax_rows'. LINE (experiment, off: _realigned_on_lines): windows start on a multiple of LINE
-    # elements (a 128-byte line) instead of a vector, as the resident kernel's do since they ran 4-14 points ahead that
-    # way; the parts must then cover N + LINE - 1 lanes.
+    # PDL (_PDL): as _softmax_rows'. LINE (planned for 16-bit rows where the parts cover it: _lines_where_covered):
+    # windows start on a multiple of LINE elements (a 128-byte line) instead of a vector, as the resident kernel's do
+    # since they ran 4-14 points ahead that way; the parts must then cover N + LINE - 1 lanes.
     WBASE: tl.constexpr = LINE if LINE > 0 else VEC
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
@@ -1657,6 +1663,16 @@ def _realigned_plan(m: int, n: int, stride: int, elsize: int, n_sm: int, per_sm:
                                                             "WORDS": words, "num_warps": warps}
 
 
+def _lines_where_covered(launch: Launch, n: int, elsize: int) -> Launch:
+    """A 16-bit realigned register launch with _REALIGNED_LINE_BYTES' windows on lines where its parts cover them
+    (n + line - 1 lanes), else as it is."""
+    meta = launch[1]
+    line = _REALIGNED_LINE_BYTES // elsize
+    if not _REALIGNED_LINE_BYTES or elsize != 2 or meta["WINDOW"] + meta["PART1"] + meta["PART2"] < n + line - 1:
+        return launch
+    return _realigned_on_lines(launch, n, elsize)
+
+
 def _realigned_on_lines(launch: Launch, n: int, elsize: int) -> Launch:
     """A realigned launch (_realigned_plan's) with its windows on 128-byte lines (LINE, experiment): its parts must
     cover the n + line - 1 lanes a row starting anywhere in a line spans."""
@@ -1783,12 +1799,14 @@ def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device,
     # Rows past 16384, and 16-bit rows of up to 16384 whose span is wider (unaligned 16378-16383: on _softmax_rows
     # 66.7% of copy at 4096 x 16383 fp16, 83.7% on this config: H200, evidence/h200/2026-12-04_words/2_*, 2b_*).
     if (n > _PIPELINED_MIN_N or elsize == 2) and _PIPELINED_MIN_N < _lanes(n, elsize) <= _MAX_FUSED_N:
-        return _realigned_launch(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key], _parts(n, elsize), key)
+        return _lines_where_covered(_realigned_launch(m, n, stride, elsize, n_sm, _REALIGNED_CONFIG[key],
+                                                      _parts(n, elsize), key), n, elsize)
     if elsize == 2 and n > _REALIGNED_NARROW_MIN_N and (stride - n) % 8 == 0 and (
             lanes := _lanes(n, elsize)) <= _PIPELINED_MIN_N and (
             n % 8 or (_REALIGNED_ALIGNED_MIN_N < n and lanes < triton.next_power_of_2(n))):
         parts = _parts(n, elsize)
-        return _realigned_launch(m, n, stride, elsize, n_sm, _narrow_config(parts), parts, key)
+        return _lines_where_covered(_realigned_launch(m, n, stride, elsize, n_sm, _narrow_config(parts), parts, key),
+                                    n, elsize)
     if n > _PIPELINED_MIN_N:
         return _softmax_pipelined[(min(m, _PIPELINED_PER_SM * n_sm),)], {
             "BLOCK_N": triton.next_power_of_2(n), "ALIGN": align, "num_warps": _PIPELINED_WARPS}

@@ -94,17 +94,19 @@ def test_secret_is_not_in_the_candidates_environment() -> None:
 
 def test_a_folded_exponent_passes_every_published_softmax_case_and_fails_the_hidden_offset() -> None:
     """The hidden `offset` profile exists for kernels that fold the max into each exponent (a common speed trick):
-    right on every published case (fp32, the interpreter's set), wrong once the logits sit far from zero. Correctness
-    alone: interpreter timings would be 95% of the test's time and say nothing here."""
+    right on every published case (fp32, the interpreter's set, on the GPU in a GPU test process), wrong once the
+    logits sit far from zero. Correctness alone: interpreter timings would be 95% of the test's time and say nothing
+    here."""
     from tests.adversarial.corpus import CANDIDATES
 
     path = CANDIDATES / "folded_exponent_softmax.py"
     job = CandidateJob(task="softmax", source=path.read_bytes(), filename=str(path))
-    published = verify_candidate(job, _campaign(dtypes=["float32"], hidden_cases=False, measure=False)).cases
+    device = "cuda" if HAS_CUDA else "interpreter"  # an interpreter run needs a process Triton has not compiled in
+    published = verify_candidate(job, _campaign(device=device, hidden_cases=False, measure=False)).cases
     assert published and all(c.verdict.value == "pass" for c in published), [
         (c.case_id, c.verdict.value) for c in published if c.verdict.value != "pass"]
-    hidden = verify_candidate(job, _campaign(dtypes=["float32"], case_ids=["n1"], hidden_cases=True,
-                                             hidden_seed=7, measure=False)).cases
+    hidden = verify_candidate(job, _campaign(device=device, case_ids=["n1"], hidden_cases=True, hidden_seed=7,
+                                             measure=False)).cases
     verdicts = {c.case_id: c.verdict.value for c in hidden}
     assert verdicts.pop("hidden_offset") == "tolerance", verdicts
     assert set(verdicts.values()) == {"pass"}, verdicts

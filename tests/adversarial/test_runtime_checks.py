@@ -30,9 +30,11 @@ from kernelproof_core.integrity.profiled import (
 )
 from kernelproof_core.integrity.proof import check_gpu_share, check_proof_of_work, element_bytes, foreign_share
 from kernelproof_core.integrity.run import launch_observer
+from kernelproof_core.interpreter import compiled_mode_fixed
 from kernelproof_core.tasks import TASKS, Case, CaseSet, Task
 from kernelproof_core.tolerances import policy_for
 from kernelproof_core.verdicts import Verdict
+from tests.conftest import HAS_CUDA
 
 
 @triton.jit
@@ -209,24 +211,36 @@ def test_compute_ops_and_transfers_fail_the_proof() -> None:
         check_proof_of_work(_log(out, out), DispatchTrace(transfer_bytes=1 << 20), out, [])
 
 
+def _canary_device() -> tuple[torch.device, list[Any]]:
+    """Where the harness's canary kernel can run in this process, and the activities that record it: the CPU and its
+    activity under the interpreter; the GPU with CUPTI where Triton is compiled here (a GPU test process: a compiled
+    kernel cannot take CPU tensors, and the process cannot switch to the interpreter)."""
+    from torch.profiler import ProfilerActivity
+
+    if HAS_CUDA and compiled_mode_fixed():
+        return torch.device("cuda"), [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    return torch.device("cpu"), [ProfilerActivity.CPU]
+
+
 def test_a_profiler_session_begun_again_inside_the_call_is_a_gap() -> None:
     """The restart forgery: code inside the profiled window ends the harness's session and begins one of its own (the
     work in between leaves no record, and a kernel named like the canary could be launched into the new one). The
     record the harness then reads is the other session's, begun after the harness's opened: a gap whatever it holds.
-    An undisturbed session is not. Real torch profiler, CPU activity (the GPU test does it with CUPTI)."""
+    An undisturbed session is not. Real torch profiler, CPU activity (CUPTI in a GPU test process)."""
     from torch.profiler import ProfilerActivity, profile
 
     from kernelproof_core.integrity.profiled import ProfiledCall
 
-    honest = ProfiledCall(torch.device("cpu"), [ProfilerActivity.CPU])
+    device, activities = _canary_device()
+    honest = ProfiledCall(device, activities)
     honest.start()
-    torch.ones(3).add_(1)
+    torch.ones(3, device=device).add_(1)
     record = honest.stop(canary=True)
     assert record.gap == "", record
-    forged = ProfiledCall(torch.device("cpu"), [ProfilerActivity.CPU])
+    forged = ProfiledCall(device, activities)
     forged.start()
     torch.autograd._disable_profiler()
-    torch.ones(3).add_(1)  # unrecorded work
+    torch.ones(3, device=device).add_(1)  # unrecorded work
     profile(activities=[ProfilerActivity.CPU]).__enter__()
     record = forged.stop(canary=True)
     assert record.canaries == 0 and "begun again" in record.gap, record
@@ -237,14 +251,15 @@ def test_a_profiler_session_begun_again_inside_the_call_is_a_gap() -> None:
 def test_a_profiler_that_records_no_gpu_kernels_fails_the_start_up_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """profiled.profiler_self_test, run once per process before any candidate (guard.warm_up on CUDA): a session
     whose record holds no GPU kernels (here the real profiler tracing CPU activity only, as a host whose CUPTI records
-    nothing would) is a ProfilerGap, an infrastructure fault, after the retries: not left for every case to find."""
+    nothing would; the canaries on the GPU in a GPU test process) is a ProfilerGap, an infrastructure fault, after
+    the retries: not left for every case to find."""
     from torch.profiler import ProfilerActivity
 
     from kernelproof_core.integrity import profiled
 
     monkeypatch.setattr(profiled, "PROFILE_RETRY_PAUSES_S", (0.0, 0.0))
     with pytest.raises(ProfilerGap, match="0 of the harness's 2 canary launches") as gap:
-        profiled.profiler_self_test(torch.device("cpu"), [ProfilerActivity.CPU])
+        profiled.profiler_self_test(_canary_device()[0], [ProfilerActivity.CPU])
     assert isinstance(gap.value, InfraError)
 
 

@@ -78,6 +78,30 @@ def test_verify_passing_candidate_writes_reports(tmp_path: Path) -> None:
     assert {c.case_id: c.verdict for c in logged} == {c.case_id: c.verdict for c in report.cases}
 
 
+@pytest.mark.parametrize("device", ["interpreter", "auto"])
+def test_an_interpreter_run_needs_no_interpreter_flag_in_the_environment(tmp_path: Path, device: str) -> None:
+    """`verify --device interpreter --no-sandbox` (or auto without CUDA) from a shell without TRITON_INTERPRET=1: the
+    command switches itself to the interpreter before Triton is imported, so an honest kernel passes (it was a
+    runtime_error on every case, Triton's own helpers built in compiled mode: the harness's fault blamed on the
+    candidate); a process that imported Triton compiled gets a usage error from the pipeline, no verdict."""
+    if device == "auto" and torch.cuda.is_available():
+        pytest.skip("auto means cuda here")
+    cand = tmp_path / "good.py"
+    cand.write_bytes(source("honest"))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    r = subprocess.run([sys.executable, "-m", "kernelproof_core", "verify", "--task", "rms_norm", "--candidate",
+                        str(cand), "--device", device, "--no-sandbox", "--case", "tail127", "--dtype", "float32",
+                        "--repeats", "2", "--output", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert r.returncode == 0 and "verdict: pass" in r.stdout, r.stdout + r.stderr
+    script = ("import triton\nfrom kernelproof_core.errors import UsageError\n"
+              "from kernelproof_core.pipeline import prepare_device\n"
+              "try:\n    prepare_device('interpreter')\nexcept UsageError as e:\n    print('usage:', e)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert r.returncode == 0 and "usage: this process imported Triton in compiled mode" in r.stdout, r.stdout + r.stderr
+
+
 def test_case_lines_are_on_disk_as_each_case_finishes(tmp_path: Path) -> None:
     """A run cut short before its report is written (a time box, a kill) keeps the cases it finished: each line is
     flushed when its case ends, not when the run does."""

@@ -317,8 +317,9 @@ def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_
     padded rows off the grid (the window needs a contiguous row), for a row past 114688 (14 chunks over the 224 KB
     budget) and at 32768 wide (the fused row kernel). Built: one 16-byte cp.async a thread a chunk twice a row (the
     prologue's and the refill's), the weight read and y written 16 bytes wide, nothing in local memory, no CTA
-    barrier but the row's reductions (the copies' waits carry none), and the slots, addressed from global_smem + 0,
-    below every other shared access."""
+    barrier but the row's reductions (the copies' waits carry none; WSMEM, planned on aligned rows whose weight does
+    not all fit, adds one before each staged chunk, once), and the slots, addressed from global_smem + 0, below every
+    other shared access."""
     cases = [(476, 63343, 63343, 1), (345, 64803, 64803, 1), (1024, 65536, 65536, 1), (1024, 40000, 40008, 2),
              (120, 100003, 100003, 1), (2000, 60001, 60001, 1), (1024, 32769, 32769, 2), (250, 45001, 45001, 2),
              (1024, 49145, 49145, 2),
@@ -341,7 +342,7 @@ def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_
         assert meta["STAGGER"] == (2500 if per_sm == 1 else 0), r
         assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
         assert r["vec_loads"] == meta["NCHUNK"] and r["vec_stores"] == meta["NCHUNK"], r
-        assert r["bar"] <= 10, r
+        assert r["bar"] <= 10 + meta.get("WS", 0), r  # WSMEM: a barrier before each staged chunk, once
         assert r["regs"] * 32 * warps * per_sm <= 65536, r  # every program an SM is asked to hold fits
         assert min(r["offsets"]) >= meta["NCHUNK"] * chunk * 2, r  # the reductions' scratch sits past the slots
 

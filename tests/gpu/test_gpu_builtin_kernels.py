@@ -585,16 +585,19 @@ def test_resident_softmax_one_shift_stays_within_an_ulp_of_carry(m: int, n: int,
                                              (1898, 14261, 20), (2048, 20001, 0), (8192, 3001, 0)])
 def test_realigned_softmax_windows_on_lines_stay_within_a_step_of_the_plan(m: int, n: int, pad: int,
                                                                             dtype: torch.dtype) -> None:
-    """LINE on the realigned register kernel (experiment, _realigned_on_lines), compiled, on the planned launch
-    (THREAD_STATS, WORDS and PF_L1 as planned): within one 16-bit step of the plan's windows on vectors, within the
-    fp32 tolerance, the same bytes on a second call, nothing written past the output; -inf strides give zeros."""
+    """LINE on the realigned register kernel (planned where the parts cover it: _lines_where_covered), compiled, on
+    the planned launch (THREAD_STATS, WORDS and PF_L1 as planned): within one 16-bit step of the same launch with
+    windows on vectors, within the fp32 tolerance, the same bytes on a second call, nothing written past the output;
+    -inf strides give zeros; the plan is the launch on lines where its parts cover n + 63 lanes."""
     x = (torch.randn(m, n + pad, device="cuda") * 4).to(dtype)[:, :n]
     x[0, ::5] = float("-inf")
     plan = softmax._plan(m, n, n + pad, 2, x.device, dtype)
     assert isinstance(plan, tuple) and "WINDOW" in plan[1], plan
-    lines = softmax._realigned_on_lines(plan, n, 2)
+    vectors = (plan[0], {k: v for k, v in plan[1].items() if k != "LINE"})
+    lines = softmax._realigned_on_lines(vectors, n, 2)
+    assert plan == softmax._lines_where_covered(vectors, n, 2), plan
     want = torch.empty((m, n), dtype=dtype, device="cuda")
-    softmax._run(plan, x, want, m, n, n + pad)
+    softmax._run(vectors, x, want, m, n, n + pad)
     first = None
     for _ in range(2):
         out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
