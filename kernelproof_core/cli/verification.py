@@ -86,13 +86,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _interpret_if_asked(args: argparse.Namespace) -> None:
+    """interpret_if_asked for a verify or run command's --device."""
+    interpret_if_asked(args.device)
+
+
+def interpret_if_asked(device: str) -> None:
     """An interpreter campaign (asked for, or auto without CUDA) switches this process to the Triton interpreter before
     anything imports Triton (the tasks do): Triton's own @jit helpers are built at import in one mode for good, so a
-    later switch would fail every candidate (--no-sandbox runs them here)."""
+    later switch would fail every candidate run in this process (--no-sandbox)."""
     from kernelproof_core.environment import resolve_device
     from kernelproof_core.interpreter import enable_interpreter
 
-    if args.device in ("auto", "interpreter") and resolve_device(args.device) == "interpreter":
+    if device in ("auto", "interpreter") and resolve_device(device) == "interpreter":
         enable_interpreter()
 
 

@@ -23,7 +23,9 @@ CLI = [sys.executable, "-m", "kernelproof_core"]
 
 
 def clean_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELPROOF_")}
+    """The test process's environment without KernelProof settings and without TRITON_INTERPRET (as a user's shell
+    has it: `serve --device interpreter` must pick Triton's mode itself, in-process or sandboxed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELPROOF_") and k != "TRITON_INTERPRET"}
     return {**env, "KERNELPROOF_DATA_DIR": str(data_dir), "KERNELPROOF_SWEEPER_INTERVAL_S": "2"}
 
 
