@@ -12,8 +12,8 @@ kernel launched with programmatic dependent launch, its first row's reads overla
 resident kernel reading the weight of the first WS chunks from shared memory (staged once a program; through windows
 each program takes one shift class of rows) instead of from L2 every row: the weight is a third of the kernel's
 L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's resident kernel on the same rows;
-WSHIFT with it, where the whole row's weight is staged through windows: no table and no table launch (about 2.6
-points at 372 x 46501 on the H100)."""
+WSHIFT with it, where the whole row's weight is staged through windows: no table and no table launch (within half a
+point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*)."""
 
 from __future__ import annotations
 

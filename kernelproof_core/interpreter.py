@@ -32,6 +32,16 @@ def compiled_mode_fixed() -> bool:
     return "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1"
 
 
+def interpret_if_asked(device: str) -> None:
+    """A command about to verify in this process on `device` ("auto", "cuda" or "interpreter"): where that is the
+    interpreter (asked for, or auto without CUDA), switch to it now, before anything imports Triton (the tasks do).
+    Triton builds its own @jit helpers in one mode at import, so a later switch would fail every candidate."""
+    from kernelproof_core.environment import resolve_device
+
+    if device in ("auto", "interpreter") and resolve_device(device) == "interpreter":
+        enable_interpreter()
+
+
 @functools.cache
 def enable_interpreter() -> None:
     """Switch this process to the Triton interpreter (idempotent; one-way: a process is interpreted or compiled)."""

@@ -105,7 +105,7 @@ def _settings(database_url: str | None, **updates: Any) -> Any:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.no_sandbox:  # the embedded worker verifies in this process: pick Triton's mode before it is imported
-        from kernelproof_core.cli.verification import interpret_if_asked
+        from kernelproof_core.interpreter import interpret_if_asked
         from kernelproof_core.settings import get_settings
 
         interpret_if_asked(args.device or get_settings().service_device)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kernelproof_core.cli.exit_codes import ExitCode, exit_code_for
 from kernelproof_core.cli.progress import CaseLines, Fanout, ProgressPrinter
 from kernelproof_core.errors import DeviceUnavailable, InfraError, UsageError
+from kernelproof_core.interpreter import interpret_if_asked
 
 if TYPE_CHECKING:
     from kernelproof_core.pipeline import PipelineEvents
@@ -85,24 +86,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _interpret_if_asked(args: argparse.Namespace) -> None:
-    """interpret_if_asked for a verify or run command's --device."""
-    interpret_if_asked(args.device)
-
-
-def interpret_if_asked(device: str) -> None:
-    """An interpreter campaign (asked for, or auto without CUDA) switches this process to the Triton interpreter before
-    anything imports Triton (the tasks do): Triton's own @jit helpers are built at import in one mode for good, so a
-    later switch would fail every candidate run in this process (--no-sandbox)."""
-    from kernelproof_core.environment import resolve_device
-    from kernelproof_core.interpreter import enable_interpreter
-
-    if device in ("auto", "interpreter") and resolve_device(device) == "interpreter":
-        enable_interpreter()
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    _interpret_if_asked(args)
+    interpret_if_asked(args.device)  # --no-sandbox verifies here: Triton's mode before the tasks import it
     from kernelproof_core.tasks import resolve_tasks
 
     try:
@@ -114,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    _interpret_if_asked(args)
+    interpret_if_asked(args.device)  # as cmd_run
     from kernelproof_core.tasks import get_task
 
     try:

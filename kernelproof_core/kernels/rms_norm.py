@@ -846,18 +846,17 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             cols = c * CHUNK + offs
             x = slots.index(c).load(layout).to(gl.float32)
             _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
-            if _masked_chunk(c, NCHUNK, REALIGN):
+            if _masked_chunk(c, NCHUNK, REALIGN):  # (asked thrice: a static loop cannot name a constexpr)
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
-                if c < WS:
-                    w = w_slots.index(c).load(layout).to(gl.float32)
-                else:
-                    w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0).to(gl.float32)
+            if c < WS:
+                w = w_slots.index(c).load(layout).to(gl.float32)
+            elif _masked_chunk(c, NCHUNK, REALIGN):
+                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0).to(gl.float32)
+            else:
+                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
+            if _masked_chunk(c, NCHUNK, REALIGN):
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
             else:
-                if c < WS:
-                    w = w_slots.index(c).load(layout).to(gl.float32)
-                else:
-                    w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
         if REALIGN:
             if WSHIFT:
@@ -1064,13 +1063,13 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                     "num_warps": warps}
             if line:
                 meta["LINE"] = line
-            if _RESIDENT_WSMEM or _RESIDENT_WSMEM_PARTIAL if wsmem is None else wsmem:
-                staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
-                                       min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count)
-                if wsmem or _RESIDENT_WSMEM or (not realign and staged.get("WS", n_chunks) < n_chunks):
-                    meta.update(staged)
+            staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
+                                   min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count)
+            partial = not realign and staged.get("WS", n_chunks) < n_chunks  # _RESIDENT_WSMEM_PARTIAL's rows
+            if (_RESIDENT_WSMEM or (_RESIDENT_WSMEM_PARTIAL and partial)) if wsmem is None else wsmem:
+                meta.update(staged)
                 if (_RESIDENT_WSHIFT if wshift is None else wshift) and realign and not line \
-                        and meta.get("WS") == n_chunks:
+                        and staged.get("WS") == n_chunks:
                     meta.update(WSHIFT=True, WT=0)
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)

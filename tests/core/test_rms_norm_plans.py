@@ -368,14 +368,15 @@ def test_resident_rms_norm_windows_on_lines_build_like_windows_on_vectors() -> N
 
 
 def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> None:
-    """WSMEM (experiment, off: the weight of a row's first WS chunks staged in shared memory once a program) built for
-    sm_90 at aligned and windowed resident shapes, one and two programs an SM: WS chunks fill what the row slots
-    leave of the program's share (224 KB, or 100 KB each of two), through windows PERIOD 8 (odd widths); the staged
-    weight sits past the slots (the copies still address the slots from global_smem + 0), one 16-byte shared
-    store a thread a staged chunk, the weight still read 16 bytes wide once a chunk (staged chunks in the prologue,
-    the rest every row; WSHIFT, where every chunk is staged through windows: w's two vectors a thread a chunk, no
-    table, four funnel shifts a chunk), nothing in local memory, a barrier at most a staged chunk more than without
-    (before the prologue's stores, outside the row loop), registers that fit."""
+    """WSMEM (the weight of a row's first WS chunks staged in shared memory once a program; asked for here wherever
+    it fits, planned only on aligned rows whose weight does not all fit) built for sm_90 at aligned and windowed
+    resident shapes, one and two programs an SM: WS chunks fill what the row slots leave of the program's share (224
+    KB, or 100 KB each of two), through windows PERIOD 8 (odd widths); the staged weight sits past the slots (the
+    copies still address the slots from global_smem + 0), one 16-byte shared store a thread a staged chunk, the
+    weight still read 16 bytes wide once a chunk (staged chunks in the prologue, the rest every row; WSHIFT, where
+    every chunk is staged through windows: w's two vectors a thread a chunk, no table, four funnel shifts a chunk),
+    nothing in local memory, a barrier at most a staged chunk more than without (before the prologue's stores,
+    outside the row loop), registers that fit."""
     cases = [(372, 46501, 46501, 0, 1), (1024, 65536, 65536, 0, 1), (1024, 40000, 40000, 0, 1),
              (512, 100003, 100003, 0, 1), (2000, 60001, 60001, 0, 1), (372, 46501, 46501, 0, 1, 1),
              (2000, 60001, 60001, 0, 1, 1)]
