@@ -841,14 +841,17 @@ def _tail_inv(s_ptr: gl.tensor, x_ptr: gl.tensor, r: gl.tensor, t_base: gl.tenso
     # at most PATIENCE: past that, programs not all resident, the row's sums are recomputed here from global memory,
     # each as its program computed it; summed in slot order either way, so the bits are the same). PATIENCE 0: no
     # polls, always recomputed (the GPU test's check that both ways give the same bits).
+    # One word a thread (threads past the row's count load nothing): a poll is `count` loads, not the CTA's threads
+    # each loading every word (which flooded L2 while the other programs still copied their ranges).
+    T: gl.constexpr = 32 * gl.num_warps()
     first = (r * N + sh_t) // SPAN
     count = ((r + 1) * N + sh_t - 1) // SPAN - first + 1
-    at = gl.arange(0, SLOTS, layout=gl.SliceLayout(0, layout))
+    at = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
     on = at < count
-    sums = gl.zeros([SLOTS], gl.float32, gl.SliceLayout(0, layout))
+    sums = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
     met = 0
     if PATIENCE > 0:
-        flag = gl.full([SLOTS], 1 << 32, gl.int64, gl.SliceLayout(0, layout))
+        flag = gl.full([T], 1 << 32, gl.int64, gl.SliceLayout(1, layout))
         got = gl.load(s_ptr + r * SLOTS + at, mask=on, other=flag, volatile=True)
         polls = 0
         while (gl.min((got >> 32).to(gl.int32), axis=0) == 0) & (polls < PATIENCE):
@@ -866,11 +869,20 @@ def _tail_inv(s_ptr: gl.tensor, x_ptr: gl.tensor, r: gl.tensor, t_base: gl.tenso
 
 
 @gluon.jit
+def _stamp(trace_ptr: gl.tensor, slot: gl.constexpr, layout: gl.constexpr) -> None:
+    # TRACE (diagnostic): the global timer (ns) at phase `slot` of this program, into trace_ptr[program, slot].
+    z = gl.zeros([32 * gl.num_warps()], gl.int32, layout)
+    now = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [z], dtype=gl.int64, is_pure=False, pack=1)
+    gl.store(trace_ptr + gl.program_id(0) * 8 + slot, gl.max(now, axis=0))
+
+
+@gluon.jit
 def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor,
                  s_ptr: gl.tensor, N: gl.tensor, eps: gl.tensor, SPAN: gl.tensor, RW: gl.tensor, t_base: gl.tensor,
                  sh_t: gl.tensor, t_len: gl.tensor, q0: gl.tensor, q1: gl.tensor, r_lo: gl.tensor, b: gl.tensor,
                  NCHUNK: gl.constexpr, K: gl.constexpr, WT: gl.constexpr, SLOTS: gl.constexpr,
-                 PATIENCE: gl.constexpr, layout: gl.constexpr) -> None:
+                 PATIENCE: gl.constexpr, layout: gl.constexpr, trace_ptr: gl.tensor = None,
+                 TRACE: gl.constexpr = False) -> None:
     # SPREAD's tail in _rms_norm_resident: this program's range (q0 .. q1 of the tail's window positions, copied into
     # the slots as its last whole row was written): the sums of squares of its one or two rows (r_lo, and r_lo + 1
     # from b on) published, its rows' sums met, the range scaled and stored.
@@ -879,13 +891,13 @@ def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl
     lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
     offs = (lane * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     span = q1 - q0  # <= 0: no range (the tail cut over fewer programs)
+    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)  # in flight now
     ss_lo = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
     ss_hi = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
     for c in gl.static_range(NCHUNK):
         gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c), "=r,r", [lane], dtype=gl.int32, is_pure=False, pack=1)
         lo_v, hi_v = _tail_vectors(c * CHUNK + lane * K, sh_t - q0, span, b, K)
         ss_lo, ss_hi = _tail_squares(slots.index(c).load(layout).to(gl.float32), lo_v, hi_v, ss_lo, ss_hi)
-    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)
     has_lo = q0 < t_len
     has_hi = has_lo & (b < span)
     if has_lo:
@@ -894,6 +906,8 @@ def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl
     if has_hi:
         hi = gl.sum(ss_hi, axis=0) + gl.sum(gl.sum(gl.where(e_hi, x_e * x_e, 0.0), axis=1), axis=0)
         _tail_publish(s_ptr, r_lo + 1, gl.program_id(0), hi, N, SPAN, sh_t, SLOTS)
+    if TRACE:
+        _stamp(trace_ptr, 2, gl.SliceLayout(1, layout))
     inv_lo = eps * 0.0
     inv_hi = eps * 0.0
     if has_lo:
@@ -901,6 +915,8 @@ def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl
     if has_hi:
         inv_hi = _tail_inv(s_ptr, x_ptr, r_lo + 1, t_base, sh_t, t_len, N, SPAN, eps, NCHUNK, K, SLOTS, PATIENCE,
                            layout)
+    if TRACE:
+        _stamp(trace_ptr, 3, gl.SliceLayout(1, layout))
     # The weight of tail row r at range position q: row g % K of the shifted table (the weight itself where WT = 0:
     # aligned rows start on a vector) at q + t_base + q0 - (g // K) K, a multiple of K; g: the row's first element.
     g_lo = (RW + r_lo).to(gl.int64) * N
@@ -934,7 +950,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
                        PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, SPREAD: gl.constexpr = False,
                        s_ptr: gl.tensor = None, SPAN: gl.tensor = 0, SLOTS: gl.constexpr = 1,
-                       PATIENCE: gl.constexpr = 1 << 20) -> None:
+                       PATIENCE: gl.constexpr = 1 << 20, TRACE: gl.constexpr = False,
+                       trace_ptr: gl.tensor = None) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -975,6 +992,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     lane = gl.arange(0, T, layout=rows_layout)  # one element a thread: the waits are emitted once a thread
     smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
                                      pack=1) + lane * 16
+    if TRACE:  # diagnostic: phase times a program (start, whole rows done, tail published, tail met, end)
+        _stamp(trace_ptr, 0, rows_layout)
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     # A program's rows: class pid % PERIOD, every PERIOD-th row of it among the class's programs (PERIOD = 1: pid,
@@ -1087,10 +1106,14 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                 w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
         row = ahead
+    if TRACE:
+        _stamp(trace_ptr, 1, rows_layout)
     if SPREAD:
         _spread_tail(slots, x_ptr, w_ptr, y_ptr, s_ptr, N, eps, SPAN, RW, t_base, sh_t, t_len, q0, q1, r_lo, b,
-                     NCHUNK, K, WT, SLOTS, PATIENCE, layout)
+                     NCHUNK, K, WT, SLOTS, PATIENCE, layout, trace_ptr, TRACE)
     cp.wait_group(0)
+    if TRACE:
+        _stamp(trace_ptr, 4, rows_layout)
 
 
 def _cdiv(a: int, b: int) -> int:
