@@ -136,7 +136,13 @@ _RESIDENT_WSMEM, _RESIDENT_WSHIFT = False, False
 # does not wholly fit beside the rows (0 < WS < NCHUNK: nor in what L1 keeps): bf16 / fp16 1024 x 65536 91.4 / 92.3%
 # of copy against 88.9 / 89.3, 1024 x 40000 (two an SM) 93.3 / 93.6 against 89.3 / 90.2, 300 x 45000 level; where it
 # all fits (396 x 40000, 80 KB) staging lost 1.6-2.2 points, and through windows (shift classes) 0.5-3 points.
-_RESIDENT_WSMEM_PARTIAL = True
+# Nineteenth session, the same family on 8 more aligned shapes (H100, bf16, evidence/h100/2026-12-06_nineteenth/2_*):
+# ahead where a program takes 3 rows or more (2048 x 40000 93.5 / 88.4, 792 x 40000 93.0 / 89.3, 2048 x 65536 93.9
+# / 89.1; 600 x 56000, whose weight all fits, 84.6 / 83.8; 512 x 65536 level), behind where it takes fewer (264 x
+# 65536, 2 rows a program, 82.5 / 86.2; 120 x 100000, one, 74.6 / 76.3; 300 x 45000 level): staging costs a program
+# once, so it needs rows to pay for it. Planned from _RESIDENT_WSMEM_MIN_ROWS rows a program (1024 x 32776, 3.9 a
+# program, lost 2.2 all the same).
+_RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
 # SPREAD (experiment, off): rows through windows whose count is not a whole number of rounds of programs keep their
 # whole rounds, and the rows past them are cut evenly over every program instead of making a last, part-full round
 # (372 x 46501 on 132 SMs: 2.82 rows an SM, 3 on most), the programs meeting once on their rows' sums of squares
@@ -1290,7 +1296,8 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     min_fill of their last round of SMs; else None. per_sm (1 or 2) asks for that count (None where it does not fit
     or fill). line: LINE, REALIGN's windows on multiples of `line` elements (default _RESIDENT_LINE; 0: vectors).
     wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default: _RESIDENT_WSMEM, or
-    _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit);
+    _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit, _RESIDENT_WSMEM_MIN_ROWS rows a
+    program or more);
     wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT);
     spread: SPREAD through windows on vectors where the rows are not whole rounds of programs (default
     _RESIDENT_SPREAD): no fill rule, no WSMEM."""
@@ -1320,7 +1327,8 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                 wsmem = False
             staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
                                    min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count)
-            partial = not realign and staged.get("WS", n_chunks) < n_chunks  # _RESIDENT_WSMEM_PARTIAL's rows
+            partial = not realign and staged.get("WS", n_chunks) < n_chunks \
+                and m >= _RESIDENT_WSMEM_MIN_ROWS * min(m, slots)  # _RESIDENT_WSMEM_PARTIAL's rows
             if (_RESIDENT_WSMEM or (_RESIDENT_WSMEM_PARTIAL and partial)) if wsmem is None else wsmem:
                 meta.update(staged)
                 if (_RESIDENT_WSHIFT if wshift is None else wshift) and realign and not line \

@@ -444,6 +444,19 @@ def test_spread_cuts_the_tail_in_ranges_of_at_most_two_rows() -> None:
     assert aligned is not None and "SPREAD" not in aligned[1]  # through windows only (their table zeroes the words)
 
 
+@pytest.mark.parametrize(("m", "n", "ws"), [(1024, 65536, 6), (2048, 40000, 2), (792, 40000, 2), (600, 56000, 0),
+                                             (396, 40000, 0), (264, 65536, 0), (120, 100000, 0), (372, 46501, 0),
+                                             (1000, 48000, 0)])
+def test_wsmem_is_planned_on_aligned_rows_whose_weight_does_not_all_fit_and_that_pay_for_it(m: int, n: int,
+                                                                                             ws: int) -> None:
+    """WSMEM as planned on the H200's topology: aligned rows whose weight only partly fits beside the row slots, 3
+    rows a program or more (1024 x 65536 on 132 programs, 2048 and 792 x 40000 on 264); not where the whole weight
+    fits (396 x 40000, 600 x 56000), where a program takes 2 rows or one (264 x 65536, 120 x 100000: staging once a
+    program did not pay on the H100), through windows (372 x 46501), or where no chunk fits (1000 x 48000)."""
+    got = rms_norm._resident_config(m, n, n, H200_SMS, H200_SMEM_PER_SM)
+    assert got is not None and got[1].get("WS", 0) == ws, got
+
+
 def test_weight_slots_follow_the_shared_memory_left_and_the_shift_classes() -> None:
     """WSMEM's meta: the chunks that fit beside the row's (none: off), PERIOD = the base (8, or LINE's 64) over its
     gcd with the width (odd 8, 2 mod 4: 4, 4 mod 8: 2; aligned: 1), and off where fewer programs than classes."""
