@@ -793,7 +793,8 @@ def _tail_edges(x_at: gl.tensor, q0: gl.tensor, q1: gl.tensor, b: gl.tensor, sh_
                 K: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, ...]:
     # A range's partial vectors (4 x K, relative positions): the tail's first (program 0, where the tail starts
     # inside a vector), the one its row boundary b falls inside, and the tail's last; their elements inside the tail,
-    # in the range's first row (e_lo) or its second (e_hi), and x there (fp32; x_at: the range's position 0).
+    # in the range's first row (e_lo) or its second (e_hi), and x there (fp32; x_at: the range's position 0). In the
+    # chunks' layout a thread holds one of the 4 (the rest of the CTA repeats them): their sums are warp shuffles.
     e_pos = gl.arange(0, 4, layout=gl.SliceLayout(1, layout))
     last = ((t_len - 1) // K) * K - q0
     e_start = gl.where(e_pos == 0, 0, gl.where(e_pos == 1, (b // K) * K, last))
@@ -803,6 +804,17 @@ def _tail_edges(x_at: gl.tensor, q0: gl.tensor, q1: gl.tensor, b: gl.tensor, sh_
     e_mask = e_on[:, None] & (e_offs >= sh_t - q0) & (e_offs < q1 - q0)
     x_e = gl.load(x_at + e_offs, mask=e_mask, other=0.0).to(gl.float32)
     return x_e, e_offs, e_mask & (e_offs < b), e_mask & (e_offs >= b)
+
+
+@gluon.jit
+def _tail_sums(ss_lo: gl.tensor, ss_hi: gl.tensor, x_e: gl.tensor, e_lo: gl.tensor,
+               e_hi: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
+    # A range's sums of squares of its two rows: the per-thread running sums in one CTA reduction (joined), the edge
+    # elements' added after. One function for the published sums and the recomputed ones.
+    lo, hi = gl.split(gl.sum(gl.join(ss_lo, ss_hi), axis=0))
+    sq = x_e * x_e
+    return (lo + gl.sum(gl.sum(gl.where(e_lo, sq, 0.0), axis=1), axis=0),
+            hi + gl.sum(gl.sum(gl.where(e_hi, sq, 0.0), axis=1), axis=0))
 
 
 @gluon.jit
@@ -825,8 +837,7 @@ def _tail_partial(x_ptr: gl.tensor, t_base: gl.tensor, sh_t: gl.tensor, t_len: g
         lo_v, hi_v = _tail_vectors(vecs, sh_t - q0, q1 - q0, b, K)
         ss_lo, ss_hi = _tail_squares(x, lo_v, hi_v, ss_lo, ss_hi)
     x_e, _e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)
-    lo = gl.sum(ss_lo, axis=0) + gl.sum(gl.sum(gl.where(e_lo, x_e * x_e, 0.0), axis=1), axis=0)
-    hi = gl.sum(ss_hi, axis=0) + gl.sum(gl.sum(gl.where(e_hi, x_e * x_e, 0.0), axis=1), axis=0)
+    lo, hi = _tail_sums(ss_lo, ss_hi, x_e, e_lo, e_hi)
     return gl.where(r == r_lo, lo, hi)
 
 
@@ -840,38 +851,50 @@ def _tail_publish(s_ptr: gl.tensor, r: gl.tensor, p: gl.tensor, total: gl.tensor
 
 
 @gluon.jit
-def _tail_inv(s_ptr: gl.tensor, x_ptr: gl.tensor, r: gl.tensor, t_base: gl.tensor, sh_t: gl.tensor,
-              t_len: gl.tensor, N: gl.tensor, SPAN: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr,
-              K: gl.constexpr, SLOTS: gl.constexpr, PATIENCE: gl.constexpr, layout: gl.constexpr) -> gl.tensor:
-    # rsqrt(mean + eps) of tail row r, once every program holding part of it has published its sum (volatile polls,
-    # at most PATIENCE: past that, programs not all resident, the row's sums are recomputed here from global memory,
-    # each as its program computed it; summed in slot order either way, so the bits are the same). PATIENCE 0: no
-    # polls, always recomputed (the GPU test's check that both ways give the same bits).
-    # One word a thread (threads past the row's count load nothing): a poll is `count` loads, not the CTA's threads
-    # each loading every word (which flooded L2 while the other programs still copied their ranges).
-    T: gl.constexpr = 32 * gl.num_warps()
+def _tail_meet(s_ptr: gl.tensor, x_ptr: gl.tensor, r_lo: gl.tensor, has_lo: gl.tensor, has_hi: gl.tensor,
+               t_base: gl.tensor, sh_t: gl.tensor, t_len: gl.tensor, N: gl.tensor, SPAN: gl.tensor, eps: gl.tensor,
+               NCHUNK: gl.constexpr, K: gl.constexpr, SLOTS: gl.constexpr, PATIENCE: gl.constexpr,
+               layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+    # rsqrt(mean + eps) of the range's tail rows r_lo and r_lo + 1, once every program holding part of them has
+    # published its sum. Each warp polls both rows' words (every warp holds them all: its reductions are shuffles,
+    # no CTA barrier a poll) with volatile loads, at most PATIENCE times; then one CTA-wide agreement: past PATIENCE
+    # (programs not all resident) the rows' sums are recomputed here from global memory, each as its program
+    # computed it. Summed in slot order either way, so the bits are the same. PATIENCE 0: no polls, always
+    # recomputed (the GPU test's check that both ways give the same bits).
+    W: gl.constexpr = gl.num_warps()
+    V: gl.constexpr = 2 * SLOTS
+    p_layout: gl.constexpr = gl.BlockedLayout([(V + 31) // 32], [32], [W], [0])
+    idx = gl.arange(0, V, layout=p_layout)
+    side = idx // SLOTS  # 0: row r_lo, 1: r_lo + 1
+    r = r_lo + side
     first = (r * N + sh_t) // SPAN
-    count = ((r + 1) * N + sh_t - 1) // SPAN - first + 1
-    at = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
-    on = at < count
-    sums = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
+    on = (idx % SLOTS < ((r + 1) * N + sh_t - 1) // SPAN - first + 1) & gl.where(side == 0, has_lo, has_hi)
+    vals = gl.zeros([V], gl.float32, p_layout)
     met = 0
     if PATIENCE > 0:
-        flag = gl.full([T], 1 << 32, gl.int64, gl.SliceLayout(1, layout))
-        got = gl.load(s_ptr + r * SLOTS + at, mask=on, other=flag, volatile=True)
+        flag = gl.full([V], 1 << 32, gl.int64, p_layout)
+        got = gl.load(s_ptr + r * SLOTS + idx % SLOTS, mask=on, other=flag, volatile=True)
         polls = 0
         while (gl.min((got >> 32).to(gl.int32), axis=0) == 0) & (polls < PATIENCE):
-            got = gl.load(s_ptr + r * SLOTS + at, mask=on, other=flag, volatile=True)
+            got = gl.load(s_ptr + r * SLOTS + idx % SLOTS, mask=on, other=flag, volatile=True)
             polls += 1
-        sums = got.to(gl.int32).to(gl.float32, bitcast=True)
+        vals = got.to(gl.int32).to(gl.float32, bitcast=True)
         met = gl.min((got >> 32).to(gl.int32), axis=0)
-    if met == 0:
-        j = 0
-        while j < count:
-            sums = gl.where(at == j, _tail_partial(x_ptr, t_base, sh_t, t_len, N, SPAN, first + j, r, NCHUNK, K,
-                                                   layout), sums)
-            j += 1
-    return gl.rsqrt(gl.sum(gl.where(on, sums, 0.0), axis=0) / N + eps)
+    # every warp the same decision (one may have run out of patience where another saw the last word land)
+    agreed = gl.min(gl.zeros([32 * W], gl.int32, gl.SliceLayout(1, layout)) + met, axis=0)
+    if agreed == 0:
+        for h in gl.static_range(2):
+            row = r_lo + h
+            first_h = (row * N + sh_t) // SPAN
+            count_h = ((row + 1) * N + sh_t - 1) // SPAN - first_h + 1
+            j = 0
+            while j < count_h * gl.where(h == 0, has_lo, has_hi).to(gl.int32):
+                vals = gl.where(idx == h * SLOTS + j, _tail_partial(x_ptr, t_base, sh_t, t_len, N, SPAN, first_h + j,
+                                                                   row, NCHUNK, K, layout), vals)
+                j += 1
+    lo = gl.sum(gl.where(on & (side == 0), vals, 0.0), axis=0)
+    hi = gl.sum(gl.where(on & (side == 1), vals, 0.0), axis=0)
+    return gl.rsqrt(lo / N + eps), gl.rsqrt(hi / N + eps)
 
 
 @gluon.jit
@@ -897,7 +920,7 @@ def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl
     lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
     offs = (lane * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     span = q1 - q0  # <= 0: no range (the tail cut over fewer programs)
-    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)  # in flight now
+    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)  # in flight
     ss_lo = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
     ss_hi = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
     for c in gl.static_range(NCHUNK):
@@ -906,21 +929,15 @@ def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl
         ss_lo, ss_hi = _tail_squares(slots.index(c).load(layout).to(gl.float32), lo_v, hi_v, ss_lo, ss_hi)
     has_lo = q0 < t_len
     has_hi = has_lo & (b < span)
+    lo, hi = _tail_sums(ss_lo, ss_hi, x_e, e_lo, e_hi)
     if has_lo:
-        lo = gl.sum(ss_lo, axis=0) + gl.sum(gl.sum(gl.where(e_lo, x_e * x_e, 0.0), axis=1), axis=0)
         _tail_publish(s_ptr, r_lo, gl.program_id(0), lo, N, SPAN, sh_t, SLOTS)
     if has_hi:
-        hi = gl.sum(ss_hi, axis=0) + gl.sum(gl.sum(gl.where(e_hi, x_e * x_e, 0.0), axis=1), axis=0)
         _tail_publish(s_ptr, r_lo + 1, gl.program_id(0), hi, N, SPAN, sh_t, SLOTS)
     if TRACE:
         _stamp(trace_ptr, 2, gl.SliceLayout(1, layout))
-    inv_lo = eps * 0.0
-    inv_hi = eps * 0.0
-    if has_lo:
-        inv_lo = _tail_inv(s_ptr, x_ptr, r_lo, t_base, sh_t, t_len, N, SPAN, eps, NCHUNK, K, SLOTS, PATIENCE, layout)
-    if has_hi:
-        inv_hi = _tail_inv(s_ptr, x_ptr, r_lo + 1, t_base, sh_t, t_len, N, SPAN, eps, NCHUNK, K, SLOTS, PATIENCE,
-                           layout)
+    inv_lo, inv_hi = _tail_meet(s_ptr, x_ptr, r_lo, has_lo, has_hi, t_base, sh_t, t_len, N, SPAN, eps, NCHUNK, K,
+                                SLOTS, PATIENCE, layout)
     if TRACE:
         _stamp(trace_ptr, 3, gl.SliceLayout(1, layout))
     # The weight of tail row r at range position q: row g % K of the shifted table (the weight itself where WT = 0:
