@@ -300,6 +300,7 @@ for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
                    local=ptx.count(".local"), vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
                    smem_stores=len(re.findall(r"st\\.shared[^;]*\\.v4", ptx)), shifts=ptx.count("shf.r.clamp.b32"),
+                   timers=ptx.count("%globaltimer"),
                    offsets=sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
                    base=len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx)))
     out.append(row)
@@ -417,6 +418,7 @@ def test_resident_rms_norm_spread_builds_its_tail_from_the_same_copies() -> None
         assert meta["SPREAD"] and meta["REALIGN"] and "WS" not in meta, r
         assert r["copies"] == 2 * meta["NCHUNK"] and r["vec_stores"] == 2 * meta["NCHUNK"], r
         assert r["vec_loads"] == 5 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
+        assert r["timers"] == 0, r  # TRACE (the phase stamps) is a diagnostic, off in every plan
         assert r["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, r
 
 
