@@ -1,10 +1,10 @@
 """Diagnostic: where rms_norm's SPREAD (resident kernel, the rows past the last whole round cut over every program)
 spends its time. Times the resident launch as the built-in calls it (CUDA events over 50 calls after warm-up, the
-weight table built every call) plain, with SPREAD, with SPREAD and no patience (every tail sum recomputed), without
-STAGGER, and SPREAD's build on whole rounds (an empty tail: its row loop alone); then prints per-program phase times
-from the kernel's TRACE stamps (%globaltimer, us from the first program's start, min / median / max): s0 start, s1
-whole rows done, s2 tail published, s3 tail met, s4 end. Needs CUDA; run on the device as gpu-check runs scripts
-(wheels installed, PYTHONPATH set)."""
+weight table built every call) plain, with SPREAD (the tail last; first: SPREAD 2), with SPREAD and no patience
+(every tail sum recomputed), without STAGGER, and SPREAD's build on whole rounds (an empty tail: its row loop
+alone); then prints per-program phase times from the kernel's TRACE stamps (%globaltimer, us from the first
+program's start, min / median / max): s0 start, s1 whole rows done, s2 tail published, s3 tail met, s4 end. Needs
+CUDA; run on the device as gpu-check runs scripts (wheels installed, PYTHONPATH set)."""
 
 from __future__ import annotations
 
@@ -66,13 +66,16 @@ def main() -> None:
         w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
         y = torch.empty_like(x)
         plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, spread=False)
-        spread = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, spread=True)
-        assert plain is not None and spread is not None
+        spread = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, spread=1)
+        first = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, spread=2)
+        assert plain is not None and spread is not None and first is not None
         rows: dict[str, rms_norm.Launch] = {"plain": plain, "plain_nostagger": (plain[0], {**plain[1], "STAGGER": 0})}
         if spread[1].get("SPREAD"):
             rows["spread"] = spread
             rows["spread_patience0"] = (spread[0], {**spread[1], "PATIENCE": 0})
             rows["spread_nostagger"] = (spread[0], {**spread[1], "STAGGER": 0})
+            if first[1].get("SPREAD") == 2:
+                rows["spread_first"] = first
         else:  # whole rounds: SPREAD's build with an empty tail
             rows["spread_build_no_tail"] = (plain[0], {**plain[1], "SPREAD": True, "SPAN": 16, "SLOTS": 4,
                                                        "PATIENCE": 1 << 20})
@@ -80,7 +83,7 @@ def main() -> None:
         for name, launch in rows.items():
             us = timed(functools.partial(rms_norm._run, launch, x, w, y, 1e-6))
             print(f"{m}x{n} {name:22s} {us:7.1f} us {moved / us / 1e3:7.0f} GB/s", flush=True)
-        for name in ("plain", "spread"):
+        for name in ("plain", "spread", "spread_first"):
             if name in rows:
                 print(f"trace {m}x{n} {name:8s}", traced(rows[name], x, w, y, min(m, sms)), flush=True)
 

@@ -16,7 +16,8 @@ WSHIFT with it, where the whole row's weight is staged through windows: no table
 point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*). SPREAD: rows through
 windows that are not whole rounds of programs, the rows past the last whole round cut evenly over every program
 (which meet once on those rows' sums of squares) instead of a part-full last round: at 372 x 46501 (2.82 rows an SM)
-most SMs hold 3 rows and some 2 without it."""
+most SMs hold 3 rows and some 2 without it. SPREAD 2 copies the tail's ranges and publishes their sums first (the
+meeting off the critical path, twice the row slots: one an SM, rows up to about 57000 wide)."""
 
 from __future__ import annotations
 
@@ -150,16 +151,16 @@ SPREAD_SHAPES = ((372, 46501), (270, 63553), (425, 52717), (400, 40001), (300, 4
 def rms_norm_resident_spread_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """At each SPREAD_SHAPES shape: the planned launch, then the resident launch through rms_norm._run (its table
     built every call, as the built-in calls it) at one and two programs an SM (forced: no fill rule) without SPREAD
-    and with it (one an SM also without STAGGER, whose late half would keep the tail's meeting waiting), each
-    checked first."""
+    and with it, the tail last (1) and first (2, where twice the row slots fit) (one an SM also without STAGGER,
+    whose late half would keep the tail's meeting waiting), each checked first."""
     sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
     for planned, (x, w, y, ref), moved, _fill in _line_shapes(device, dtype, SPREAD_SHAPES):
         yield planned
         m, n = x.shape
         for per_sm in (1, 2):
-            for spread in (False, True):
+            for spread in (0, 1, 2):
                 plan = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, spread=spread)
-                if plan is None or spread != bool(plan[1].get("SPREAD")):
+                if plan is None or spread != plan[1].get("SPREAD", 0):
                     continue
                 staggers = (plan[1]["STAGGER"], 0) if spread and plan[1]["STAGGER"] else (plan[1]["STAGGER"],)
                 for stagger in staggers:

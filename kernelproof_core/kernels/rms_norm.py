@@ -148,7 +148,7 @@ _RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
 # (372 x 46501 on 132 SMs: 2.82 rows an SM, 3 on most), the programs meeting once on their rows' sums of squares
 # (int64 words, zeroed by the weight table's launch). With it the fill rule does not apply. Family
 # rms_norm_resident_spread.
-_RESIDENT_SPREAD = False
+_RESIDENT_SPREAD = 0  # 1: the tail after the whole rows; 2: the tail's range copied and its sums published first
 _SPREAD_PATIENCE = 1 << 20
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
@@ -906,40 +906,49 @@ def _stamp(trace_ptr: gl.tensor, slot: gl.constexpr, layout: gl.constexpr) -> No
 
 
 @gluon.jit
-def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor,
-                 s_ptr: gl.tensor, N: gl.tensor, eps: gl.tensor, SPAN: gl.tensor, RW: gl.tensor, t_base: gl.tensor,
-                 sh_t: gl.tensor, t_len: gl.tensor, q0: gl.tensor, q1: gl.tensor, r_lo: gl.tensor, b: gl.tensor,
-                 NCHUNK: gl.constexpr, K: gl.constexpr, WT: gl.constexpr, SLOTS: gl.constexpr,
-                 PATIENCE: gl.constexpr, layout: gl.constexpr, trace_ptr: gl.tensor = None,
-                 TRACE: gl.constexpr = False) -> None:
-    # SPREAD's tail in _rms_norm_resident: this program's range (q0 .. q1 of the tail's window positions, copied into
-    # the slots as its last whole row was written): the sums of squares of its one or two rows (r_lo, and r_lo + 1
-    # from b on) published, its rows' sums met, the range scaled and stored.
+def _tail_publish_sums(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, s_ptr: gl.tensor, N: gl.tensor,
+                       SPAN: gl.tensor, t_base: gl.tensor, sh_t: gl.tensor, t_len: gl.tensor, q0: gl.tensor,
+                       q1: gl.tensor, r_lo: gl.tensor, b: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
+                       SLOTS: gl.constexpr, BASE: gl.constexpr, PENDING: gl.constexpr, layout: gl.constexpr) -> None:
+    # SPREAD: the sums of squares of this program's range of the tail (q0 .. q1 of its window positions, in slots
+    # BASE .. BASE + NCHUNK; PENDING copy groups issued after them may still fly) for its one or two rows (r_lo, and
+    # r_lo + 1 from b on), published.
+    T: gl.constexpr = 32 * gl.num_warps()
+    CHUNK: gl.constexpr = T * K
+    lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
+    x_e, _e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)  # in flight
+    ss_lo = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
+    ss_hi = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
+    for c in gl.static_range(NCHUNK):
+        gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c + PENDING), "=r,r", [lane], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+        lo_v, hi_v = _tail_vectors(c * CHUNK + lane * K, sh_t - q0, q1 - q0, b, K)
+        ss_lo, ss_hi = _tail_squares(slots.index(BASE + c).load(layout).to(gl.float32), lo_v, hi_v, ss_lo, ss_hi)
+    has_lo = q0 < t_len
+    lo, hi = _tail_sums(ss_lo, ss_hi, x_e, e_lo, e_hi)
+    if has_lo:
+        _tail_publish(s_ptr, r_lo, gl.program_id(0), lo, N, SPAN, sh_t, SLOTS)
+    if has_lo & (b < q1 - q0):
+        _tail_publish(s_ptr, r_lo + 1, gl.program_id(0), hi, N, SPAN, sh_t, SLOTS)
+
+
+@gluon.jit
+def _tail_write(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor,
+                s_ptr: gl.tensor, N: gl.tensor, eps: gl.tensor, SPAN: gl.tensor, RW: gl.tensor, t_base: gl.tensor,
+                sh_t: gl.tensor, t_len: gl.tensor, q0: gl.tensor, q1: gl.tensor, r_lo: gl.tensor, b: gl.tensor,
+                NCHUNK: gl.constexpr, K: gl.constexpr, WT: gl.constexpr, SLOTS: gl.constexpr,
+                PATIENCE: gl.constexpr, BASE: gl.constexpr, layout: gl.constexpr) -> None:
+    # SPREAD: this program's range of the tail (in slots BASE .. BASE + NCHUNK, its sums published) scaled and
+    # stored once its rows' sums have met.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
     offs = (lane * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     span = q1 - q0  # <= 0: no range (the tail cut over fewer programs)
-    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)  # in flight
-    ss_lo = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
-    ss_hi = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
-    for c in gl.static_range(NCHUNK):
-        gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c), "=r,r", [lane], dtype=gl.int32, is_pure=False, pack=1)
-        lo_v, hi_v = _tail_vectors(c * CHUNK + lane * K, sh_t - q0, span, b, K)
-        ss_lo, ss_hi = _tail_squares(slots.index(c).load(layout).to(gl.float32), lo_v, hi_v, ss_lo, ss_hi)
     has_lo = q0 < t_len
-    has_hi = has_lo & (b < span)
-    lo, hi = _tail_sums(ss_lo, ss_hi, x_e, e_lo, e_hi)
-    if has_lo:
-        _tail_publish(s_ptr, r_lo, gl.program_id(0), lo, N, SPAN, sh_t, SLOTS)
-    if has_hi:
-        _tail_publish(s_ptr, r_lo + 1, gl.program_id(0), hi, N, SPAN, sh_t, SLOTS)
-    if TRACE:
-        _stamp(trace_ptr, 2, gl.SliceLayout(1, layout))
-    inv_lo, inv_hi = _tail_meet(s_ptr, x_ptr, r_lo, has_lo, has_hi, t_base, sh_t, t_len, N, SPAN, eps, NCHUNK, K,
-                                SLOTS, PATIENCE, layout)
-    if TRACE:
-        _stamp(trace_ptr, 3, gl.SliceLayout(1, layout))
+    inv_lo, inv_hi = _tail_meet(s_ptr, x_ptr, r_lo, has_lo, has_lo & (b < span), t_base, sh_t, t_len, N, SPAN, eps,
+                                NCHUNK, K, SLOTS, PATIENCE, layout)
+    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)
     # The weight of tail row r at range position q: row g % K of the shifted table (the weight itself where WT = 0:
     # aligned rows start on a vector) at q + t_base + q0 - (g // K) K, a multiple of K; g: the row's first element.
     g_lo = (RW + r_lo).to(gl.int64) * N
@@ -956,7 +965,7 @@ def _spread_tail(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl
         lo_v, hi_v = _tail_vectors(c * CHUNK + lane * K, sh_t - q0, span, b, K)
         w = gl.where(lo_v[:, None], gl.load(w_lo + cols, mask=lo_v[:, None], other=0.0),
                      gl.load(w_hi + cols, mask=hi_v[:, None], other=0.0)).to(gl.float32)
-        x = slots.index(c).load(layout).to(gl.float32)
+        x = slots.index(BASE + c).load(layout).to(gl.float32)
         gl.store(y_at + cols, (x * gl.where(lo_v, inv_lo, inv_hi)[:, None] * w).to(y_ptr.dtype.element_ty),
                  mask=(lo_v | hi_v)[:, None])
     # the edge vectors' elements: the weight at their index in their row (the table's row 0 is w itself)
@@ -971,7 +980,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
-                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, SPREAD: gl.constexpr = False,
+                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, SPREAD: gl.constexpr = 0,
                        s_ptr: gl.tensor = None, SPAN: gl.tensor = 0, SLOTS: gl.constexpr = 1,
                        PATIENCE: gl.constexpr = 1 << 20, TRACE: gl.constexpr = False,
                        trace_ptr: gl.tensor = None) -> None:
@@ -1000,14 +1009,18 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # 64-bit words a tail row, zero before the launch: the table kernel zeroes them) and polls its rows' other words
     # (_tail_inv; PATIENCE as _rms_norm_two_phase's), then scales its range from shared memory. Vectors wholly in one
     # row 16 bytes wide (the weight from the row's shift of the table); the tail's first and last vectors and the one
-    # a row boundary falls in element by element.
+    # a row boundary falls in element by element. SPREAD 2 (tail first): the range is copied into NCHUNK more slots
+    # in the prologue, before the first whole row, and its sums published at once (HBM busy with the row's copies
+    # meanwhile); after the whole rows the sums have long met, and the range is scaled and stored: the meeting off
+    # the critical path, for twice the shared memory.
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
     CHUNK: gl.constexpr = T * K
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
-    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, T, K], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK * (2 if SPREAD == 2 else 1), T, K],
+                                      gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -1034,7 +1047,15 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     else:
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x
-    if SPREAD:  # whole rows below RW; the tail's copies where a program has no whole row
+    if SPREAD == 2:  # the tail's range into slots NCHUNK .. 2 NCHUNK first, then the first whole row
+        RW, t_base, sh_t, t_len = _tail_cut(M, N, SPAN, K)
+        q0, q1, r_lo, b = _tail_range(gl.program_id(0), N, SPAN, sh_t, t_len)
+        t_src = x_ptr + (t_base + q0)
+        for c in gl.static_range(NCHUNK):
+            _fetch(smem + NCHUNK * CHUNK * 2, c, t_src, lane, sh_t - q0, q1 - sh_t, q0 < t_len, x_ptr, K, CHUNK)
+        for c in gl.static_range(NCHUNK):
+            _fetch(smem, c, x_row, lane, sh, N, row < RW, x_ptr, K, CHUNK)
+    elif SPREAD:  # whole rows below RW; the tail's copies where a program has no whole row
         RW, t_base, sh_t, t_len = _tail_cut(M, N, SPAN, K)
         q0, q1, r_lo, b = _tail_range(gl.program_id(0), N, SPAN, sh_t, t_len)
         t_src = x_ptr + (t_base + q0)
@@ -1062,6 +1083,12 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     if PDL:  # TABLE_PDL: launched while the table kernel may still run; the first row's reads fly while it finishes
         gl.inline_asm_elementwise("griddepcontrol.wait;\n\tmov.u32 $0, 0;", "=r,r", [lane], dtype=gl.int32,
                                   is_pure=False, pack=1)
+    if SPREAD == 2:  # the range's sums while the first row's copies fly (after TABLE_PDL's wait: the table kernel
+        # zeroes the words)
+        _tail_publish_sums(slots, x_ptr, s_ptr, N, SPAN, t_base, sh_t, t_len, q0, q1, r_lo, b, NCHUNK, K, SLOTS,
+                           NCHUNK, NCHUNK, layout)
+        if TRACE:
+            _stamp(trace_ptr, 2, rows_layout)
     while row < RW:
         if REALIGN:
             base = (row.to(gl.int64) * N // WBASE) * WBASE
@@ -1100,8 +1127,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
         a_n = N
-        a_live = ahead < M
-        if SPREAD:  # past the whole rows: the program's range of the tail
+        a_live = ahead < RW
+        if SPREAD == 1:  # past the whole rows: the program's range of the tail
             a_row = gl.where(ahead < RW, a_row, t_src)
             a_sh = gl.where(ahead < RW, a_sh, sh_t - q0)
             a_n = gl.where(ahead < RW, N, q1 - sh_t)
@@ -1131,9 +1158,16 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         row = ahead
     if TRACE:
         _stamp(trace_ptr, 1, rows_layout)
+    if SPREAD == 1:  # the range's copies came with the last whole row's refill
+        _tail_publish_sums(slots, x_ptr, s_ptr, N, SPAN, t_base, sh_t, t_len, q0, q1, r_lo, b, NCHUNK, K, SLOTS, 0,
+                           0, layout)
+        if TRACE:
+            _stamp(trace_ptr, 2, rows_layout)
     if SPREAD:
-        _spread_tail(slots, x_ptr, w_ptr, y_ptr, s_ptr, N, eps, SPAN, RW, t_base, sh_t, t_len, q0, q1, r_lo, b,
-                     NCHUNK, K, WT, SLOTS, PATIENCE, layout, trace_ptr, TRACE)
+        _tail_write(slots, x_ptr, w_ptr, y_ptr, s_ptr, N, eps, SPAN, RW, t_base, sh_t, t_len, q0, q1, r_lo, b, NCHUNK,
+                    K, WT, SLOTS, PATIENCE, NCHUNK if SPREAD == 2 else 0, layout)
+        if TRACE:
+            _stamp(trace_ptr, 3, rows_layout)
     cp.wait_group(0)
     if TRACE:
         _stamp(trace_ptr, 4, rows_layout)
@@ -1297,7 +1331,7 @@ def _cuda_smem(index: int) -> int:
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                   wshift: bool | None = None, spread: bool | None = None) -> Launch | None:
+                   wshift: bool | None = None, spread: int | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
     config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, spread)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
@@ -1305,7 +1339,7 @@ def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: in
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                      min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                     wshift: bool | None = None, spread: bool | None = None) -> tuple[int, dict[str, int]] | None:
+                     wshift: bool | None = None, spread: int | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
@@ -1316,15 +1350,15 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit, _RESIDENT_WSMEM_MIN_ROWS rows a
     program or more);
     wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT);
-    spread: SPREAD through windows on vectors where the rows are not whole rounds of programs (default
-    _RESIDENT_SPREAD): no fill rule, no WSMEM."""
+    spread: SPREAD (1 or 2; True is 1) through windows on vectors where the rows are not whole rounds of programs
+    (default _RESIDENT_SPREAD): no fill rule, no WSMEM; 2 where twice the row slots fit."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
     line = (_RESIDENT_LINE if line is None else line) if realign else 0
     if line % 8:
         raise ValueError("LINE is a whole number of 8-element vectors")
-    spread = (_RESIDENT_SPREAD if spread is None else spread) and realign and not line
+    spread = int(_RESIDENT_SPREAD if spread is None else spread) if realign and not line else 0
     span = n + max(8, line) - 1 if realign else n
     for count, warps, budget in ((2, _RESIDENT_PAIR_WARPS, _RESIDENT_PAIR_BYTES), (1, _RESIDENT_WARPS,
                                                                                    _RESIDENT_BUDGET_BYTES)):
@@ -1332,7 +1366,9 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
         n_chunks = _cdiv(span, chunk)
         slots = count * n_sm
         fits = count * n_chunks * chunk * 2 <= min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)
-        tail = _spread_meta(m, n, min(m, slots)) if spread and fits else {}
+        room = count * (2 if spread == 2 else 1) * n_chunks * chunk * 2 <= min(
+            budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)
+        tail = _spread_meta(m, n, min(m, slots), spread) if spread and fits and room else {}
         if per_sm in (0, count) and fits and (tail or m >= min_fill * _cdiv(m, slots) * slots):
             meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
                     "STAGGER": _RESIDENT_STAGGER if count == 1 else 0, "WT": n_chunks * chunk if realign else 0,
@@ -1357,16 +1393,17 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     return None
 
 
-def _spread_meta(m: int, n: int, programs: int) -> dict[str, int]:
+def _spread_meta(m: int, n: int, programs: int, mode: int = 1) -> dict[str, int]:
     """SPREAD's meta for m contiguous rows of n on `programs` resident programs: SPAN, the tail's window positions a
     program (a multiple of 16, at most n - 8: a range holds parts of at most two rows), SLOTS, the words a tail row
-    (a power of two over the programs one row's ranges can touch); {} where the rows are whole rounds."""
+    (a power of two over the programs one row's ranges can touch), SPREAD = mode (1: the tail last, 2: first); {}
+    where the rows are whole rounds."""
     whole = (m // programs) * programs
     tail_len = (whole * n) % 8 + (m - whole) * n
     span = _cdiv(_cdiv(tail_len, programs), 16) * 16
     if m == whole or span > n - 8:
         return {}
-    return {"SPREAD": True, "SPAN": span, "SLOTS": triton.next_power_of_2(n // span + 2),
+    return {"SPREAD": mode, "SPAN": span, "SLOTS": triton.next_power_of_2(n // span + 2),
             "PATIENCE": _SPREAD_PATIENCE}
 
 

@@ -280,7 +280,7 @@ for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
     rms_norm._RESIDENT_LINE = opts[0] if opts else line0
     rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
     rms_norm._RESIDENT_WSHIFT = bool(opts[2]) if len(opts) > 2 else False
-    rms_norm._RESIDENT_SPREAD = bool(opts[3]) if len(opts) > 3 else False
+    rms_norm._RESIDENT_SPREAD = opts[3] if len(opts) > 3 else 0
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
@@ -405,18 +405,24 @@ def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> No
 def test_resident_rms_norm_spread_builds_its_tail_from_the_same_copies() -> None:
     """SPREAD (experiment, off: the rows past the last whole round cut evenly over every program) built for sm_90,
     one and two programs an SM: the tail's copies are the row copies' own instructions (one 16-byte cp.async a thread
-    a chunk twice a row: the prologue's or the last row's refill selects the tail's range), y stored 16 bytes wide
+    a chunk twice a row: the prologue's or the last row's refill selects the tail's range; SPREAD 2, tail first: a
+    third set in the prologue, into as many slots again, one an SM), y stored 16 bytes wide
     twice a chunk (whole rows, the tail), the weight read 16 bytes wide once a chunk for whole rows and twice in the
     tail (the range's two rows' table rows) plus the recomputation's re-reads of x (two rows, a chunk each), nothing
     in local memory, registers that fit; the shipped build (without it) unchanged in those counts."""
-    cases = [(372, 46501, 46501, 0, 0, 0, 1), (400, 40001, 40001, 0, 0, 0, 1), (263, 49999, 49999, 0, 0, 0, 1)]
+    cases = [(372, 46501, 46501, 0, 0, 0, 1), (400, 40001, 40001, 0, 0, 0, 1), (263, 49999, 49999, 0, 0, 0, 1),
+             (372, 46501, 46501, 0, 0, 0, 2), (300, 45001, 45001, 0, 0, 0, 2)]
     got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
-    assert [(r["meta"]["num_warps"], r["meta"]["SPAN"], r["meta"]["SLOTS"]) for r in got] == [
-        (16, 19024, 4), (16, 20608, 4), (32, 49632, 4)], got  # two an SM where two rows fit (no fill rule)
+    assert [(r["meta"]["num_warps"], r["meta"]["SPAN"], r["meta"]["SLOTS"], r["meta"]["SPREAD"]) for r in got] == [
+        (16, 19024, 4, 1), (16, 20608, 4, 1), (32, 49632, 4, 1),  # two an SM where two rows fit (no fill rule)
+        (32, 38048, 4, 2), (32, 12288, 8, 2)], got  # tail first: twice the row slots, one an SM
     for r in got:
         meta, warps = r["meta"], r["meta"]["num_warps"]
-        assert meta["SPREAD"] and meta["REALIGN"] and "WS" not in meta, r
-        assert r["copies"] == 2 * meta["NCHUNK"] and r["vec_stores"] == 2 * meta["NCHUNK"], r
+        assert meta["REALIGN"] and "WS" not in meta, r
+        # tail first: the range's own copies in the prologue, NCHUNK more slots, all below the reductions' scratch
+        assert r["copies"] == (2 + (meta["SPREAD"] == 2)) * meta["NCHUNK"], r
+        assert min(r["offsets"]) >= (1 + (meta["SPREAD"] == 2)) * meta["NCHUNK"] * 32 * warps * 8 * 2, r
+        assert r["vec_stores"] == 2 * meta["NCHUNK"], r
         assert r["vec_loads"] == 5 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
         assert r["timers"] == 0, r  # TRACE (the phase stamps) is a diagnostic, off in every plan
         assert r["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, r

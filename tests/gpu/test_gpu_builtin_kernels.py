@@ -336,13 +336,15 @@ def test_resident_rms_norm_weight_in_shared_memory_writes_the_same_bytes(m: int,
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("m", "n", "per_sm"), [(372, 46501, 1), (372, 46501, 2), (400, 40001, 2), (300, 45001, 1),
-                                                (270, 63553, 1), (133, 100003, 1), (263, 49999, 1), (529, 40001, 2),
-                                                (140, 40001, 1), (300, 40001, 2)])
-def test_resident_rms_norm_spread_tail_matches_the_whole_row_kernel(m: int, n: int, per_sm: int,
+@pytest.mark.parametrize(("m", "n", "per_sm", "mode"), [
+    (372, 46501, 1, 1), (372, 46501, 2, 1), (400, 40001, 2, 1), (300, 45001, 1, 1), (270, 63553, 1, 1),
+    (133, 100003, 1, 1), (263, 49999, 1, 1), (529, 40001, 2, 1), (140, 40001, 1, 1), (300, 40001, 2, 1),
+    (372, 46501, 1, 2), (300, 45001, 1, 2), (400, 40001, 1, 2), (140, 40001, 1, 2), (170, 33001, 1, 2)])
+def test_resident_rms_norm_spread_tail_matches_the_whole_row_kernel(m: int, n: int, per_sm: int, mode: int,
                                                                     dtype: torch.dtype) -> None:
     """SPREAD (experiment: the rows past the last whole round of programs cut evenly over every program, which meet
-    once on their rows' sums of squares): within a rounding of fp32 on rows scaled from 1e-3 to 1e3, at one and two
+    once on their rows' sums of squares; mode 1 after the whole rows, mode 2 copied and published first, written
+    last): within a rounding of fp32 on rows scaled from 1e-3 to 1e3, at one and two
     programs an SM, tails of one row (133, over 132 ranges of 768; 529, over 264 of 160) to most of a round, ranges
     of one or two rows; the whole rows the same bytes as the plain resident kernel (their arithmetic is unchanged),
     the tail's within one 16-bit step (its sums are added in another order); replayed bit for bit; the same bytes
@@ -354,8 +356,8 @@ def test_resident_rms_norm_spread_tail_matches_the_whole_row_kernel(m: int, n: i
     w = torch.randn(n, device="cuda").to(dtype)
     sms, smem = rms_norm._num_sms(x.device), rms_norm._smem_per_sm(x.device)
     plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, spread=False)
-    spread = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, spread=True)
-    assert plain is not None and spread is not None and spread[1]["SPREAD"] and "SPREAD" not in plain[1]
+    spread = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, spread=mode)
+    assert plain is not None and spread is not None and spread[1]["SPREAD"] == mode and "SPREAD" not in plain[1]
     programs = min(m, per_sm * sms)
     whole = (m // programs) * programs
     xf = x.float()
