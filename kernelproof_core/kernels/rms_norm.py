@@ -880,8 +880,12 @@ def _tail_meet(s_ptr: gl.tensor, x_ptr: gl.tensor, r_lo: gl.tensor, has_lo: gl.t
             polls += 1
         vals = got.to(gl.int32).to(gl.float32, bitcast=True)
         met = gl.min((got >> 32).to(gl.int32), axis=0)
-    # every warp the same decision (one may have run out of patience where another saw the last word land)
-    agreed = gl.min(gl.zeros([32 * W], gl.int32, gl.SliceLayout(1, layout)) + met, axis=0)
+    # every warp the same decision (one may have run out of patience where another saw the last word land); each
+    # thread's value through an opaque move, so no fold of a reduction over a broadcast scalar can skip the exchange
+    mine = gl.inline_asm_elementwise("mov.u32 $0, $1;", "=r,r", [gl.zeros([32 * W], gl.int32,
+                                                                          gl.SliceLayout(1, layout)) + met],
+                                     dtype=gl.int32, is_pure=False, pack=1)
+    agreed = gl.min(mine, axis=0)
     if agreed == 0:
         for h in gl.static_range(2):
             row = r_lo + h
