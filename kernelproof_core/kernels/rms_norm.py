@@ -746,7 +746,7 @@ def _shifted_w(w_ptr: gl.tensor, at: gl.tensor, sh: gl.tensor, N: gl.tensor, K: 
 
 
 @gluon.jit
-def _tail_cut(M: gl.tensor, N: gl.tensor, SPAN: gl.tensor, K: gl.constexpr) -> tuple[gl.tensor, ...]:
+def _tail_cut(M: gl.tensor, N: gl.tensor, K: gl.constexpr) -> tuple[gl.tensor, ...]:
     # SPREAD's tail: the rows past the programs' last whole round (rows MW .. M, MW = programs x rounds), contiguous,
     # as one run of window positions from t_base (x's vector at or before the tail's first element, which starts sh_t
     # into it), cut into SPAN-position ranges (a multiple of 16), one a program. Returns MW, t_base, sh_t, t_len
@@ -767,6 +767,13 @@ def _tail_range(p: gl.tensor, N: gl.tensor, SPAN: gl.tensor, sh_t: gl.tensor,
     q1 = gl.minimum(q0 + SPAN, t_len)
     r_lo = gl.maximum(q0 - sh_t, 0) // N
     return q0, q1, r_lo, (r_lo + 1) * N + sh_t - q0
+
+
+@gluon.jit
+def _tail_row_programs(r: gl.tensor, N: gl.tensor, SPAN: gl.tensor, sh_t: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
+    # The first program whose range holds part of tail row r, and how many do (row r's words: slots 0 .. count).
+    first = (r * N + sh_t) // SPAN
+    return first, ((r + 1) * N + sh_t - 1) // SPAN - first + 1
 
 
 @gluon.jit
@@ -847,7 +854,8 @@ def _tail_publish(s_ptr: gl.tensor, r: gl.tensor, p: gl.tensor, total: gl.tensor
     # Program p's sum of squares of tail row r into the row's slot p - (the row's first program), as one 64-bit word,
     # 1 high, the float's bits low: a single-copy-atomic store that is its own flag (the words are zero before).
     word = total.to(gl.uint32, bitcast=True).to(gl.uint64) | (1 << 32)
-    gl.store(s_ptr + (r * SLOTS + p - (r * N + sh_t) // SPAN), word.to(gl.int64, bitcast=True))
+    first, _count = _tail_row_programs(r, N, SPAN, sh_t)
+    gl.store(s_ptr + (r * SLOTS + p - first), word.to(gl.int64, bitcast=True))
 
 
 @gluon.jit
@@ -867,8 +875,8 @@ def _tail_meet(s_ptr: gl.tensor, x_ptr: gl.tensor, r_lo: gl.tensor, has_lo: gl.t
     idx = gl.arange(0, V, layout=p_layout)
     side = idx // SLOTS  # 0: row r_lo, 1: r_lo + 1
     r = r_lo + side
-    first = (r * N + sh_t) // SPAN
-    on = (idx % SLOTS < ((r + 1) * N + sh_t - 1) // SPAN - first + 1) & gl.where(side == 0, has_lo, has_hi)
+    _first, count = _tail_row_programs(r, N, SPAN, sh_t)
+    on = (idx % SLOTS < count) & gl.where(side == 0, has_lo, has_hi)
     vals = gl.zeros([V], gl.float32, p_layout)
     met = 0
     if PATIENCE > 0:
@@ -889,8 +897,7 @@ def _tail_meet(s_ptr: gl.tensor, x_ptr: gl.tensor, r_lo: gl.tensor, has_lo: gl.t
     if agreed == 0:
         for h in gl.static_range(2):
             row = r_lo + h
-            first_h = (row * N + sh_t) // SPAN
-            count_h = ((row + 1) * N + sh_t - 1) // SPAN - first_h + 1
+            first_h, count_h = _tail_row_programs(row, N, SPAN, sh_t)
             j = 0
             while j < count_h * gl.where(h == 0, has_lo, has_hi).to(gl.int32):
                 vals = gl.where(idx == h * SLOTS + j, _tail_partial(x_ptr, t_base, sh_t, t_len, N, SPAN, first_h + j,
@@ -957,12 +964,8 @@ def _tail_write(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl.
     # aligned rows start on a vector) at q + t_base + q0 - (g // K) K, a multiple of K; g: the row's first element.
     g_lo = (RW + r_lo).to(gl.int64) * N
     g_hi = g_lo + N
-    if WT > 0:
-        w_lo = w_ptr + ((g_lo % K) * WT + t_base + q0 - (g_lo // K) * K)
-        w_hi = w_ptr + ((g_hi % K) * WT + t_base + q0 - (g_hi // K) * K)
-    else:
-        w_lo = w_ptr + (t_base + q0 - (g_lo // K) * K)
-        w_hi = w_ptr + (t_base + q0 - (g_hi // K) * K)
+    w_lo = w_ptr + ((g_lo % K) * WT + t_base + q0 - (g_lo // K) * K)  # WT = 0: aligned rows, g % K = 0
+    w_hi = w_ptr + ((g_hi % K) * WT + t_base + q0 - (g_hi // K) * K)
     y_at = y_ptr + (t_base + q0)
     for c in gl.static_range(NCHUNK):
         cols = c * CHUNK + offs
@@ -1011,7 +1014,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # window positions cut evenly over every program (SPAN each: at most two rows), copied into the slots as its
     # last whole row is written. Each program publishes the sums of squares of its range's rows in s_ptr (SLOTS
     # 64-bit words a tail row, zero before the launch: the table kernel zeroes them) and polls its rows' other words
-    # (_tail_inv; PATIENCE as _rms_norm_two_phase's), then scales its range from shared memory. Vectors wholly in one
+    # (_tail_meet; PATIENCE as _rms_norm_two_phase's), then scales its range from shared memory. Vectors wholly in one
     # row 16 bytes wide (the weight from the row's shift of the table); the tail's first and last vectors and the one
     # a row boundary falls in element by element. SPREAD 2 (tail first): the range is copied into NCHUNK more slots
     # in the prologue, before the first whole row, and its sums published at once (HBM busy with the row's copies
@@ -1051,24 +1054,23 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     else:
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x
-    if SPREAD == 2:  # the tail's range into slots NCHUNK .. 2 NCHUNK first, then the first whole row
-        RW, t_base, sh_t, t_len = _tail_cut(M, N, SPAN, K)
+    if SPREAD:  # whole rows below RW, then this program's range of the tail
+        RW, t_base, sh_t, t_len = _tail_cut(M, N, K)
         q0, q1, r_lo, b = _tail_range(gl.program_id(0), N, SPAN, sh_t, t_len)
         t_src = x_ptr + (t_base + q0)
+    else:
+        RW = M
+    if SPREAD == 2:  # the tail's range into slots NCHUNK .. 2 NCHUNK first, then the first whole row
         for c in gl.static_range(NCHUNK):
             _fetch(smem + NCHUNK * CHUNK * 2, c, t_src, lane, sh_t - q0, q1 - sh_t, q0 < t_len, x_ptr, K, CHUNK)
         for c in gl.static_range(NCHUNK):
             _fetch(smem, c, x_row, lane, sh, N, row < RW, x_ptr, K, CHUNK)
-    elif SPREAD:  # whole rows below RW; the tail's copies where a program has no whole row
-        RW, t_base, sh_t, t_len = _tail_cut(M, N, SPAN, K)
-        q0, q1, r_lo, b = _tail_range(gl.program_id(0), N, SPAN, sh_t, t_len)
-        t_src = x_ptr + (t_base + q0)
+    elif SPREAD:  # the tail's copies where a program has no whole row
         whole = row < RW
         for c in gl.static_range(NCHUNK):
             _fetch(smem, c, gl.where(whole, x_row, t_src), lane, gl.where(whole, sh, sh_t - q0),
                    gl.where(whole, N, q1 - sh_t), whole | (q0 < t_len), x_ptr, K, CHUNK)
     else:
-        RW = M
         for c in gl.static_range(NCHUNK):
             _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
     if WS > 0:  # after the slots (the copies address them from global_smem + 0); each thread reads back its own stores
@@ -1369,9 +1371,9 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
         chunk = 32 * warps * 8
         n_chunks = _cdiv(span, chunk)
         slots = count * n_sm
-        fits = count * n_chunks * chunk * 2 <= min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)
-        room = count * (2 if spread == 2 else 1) * n_chunks * chunk * 2 <= min(
-            budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)
+        share = min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)  # an SM's for its programs' slots
+        fits = count * n_chunks * chunk * 2 <= share
+        room = (2 if spread == 2 else 1) * count * n_chunks * chunk * 2 <= share
         tail = _spread_meta(m, n, min(m, slots), spread) if spread and fits and room else {}
         if per_sm in (0, count) and fits and (tail or m >= min_fill * _cdiv(m, slots) * slots):
             meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
@@ -1382,8 +1384,7 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
             if tail:
                 meta.update(tail)
                 wsmem = False
-            staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line,
-                                   min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count) // count)
+            staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line, share // count)
             partial = not realign and staged.get("WS", n_chunks) < n_chunks \
                 and m >= _RESIDENT_WSMEM_MIN_ROWS * min(m, slots)  # _RESIDENT_WSMEM_PARTIAL's rows
             if (_RESIDENT_WSMEM or (_RESIDENT_WSMEM_PARTIAL and partial)) if wsmem is None else wsmem:
@@ -1592,10 +1593,8 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
             # vector is read from a fresh copy, which starts on one (contiguous: any plan of these rows takes it).
             x, stride = x.clone(memory_format=torch.contiguous_format), n
         wt = meta.get("WT", 0)
-        if meta.get("SPREAD"):  # the tail rows' words, zeroed by the table's launch (SPREAD is through windows)
-            words = torch.empty((m * meta["SLOTS"],), dtype=torch.int64, device=x.device)
-            table = _weight_table(weight, wt, words.view(torch.int32), release=bool(meta.get("PDL")))
-            launch(x, table, y, m, n, stride, eps, s_ptr=words, **meta)
-            return
-        launch(x, _weight_table(weight, wt, release=bool(meta.get("PDL"))) if wt else weight, y, m, n, stride, eps,
-               **meta)
+        # SPREAD's tail rows' words, zeroed by the table's launch (SPREAD is through windows: there is one)
+        words = torch.empty((m * meta["SLOTS"],), dtype=torch.int64, device=x.device) if meta.get("SPREAD") else None
+        w_arg = _weight_table(weight, wt, None if words is None else words.view(torch.int32),
+                              release=bool(meta.get("PDL"))) if wt else weight
+        launch(x, w_arg, y, m, n, stride, eps, **({} if words is None else {"s_ptr": words}), **meta)
