@@ -43,7 +43,10 @@ SHAPES = ((2048, 32000), (2048, 32768), (1723, 25249), (793, 28518), (2048, 3200
 
 
 def _grid(launch: object) -> int:
-    """The programs of a planned launch (`kernel[grid]` keeps its grid in the proxy's closure)."""
+    """The programs of a planned launch (a persistent one's grid as planned, before its build's cap; `kernel[grid]`
+    keeps its grid in the proxy's closure)."""
+    if isinstance(launch, softmax._Persistent):
+        return launch.programs
     for cell in getattr(launch, "__closure__", None) or ():
         if isinstance(cell.cell_contents, tuple):
             return int(cell.cell_contents[0])

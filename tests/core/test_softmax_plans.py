@@ -163,7 +163,8 @@ def test_softmax_thread_stats_grid_follows_its_registers(monkeypatch: pytest.Mon
     monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
     for dtype in (torch.bfloat16, torch.float16):
         launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
-        grid = next(c.cell_contents for c in launch.__closure__ or () if isinstance(c.cell_contents, tuple))[0]
+        assert isinstance(launch, softmax._Persistent), launch
+        grid = launch.programs
         assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
         if per_sm == 6:
             assert (meta["WINDOW"], meta["PART1"], meta["PART2"], meta["THREAD_STATS"]) == (4096, 0, 0, 128), meta
@@ -181,7 +182,8 @@ def test_softmax_wide_windows_take_one_program_an_sm_over_few_rows(monkeypatch: 
     monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
     for dtype in (torch.bfloat16, torch.float16):
         launch, meta = softmax._plan(m, n, n, 2, torch.device("cpu"), dtype)  # type: ignore[misc]
-        grid = next(c.cell_contents for c in launch.__closure__ or () if isinstance(c.cell_contents, tuple))[0]
+        assert isinstance(launch, softmax._Persistent), launch
+        grid = launch.programs
         assert meta["num_warps"] == 16 and meta["THREAD_STATS"], meta
         assert grid == min(m, 132 * per_sm), (dtype, meta, grid)
 
@@ -339,3 +341,43 @@ def test_softmax_pdl_switch_on_an_h200_takes_the_row_and_realigned_kernels_only(
         assert 0 <= built["release"] < built["wait"] < built["first_load"], built
     assert resident["kernel"] == "_softmax_resident" and resident["meta"] == {} and resident["wait"] == -1
     assert off["meta"] == {} and not off["launch_pdl"] and off["release"] == off["wait"] == -1, off
+
+
+_RESIDENT_ON_H200 = """
+import json, os, subprocess, sys, tempfile, torch
+from pathlib import Path
+import triton
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+out = []
+for m, n, dtype in json.loads(sys.argv[1]):
+    dt = getattr(torch, dtype)
+    launch, meta = softmax._plan(m, n, n, 2, torch.device("cuda"), dt)
+    x = torch.empty((m, n), dtype=dt)
+    with compile_only("cuda", 90, 32):
+        kernel = launch(x, torch.empty((m, n), dtype=dt), m, n, n, **meta)
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(kernel.asm["cubin"])
+    usage = subprocess.run([str(cuobjdump), "-res-usage", f.name], capture_output=True, text=True, check=True).stdout
+    os.unlink(f.name)
+    regs = int(next(w for w in usage.split() if w.startswith("REG:"))[4:])
+    held = softmax._resident_per_sm(regs, int(kernel.metadata.shared), meta["num_warps"])
+    out.append([launch.programs // 132, regs, held])
+print(json.dumps(out))
+"""
+
+
+def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
+    """A persistent register-kernel build that holds more registers than its plan's programs an SM allow (built for
+    sm_90 on the H200's topology, registers from cuobjdump): fp16 rows of 3001 on windows on lines (2048+1024 lanes,
+    4 warps, 67 registers: 7 an SM where 8 are planned), bf16 rows of 7294 (THREAD_STATS' 8192-lane window on 8 warps,
+    80: 3 where 8 are); bf16 rows of 3001 fit the 8 planned (64). _Persistent launches the first call as planned and
+    later ones on what its build holds (learned from the launch: the GPU test checks it)."""
+    out = compile_for_sm90(_RESIDENT_ON_H200, [(8192, 3001, "float16"), (2770, 7294, "bfloat16"),
+                                              (8192, 3001, "bfloat16")])
+    assert out == [[8, 67, 7], [8, 80, 3], [8, 64, 8]], out
+    assert softmax._resident_per_sm(128, 0, 16) == 1 and softmax._resident_per_sm(64, 0, 16) == 2
+    assert softmax._resident_per_sm(40, 64 * 1024, 4) == 3  # shared memory: 228 KB holds three 64 KB programs
+    assert softmax._resident_per_sm(32, 0, 4) == 16  # 2048 threads an SM

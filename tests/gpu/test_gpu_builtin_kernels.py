@@ -125,6 +125,32 @@ def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int],
 
 
 @requires_cuda
+@pytest.mark.parametrize(("shape", "dtype", "planned", "held"), [
+    ((8192, 3001), torch.float16, 8, 7), ((2770, 7294), torch.bfloat16, 8, 3), ((8192, 3001), torch.bfloat16, 8, 8),
+    ((1723, 25249), torch.float16, 2, 1)])
+def test_persistent_softmax_grid_is_capped_at_what_its_build_holds(shape: tuple[int, int], dtype: torch.dtype,
+                                                                   planned: int, held: int) -> None:
+    """A persistent register-kernel launch learns from its first launch's build how many programs an SM holds
+    (registers, threads, shared memory) and launches no more from then on: fp16 rows of 3001 on windows on lines
+    hold 7 of the 8 planned, bf16 rows of 7294 3 of 8, bf16 rows of 3001 all 8, 25249's 16-warp window one of two.
+    Every call against fp32 and bit for bit with the first (the rows' programs change, not a row's arithmetic)."""
+    m, n = shape
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    launch, meta = softmax._plan(m, n, n, 2, x.device, dtype)  # type: ignore[misc]
+    assert isinstance(launch, softmax._Persistent) and launch.programs == planned * softmax._num_sms(x.device)
+    key = (launch.kernel.fn.__name__, tuple(sorted(meta.items())), x.dtype, x.device)
+    softmax._RESIDENT.pop(key, None)
+    y = torch.empty_like(x)
+    compiled = launch(x, y, m, n, n, **meta)  # as planned; learns what the build holds
+    assert softmax._RESIDENT[key] == held == softmax._resident_per_sm(
+        compiled.n_regs, compiled.metadata.shared, meta["num_warps"]), compiled.n_regs  # type: ignore[attr-defined]
+    y2 = torch.empty_like(x)
+    launch(x, y2, m, n, n, **meta)  # on `held` an SM
+    torch.testing.assert_close(y2.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert torch.equal(y2, y)
+
+
+@requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize("shape", [(345, 64803), (1024, 65536), (3, 40000), (2048, 24577), (425, 52717), (1, 40001),
                                    (9, 16411), (133, 65535)])
