@@ -78,6 +78,7 @@ from sweep_parity import (
     wide_looped_trials,
 )
 from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigned_parts_trials
+from sweep_persistent_cap import softmax_persistent_cap_trials
 from sweep_realigned_line import softmax_realigned_line_trials
 from sweep_resident import (
     softmax_resident_free_trials,
@@ -183,6 +184,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
             "rms_norm_resident_wsmem": rms_norm_resident_wsmem_trials,
             "softmax_realigned_line": softmax_realigned_line_trials,
+            "softmax_persistent_cap": softmax_persistent_cap_trials,
             "softmax_vs_baseline": softmax_vs_baseline_trials, "rms_norm_vs_baseline": rms_norm_vs_baseline_trials}
 
 

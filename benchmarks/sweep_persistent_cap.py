@@ -1,0 +1,38 @@
+"""kernel_sweep.py family `softmax_persistent_cap`: the persistent register kernels' planned launch, whose grid stops
+at the programs an SM its build holds from the second launch on (softmax._Persistent), against the same launch on
+the plan's whole grid (the extra programs a later wave), at the widths whose sm_90 builds hold fewer than planned
+(fp16 2049-3072 on lines: 7 of 8; 4096+1024 lanes on 4 warps: 5 of 8; 4096+2048 on 8 warps: 4 of 8; three parts on 4
+warps: 4 of 8; 8192 lanes on 8 warps: 3 of 8; the 16-warp windows: 1 of 2) and one that holds them all (bf16 3001)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import torch
+from sweep_common import Trial
+from sweep_resident import _correct_twice
+
+from kernelproof_core.kernels import softmax
+
+SHAPES = ((8192, 3001), (4096, 2500), (4096, 4500), (2048, 4500), (4096, 5500), (4096, 6601), (2770, 7294),
+          (4096, 7801), (1723, 25249), (2048, 20001), (700, 28001))
+
+
+def softmax_persistent_cap_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """At each shape the planned launch (capped), then the same kernel and meta on the plan's whole grid; each
+    checked against fp32 twice."""
+    for m, n in SHAPES:
+        x = torch.randn(m, n, dtype=dtype, device=device) * 4
+        y, ref, moved = torch.empty_like(x), torch.softmax(x.float(), -1), 4 * m * n
+        launch, meta = softmax._plan(m, n, n, x.element_size(), device, dtype)  # type: ignore[misc]
+        if not isinstance(launch, softmax._Persistent):
+            print(f"softmax.persistent_cap {m}x{n}: not a persistent launch", flush=True)
+            continue
+        sms = softmax._num_sms(device)
+        label = (f"WINDOW={meta['WINDOW']}+{meta['PART1']}+{meta['PART2']} warps={meta['num_warps']} "
+                 f"TS={meta.get('THREAD_STATS', 0)} LINE={meta.get('LINE', 0)} planned={launch.programs // sms}")
+        yield ("softmax.planned", (m, n), f"capped {label}", partial(softmax.candidate, x), moved, True)
+        whole = partial(launch.kernel[(launch.programs,)], x, y, m, n, n, **meta)
+        if _correct_twice(whole, y, ref, f"softmax.persistent_cap {m}x{n} whole grid"):
+            yield ("softmax.persistent_cap", (m, n), f"whole_grid {label}", whole, moved, False)
