@@ -102,7 +102,6 @@ from sweep_rms_resident import (
     rms_norm_resident_line_trials,
     rms_norm_resident_pdl_trials,
     rms_norm_resident_per_sm_trials,
-    rms_norm_resident_spread_trials,
     rms_norm_resident_wsmem_trials,
 )
 from sweep_size_align import softmax_size_align_trials
@@ -179,7 +178,6 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_words_padded": softmax_words_padded_trials,
             "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials,
             "rms_norm_resident_per_sm": rms_norm_resident_per_sm_trials,
-            "rms_norm_resident_spread": rms_norm_resident_spread_trials,
             "rms_norm_resident_line": rms_norm_resident_line_trials,
             "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
             "rms_norm_resident_wsmem": rms_norm_resident_wsmem_trials,

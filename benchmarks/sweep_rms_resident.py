@@ -1,5 +1,5 @@
 """kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line`, `rms_norm_resident_pdl`,
-`rms_norm_resident_wsmem` and `rms_norm_resident_spread`.
+and `rms_norm_resident_wsmem`.
 
 Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
 the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
@@ -13,11 +13,7 @@ resident kernel reading the weight of the first WS chunks from shared memory (st
 each program takes one shift class of rows) instead of from L2 every row: the weight is a third of the kernel's
 L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's resident kernel on the same rows;
 WSHIFT with it, where the whole row's weight is staged through windows: no table and no table launch (within half a
-point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*). SPREAD: rows through
-windows that are not whole rounds of programs, the rows past the last whole round cut evenly over every program
-(which meet once on those rows' sums of squares) instead of a part-full last round: at 372 x 46501 (2.82 rows an SM)
-most SMs hold 3 rows and some 2 without it. SPREAD 2 copies the tail's ranges and publishes their sums first (the
-meeting off the critical path, twice the row slots: one an SM, rows up to about 57000 wide)."""
+point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*)."""
 
 from __future__ import annotations
 
@@ -140,32 +136,3 @@ def rms_norm_resident_wsmem_trials(device: torch.device, dtype: torch.dtype) -> 
                      f"warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}")
             yield from _checked("rms_norm.resident_wsmem", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y,
                                 ref, moved)
-
-
-# (m, n): rows through windows that are not whole rounds of programs, 1.5-4 a SM on 132 SMs (the hidden_wide draws:
-# 8193-65536 wide, at most 512 rows; 64 MB and more from about 256 rows of 65536).
-SPREAD_SHAPES = ((372, 46501), (270, 63553), (425, 52717), (400, 40001), (300, 45001), (476, 63343), (345, 64803),
-                 (500, 33001), (256, 65531), (200, 50001))
-
-
-def rms_norm_resident_spread_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """At each SPREAD_SHAPES shape: the planned launch, then the resident launch through rms_norm._run (its table
-    built every call, as the built-in calls it) at one and two programs an SM (forced: no fill rule) without SPREAD
-    and with it, the tail last (1) and first (2, where twice the row slots fit) (one an SM also without STAGGER,
-    whose late half would keep the tail's meeting waiting), each checked first."""
-    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
-    for planned, (x, w, y, ref), moved, _fill in _line_shapes(device, dtype, SPREAD_SHAPES):
-        yield planned
-        m, n = x.shape
-        for per_sm in (1, 2):
-            for spread in (0, 1, 2):
-                plan = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, spread=spread)
-                if plan is None or spread != plan[1].get("SPREAD", 0):
-                    continue
-                staggers = (plan[1]["STAGGER"], 0) if spread and plan[1]["STAGGER"] else (plan[1]["STAGGER"],)
-                for stagger in staggers:
-                    launch = (plan[0], {**plan[1], "STAGGER": stagger})
-                    label = (f"per_sm={per_sm} spread={int(spread)} stagger={stagger} "
-                             f"span={plan[1].get('SPAN', 0)} warps={plan[1]['num_warps']} NCHUNK={plan[1]['NCHUNK']}")
-                    yield from _checked("rms_norm.resident_spread", label,
-                                        partial(rms_norm._run, launch, x, w, y, 1e-6), y, ref, moved)

@@ -143,13 +143,6 @@ _RESIDENT_WSMEM, _RESIDENT_WSHIFT = False, False
 # once, so it needs rows to pay for it. Planned from _RESIDENT_WSMEM_MIN_ROWS rows a program (1024 x 32776, 3.9 a
 # program, lost 2.2 all the same).
 _RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
-# SPREAD (experiment, off): rows through windows whose count is not a whole number of rounds of programs keep their
-# whole rounds, and the rows past them are cut evenly over every program instead of making a last, part-full round
-# (372 x 46501 on 132 SMs: 2.82 rows an SM, 3 on most), the programs meeting once on their rows' sums of squares
-# (int64 words, zeroed by the weight table's launch). With it the fill rule does not apply. Family
-# rms_norm_resident_spread.
-_RESIDENT_SPREAD = 0  # 1: the tail after the whole rows; 2: the tail's range copied and its sums published first
-_SPREAD_PATIENCE = 1 << 20
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -746,251 +739,11 @@ def _shifted_w(w_ptr: gl.tensor, at: gl.tensor, sh: gl.tensor, N: gl.tensor, K: 
 
 
 @gluon.jit
-def _tail_cut(M: gl.tensor, N: gl.tensor, K: gl.constexpr) -> tuple[gl.tensor, ...]:
-    # SPREAD's tail: the rows past the programs' last whole round (rows MW .. M, MW = programs x rounds), contiguous,
-    # as one run of window positions from t_base (x's vector at or before the tail's first element, which starts sh_t
-    # into it), cut into SPAN-position ranges (a multiple of 16), one a program. Returns MW, t_base, sh_t, t_len
-    # (positions through the tail's last element).
-    MW = (M // gl.num_programs(0)) * gl.num_programs(0)
-    t_start = MW.to(gl.int64) * N
-    t_base = (t_start // K) * K
-    sh_t = (t_start - t_base).to(gl.int32)
-    return MW, t_base, sh_t, sh_t + (M - MW) * N
-
-
-@gluon.jit
-def _tail_range(p: gl.tensor, N: gl.tensor, SPAN: gl.tensor, sh_t: gl.tensor,
-                t_len: gl.tensor) -> tuple[gl.tensor, ...]:
-    # Program p's range of the tail: window positions q0 .. q1 (none where q1 <= q0), the tail row r_lo its first
-    # element lies in, and b, where (relative to q0) the next row begins; SPAN <= N - 8: at most two rows a range.
-    q0 = p * SPAN
-    q1 = gl.minimum(q0 + SPAN, t_len)
-    r_lo = gl.maximum(q0 - sh_t, 0) // N
-    return q0, q1, r_lo, (r_lo + 1) * N + sh_t - q0
-
-
-@gluon.jit
-def _tail_row_programs(r: gl.tensor, N: gl.tensor, SPAN: gl.tensor, sh_t: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
-    # The first program whose range holds part of tail row r, and how many do (row r's words: slots 0 .. count).
-    first = (r * N + sh_t) // SPAN
-    return first, ((r + 1) * N + sh_t - 1) // SPAN - first + 1
-
-
-@gluon.jit
-def _tail_vectors(vecs: gl.tensor, lo_edge: gl.tensor, hi_edge: gl.tensor, b: gl.tensor,
-                  K: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # Which of a range's vectors (relative starts `vecs`) lie wholly inside the tail (lo_edge .. hi_edge) and wholly in
-    # its first row (before b) or its second (from b on). The vector b falls inside is neither: an edge.
-    inside = (vecs >= lo_edge) & (vecs + K <= hi_edge)
-    return inside & (vecs + K <= b), inside & (vecs >= b)
-
-
-@gluon.jit
-def _tail_squares(x: gl.tensor, lo_v: gl.tensor, hi_v: gl.tensor, ss_lo: gl.tensor,
-                  ss_hi: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
-    # A chunk's squares into the running per-thread sums of the range's two rows (one function for the copies in
-    # shared memory and for PATIENCE's re-reads from global memory: the same bits either way).
-    sq = x * x
-    return ss_lo + gl.sum(gl.where(lo_v[:, None], sq, 0.0), axis=1), ss_hi + gl.sum(gl.where(hi_v[:, None], sq, 0.0),
-                                                                                     axis=1)
-
-
-@gluon.jit
-def _tail_edges(x_at: gl.tensor, q0: gl.tensor, q1: gl.tensor, b: gl.tensor, sh_t: gl.tensor, t_len: gl.tensor,
-                K: gl.constexpr, layout: gl.constexpr) -> tuple[gl.tensor, ...]:
-    # A range's partial vectors (4 x K, relative positions): the tail's first (program 0, where the tail starts
-    # inside a vector), the one its row boundary b falls inside, and the tail's last; their elements inside the tail,
-    # in the range's first row (e_lo) or its second (e_hi), and x there (fp32; x_at: the range's position 0). In the
-    # chunks' layout a thread holds one of the 4 (the rest of the CTA repeats them): their sums are warp shuffles.
-    e_pos = gl.arange(0, 4, layout=gl.SliceLayout(1, layout))
-    last = ((t_len - 1) // K) * K - q0
-    e_start = gl.where(e_pos == 0, 0, gl.where(e_pos == 1, (b // K) * K, last))
-    e_on = ((e_pos == 0) & (q0 == 0) & (sh_t > 0)) | ((e_pos == 1) & (b < q1 - q0) & (b % K != 0)) | (
-        (e_pos == 2) & (last >= 0) & (last < q1 - q0) & (t_len % K != 0))
-    e_offs = e_start[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
-    e_mask = e_on[:, None] & (e_offs >= sh_t - q0) & (e_offs < q1 - q0)
-    x_e = gl.load(x_at + e_offs, mask=e_mask, other=0.0).to(gl.float32)
-    return x_e, e_offs, e_mask & (e_offs < b), e_mask & (e_offs >= b)
-
-
-@gluon.jit
-def _tail_sums(ss_lo: gl.tensor, ss_hi: gl.tensor, x_e: gl.tensor, e_lo: gl.tensor,
-               e_hi: gl.tensor) -> tuple[gl.tensor, gl.tensor]:
-    # A range's sums of squares of its two rows: the per-thread running sums in one CTA reduction (joined), the edge
-    # elements' added after. One function for the published sums and the recomputed ones.
-    lo, hi = gl.split(gl.sum(gl.join(ss_lo, ss_hi), axis=0))
-    sq = x_e * x_e
-    return (lo + gl.sum(gl.sum(gl.where(e_lo, sq, 0.0), axis=1), axis=0),
-            hi + gl.sum(gl.sum(gl.where(e_hi, sq, 0.0), axis=1), axis=0))
-
-
-@gluon.jit
-def _tail_partial(x_ptr: gl.tensor, t_base: gl.tensor, sh_t: gl.tensor, t_len: gl.tensor, N: gl.tensor,
-                  SPAN: gl.tensor, j: gl.tensor, r: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
-                  layout: gl.constexpr) -> gl.tensor:
-    # PATIENCE's fallback: program j's sum of squares of tail row r, re-read from global memory in the layout and
-    # order program j's copies had in its shared memory (vectors outside the tail read as zero, as they were copied).
-    T: gl.constexpr = 32 * gl.num_warps()
-    CHUNK: gl.constexpr = T * K
-    q0, q1, r_lo, b = _tail_range(j, N, SPAN, sh_t, t_len)
-    lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
-    offs = (lane * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
-    ss_lo = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
-    ss_hi = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
-    for c in gl.static_range(NCHUNK):
-        vecs = c * CHUNK + lane * K
-        inside = (vecs >= sh_t - q0) & (vecs + K <= q1 - q0)
-        x = gl.load(x_ptr + (t_base + q0) + c * CHUNK + offs, mask=inside[:, None], other=0.0).to(gl.float32)
-        lo_v, hi_v = _tail_vectors(vecs, sh_t - q0, q1 - q0, b, K)
-        ss_lo, ss_hi = _tail_squares(x, lo_v, hi_v, ss_lo, ss_hi)
-    x_e, _e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)
-    lo, hi = _tail_sums(ss_lo, ss_hi, x_e, e_lo, e_hi)
-    return gl.where(r == r_lo, lo, hi)
-
-
-@gluon.jit
-def _tail_publish(s_ptr: gl.tensor, r: gl.tensor, p: gl.tensor, total: gl.tensor, N: gl.tensor, SPAN: gl.tensor,
-                  sh_t: gl.tensor, SLOTS: gl.constexpr) -> None:
-    # Program p's sum of squares of tail row r into the row's slot p - (the row's first program), as one 64-bit word,
-    # 1 high, the float's bits low: a single-copy-atomic store that is its own flag (the words are zero before).
-    word = total.to(gl.uint32, bitcast=True).to(gl.uint64) | (1 << 32)
-    first, _count = _tail_row_programs(r, N, SPAN, sh_t)
-    gl.store(s_ptr + (r * SLOTS + p - first), word.to(gl.int64, bitcast=True))
-
-
-@gluon.jit
-def _tail_meet(s_ptr: gl.tensor, x_ptr: gl.tensor, r_lo: gl.tensor, has_lo: gl.tensor, has_hi: gl.tensor,
-               t_base: gl.tensor, sh_t: gl.tensor, t_len: gl.tensor, N: gl.tensor, SPAN: gl.tensor, eps: gl.tensor,
-               NCHUNK: gl.constexpr, K: gl.constexpr, SLOTS: gl.constexpr, PATIENCE: gl.constexpr,
-               layout: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
-    # rsqrt(mean + eps) of the range's tail rows r_lo and r_lo + 1, once every program holding part of them has
-    # published its sum. Each warp polls both rows' words (every warp holds them all: its reductions are shuffles,
-    # no CTA barrier a poll) with volatile loads, at most PATIENCE times; then one CTA-wide agreement: past PATIENCE
-    # (programs not all resident) the rows' sums are recomputed here from global memory, each as its program
-    # computed it. Summed in slot order either way, so the bits are the same. PATIENCE 0: no polls, always
-    # recomputed (the GPU test's check that both ways give the same bits).
-    W: gl.constexpr = gl.num_warps()
-    V: gl.constexpr = 2 * SLOTS
-    p_layout: gl.constexpr = gl.BlockedLayout([(V + 31) // 32], [32], [W], [0])
-    idx = gl.arange(0, V, layout=p_layout)
-    side = idx // SLOTS  # 0: row r_lo, 1: r_lo + 1
-    r = r_lo + side
-    _first, count = _tail_row_programs(r, N, SPAN, sh_t)
-    on = (idx % SLOTS < count) & gl.where(side == 0, has_lo, has_hi)
-    vals = gl.zeros([V], gl.float32, p_layout)
-    met = 0
-    if PATIENCE > 0:
-        flag = gl.full([V], 1 << 32, gl.int64, p_layout)
-        got = gl.load(s_ptr + r * SLOTS + idx % SLOTS, mask=on, other=flag, volatile=True)
-        polls = 0
-        while (gl.min((got >> 32).to(gl.int32), axis=0) == 0) & (polls < PATIENCE):
-            got = gl.load(s_ptr + r * SLOTS + idx % SLOTS, mask=on, other=flag, volatile=True)
-            polls += 1
-        vals = got.to(gl.int32).to(gl.float32, bitcast=True)
-        met = gl.min((got >> 32).to(gl.int32), axis=0)
-    # every warp the same decision (one may have run out of patience where another saw the last word land); each
-    # thread's value through an opaque move, so no fold of a reduction over a broadcast scalar can skip the exchange
-    mine = gl.inline_asm_elementwise("mov.u32 $0, $1;", "=r,r", [gl.zeros([32 * W], gl.int32,
-                                                                          gl.SliceLayout(1, layout)) + met],
-                                     dtype=gl.int32, is_pure=False, pack=1)
-    agreed = gl.min(mine, axis=0)
-    if agreed == 0:
-        for h in gl.static_range(2):
-            row = r_lo + h
-            first_h, count_h = _tail_row_programs(row, N, SPAN, sh_t)
-            j = 0
-            while j < count_h * gl.where(h == 0, has_lo, has_hi).to(gl.int32):
-                vals = gl.where(idx == h * SLOTS + j, _tail_partial(x_ptr, t_base, sh_t, t_len, N, SPAN, first_h + j,
-                                                                   row, NCHUNK, K, layout), vals)
-                j += 1
-    lo = gl.sum(gl.where(on & (side == 0), vals, 0.0), axis=0)
-    hi = gl.sum(gl.where(on & (side == 1), vals, 0.0), axis=0)
-    return gl.rsqrt(lo / N + eps), gl.rsqrt(hi / N + eps)
-
-
-@gluon.jit
-def _stamp(trace_ptr: gl.tensor, slot: gl.constexpr, layout: gl.constexpr) -> None:
-    # TRACE (diagnostic): the global timer (ns) at phase `slot` of this program, into trace_ptr[program, slot].
-    z = gl.zeros([32 * gl.num_warps()], gl.int32, layout)
-    now = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [z], dtype=gl.int64, is_pure=False, pack=1)
-    gl.store(trace_ptr + gl.program_id(0) * 8 + slot, gl.max(now, axis=0))
-
-
-@gluon.jit
-def _tail_publish_sums(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, s_ptr: gl.tensor, N: gl.tensor,
-                       SPAN: gl.tensor, t_base: gl.tensor, sh_t: gl.tensor, t_len: gl.tensor, q0: gl.tensor,
-                       q1: gl.tensor, r_lo: gl.tensor, b: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
-                       SLOTS: gl.constexpr, BASE: gl.constexpr, PENDING: gl.constexpr, layout: gl.constexpr) -> None:
-    # SPREAD: the sums of squares of this program's range of the tail (q0 .. q1 of its window positions, in slots
-    # BASE .. BASE + NCHUNK; PENDING copy groups issued after them may still fly) for its one or two rows (r_lo, and
-    # r_lo + 1 from b on), published.
-    T: gl.constexpr = 32 * gl.num_warps()
-    CHUNK: gl.constexpr = T * K
-    lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
-    x_e, _e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)  # in flight
-    ss_lo = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
-    ss_hi = gl.zeros([T], gl.float32, gl.SliceLayout(1, layout))
-    for c in gl.static_range(NCHUNK):
-        gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c + PENDING), "=r,r", [lane], dtype=gl.int32,
-                                  is_pure=False, pack=1)
-        lo_v, hi_v = _tail_vectors(c * CHUNK + lane * K, sh_t - q0, q1 - q0, b, K)
-        ss_lo, ss_hi = _tail_squares(slots.index(BASE + c).load(layout).to(gl.float32), lo_v, hi_v, ss_lo, ss_hi)
-    has_lo = q0 < t_len
-    lo, hi = _tail_sums(ss_lo, ss_hi, x_e, e_lo, e_hi)
-    if has_lo:
-        _tail_publish(s_ptr, r_lo, gl.program_id(0), lo, N, SPAN, sh_t, SLOTS)
-    if has_lo & (b < q1 - q0):
-        _tail_publish(s_ptr, r_lo + 1, gl.program_id(0), hi, N, SPAN, sh_t, SLOTS)
-
-
-@gluon.jit
-def _tail_write(slots: gl.shared_memory_descriptor, x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor,
-                s_ptr: gl.tensor, N: gl.tensor, eps: gl.tensor, SPAN: gl.tensor, RW: gl.tensor, t_base: gl.tensor,
-                sh_t: gl.tensor, t_len: gl.tensor, q0: gl.tensor, q1: gl.tensor, r_lo: gl.tensor, b: gl.tensor,
-                NCHUNK: gl.constexpr, K: gl.constexpr, WT: gl.constexpr, SLOTS: gl.constexpr,
-                PATIENCE: gl.constexpr, BASE: gl.constexpr, layout: gl.constexpr) -> None:
-    # SPREAD: this program's range of the tail (in slots BASE .. BASE + NCHUNK, its sums published) scaled and
-    # stored once its rows' sums have met.
-    T: gl.constexpr = 32 * gl.num_warps()
-    CHUNK: gl.constexpr = T * K
-    lane = gl.arange(0, T, layout=gl.SliceLayout(1, layout))
-    offs = (lane * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
-    span = q1 - q0  # <= 0: no range (the tail cut over fewer programs)
-    has_lo = q0 < t_len
-    inv_lo, inv_hi = _tail_meet(s_ptr, x_ptr, r_lo, has_lo, has_lo & (b < span), t_base, sh_t, t_len, N, SPAN, eps,
-                                NCHUNK, K, SLOTS, PATIENCE, layout)
-    x_e, e_offs, e_lo, e_hi = _tail_edges(x_ptr + (t_base + q0), q0, q1, b, sh_t, t_len, K, layout)
-    # The weight of tail row r at range position q: row g % K of the shifted table (the weight itself where WT = 0:
-    # aligned rows start on a vector) at q + t_base + q0 - (g // K) K, a multiple of K; g: the row's first element.
-    g_lo = (RW + r_lo).to(gl.int64) * N
-    g_hi = g_lo + N
-    w_lo = w_ptr + ((g_lo % K) * WT + t_base + q0 - (g_lo // K) * K)  # WT = 0: aligned rows, g % K = 0
-    w_hi = w_ptr + ((g_hi % K) * WT + t_base + q0 - (g_hi // K) * K)
-    y_at = y_ptr + (t_base + q0)
-    for c in gl.static_range(NCHUNK):
-        cols = c * CHUNK + offs
-        lo_v, hi_v = _tail_vectors(c * CHUNK + lane * K, sh_t - q0, span, b, K)
-        w = gl.where(lo_v[:, None], gl.load(w_lo + cols, mask=lo_v[:, None], other=0.0),
-                     gl.load(w_hi + cols, mask=hi_v[:, None], other=0.0)).to(gl.float32)
-        x = slots.index(BASE + c).load(layout).to(gl.float32)
-        gl.store(y_at + cols, (x * gl.where(lo_v, inv_lo, inv_hi)[:, None] * w).to(y_ptr.dtype.element_ty),
-                 mask=(lo_v | hi_v)[:, None])
-    # the edge vectors' elements: the weight at their index in their row (the table's row 0 is w itself)
-    w_e = gl.where(e_lo, gl.load(w_ptr + (t_base + q0 - g_lo) + e_offs, mask=e_lo, other=0.0),
-                   gl.load(w_ptr + (t_base + q0 - g_hi) + e_offs, mask=e_hi, other=0.0)).to(gl.float32)
-    gl.store(y_at + e_offs, (x_e * gl.where(e_lo, inv_lo, inv_hi) * w_e).to(y_ptr.dtype.element_ty),
-             mask=e_lo | e_hi)
-
-
-@gluon.jit
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
-                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, SPREAD: gl.constexpr = 0,
-                       s_ptr: gl.tensor = None, SPAN: gl.tensor = 0, SLOTS: gl.constexpr = 1,
-                       PATIENCE: gl.constexpr = 1 << 20, TRACE: gl.constexpr = False,
-                       trace_ptr: gl.tensor = None) -> None:
+                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -1009,24 +762,13 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # one table row serves all of a program's rows. WSHIFT (with WS = NCHUNK, through windows, no LINE): no table and
     # no table launch: w itself is staged, each thread's K weights gathered in registers from the two aligned vectors
     # around them (16-byte loads), and the edge vectors' weights read from w element by element.
-    # SPREAD (experiment; contiguous rows, PERIOD 1): the rows past the last whole round of programs (M mod programs of
-    # them) are not whole rows of a last, part-full round (SMs idle while others hold one more row) but one run of
-    # window positions cut evenly over every program (SPAN each: at most two rows), copied into the slots as its
-    # last whole row is written. Each program publishes the sums of squares of its range's rows in s_ptr (SLOTS
-    # 64-bit words a tail row, zero before the launch: the table kernel zeroes them) and polls its rows' other words
-    # (_tail_meet; PATIENCE as _rms_norm_two_phase's), then scales its range from shared memory. Vectors wholly in one
-    # row 16 bytes wide (the weight from the row's shift of the table); the tail's first and last vectors and the one
-    # a row boundary falls in element by element. SPREAD 2 (tail first): the range is copied into NCHUNK more slots
-    # in the prologue, before the first whole row, and its sums published at once (HBM busy with the row's copies
-    # meanwhile); after the whole rows the sums have long met, and the range is scaled and stored: the meeting off
-    # the critical path, for twice the shared memory.
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
     CHUNK: gl.constexpr = T * K
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
-    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK * (2 if SPREAD == 2 else 1), T, K],
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, T, K],
                                       gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride
     stride_x = (stride_x // ALIGN) * ALIGN
@@ -1035,8 +777,6 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     lane = gl.arange(0, T, layout=rows_layout)  # one element a thread: the waits are emitted once a thread
     smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
                                      pack=1) + lane * 16
-    if TRACE:  # diagnostic: phase times a program (start, whole rows done, tail published, tail met, end)
-        _stamp(trace_ptr, 0, rows_layout)
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     # A program's rows: class pid % PERIOD, every PERIOD-th row of it among the class's programs (PERIOD = 1: pid,
@@ -1054,25 +794,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     else:
         sh = 0
         x_row = x_ptr + row.to(gl.int64) * stride_x
-    if SPREAD:  # whole rows below RW, then this program's range of the tail
-        RW, t_base, sh_t, t_len = _tail_cut(M, N, K)
-        q0, q1, r_lo, b = _tail_range(gl.program_id(0), N, SPAN, sh_t, t_len)
-        t_src = x_ptr + (t_base + q0)
-    else:
-        RW = M
-    if SPREAD == 2:  # the tail's range into slots NCHUNK .. 2 NCHUNK first, then the first whole row
-        for c in gl.static_range(NCHUNK):
-            _fetch(smem + NCHUNK * CHUNK * 2, c, t_src, lane, sh_t - q0, q1 - sh_t, q0 < t_len, x_ptr, K, CHUNK)
-        for c in gl.static_range(NCHUNK):
-            _fetch(smem, c, x_row, lane, sh, N, row < RW, x_ptr, K, CHUNK)
-    elif SPREAD:  # the tail's copies where a program has no whole row
-        whole = row < RW
-        for c in gl.static_range(NCHUNK):
-            _fetch(smem, c, gl.where(whole, x_row, t_src), lane, gl.where(whole, sh, sh_t - q0),
-                   gl.where(whole, N, q1 - sh_t), whole | (q0 < t_len), x_ptr, K, CHUNK)
-    else:
-        for c in gl.static_range(NCHUNK):
-            _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
+    for c in gl.static_range(NCHUNK):
+        _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
     if WS > 0:  # after the slots (the copies address them from global_smem + 0); each thread reads back its own stores
         w_slots = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [WS, T, K],
                                             gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
@@ -1089,13 +812,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     if PDL:  # TABLE_PDL: launched while the table kernel may still run; the first row's reads fly while it finishes
         gl.inline_asm_elementwise("griddepcontrol.wait;\n\tmov.u32 $0, 0;", "=r,r", [lane], dtype=gl.int32,
                                   is_pure=False, pack=1)
-    if SPREAD == 2:  # the range's sums while the first row's copies fly (after TABLE_PDL's wait: the table kernel
-        # zeroes the words)
-        _tail_publish_sums(slots, x_ptr, s_ptr, N, SPAN, t_base, sh_t, t_len, q0, q1, r_lo, b, NCHUNK, K, SLOTS,
-                           NCHUNK, NCHUNK, layout)
-        if TRACE:
-            _stamp(trace_ptr, 2, rows_layout)
-    while row < RW:
+    while row < M:
         if REALIGN:
             base = (row.to(gl.int64) * N // WBASE) * WBASE
             sh = (row.to(gl.int64) * N - base).to(gl.int32)
@@ -1132,17 +849,10 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
-        a_n = N
-        a_live = ahead < RW
-        if SPREAD == 1:  # past the whole rows: the program's range of the tail
-            a_row = gl.where(ahead < RW, a_row, t_src)
-            a_sh = gl.where(ahead < RW, a_sh, sh_t - q0)
-            a_n = gl.where(ahead < RW, N, q1 - sh_t)
-            a_live = (ahead < RW) | (q0 < t_len)
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
             x = slots.index(c).load(layout).to(gl.float32)
-            _fetch(smem, c, a_row, lane, a_sh, a_n, a_live, x_ptr, K, CHUNK)  # the slot is free: the next row's
+            _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
             if _masked_chunk(c, NCHUNK, REALIGN):  # (asked thrice: a static loop cannot name a constexpr)
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < WS:
@@ -1162,21 +872,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                 w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
         row = ahead
-    if TRACE:
-        _stamp(trace_ptr, 1, rows_layout)
-    if SPREAD == 1:  # the range's copies came with the last whole row's refill
-        _tail_publish_sums(slots, x_ptr, s_ptr, N, SPAN, t_base, sh_t, t_len, q0, q1, r_lo, b, NCHUNK, K, SLOTS, 0,
-                           0, layout)
-        if TRACE:
-            _stamp(trace_ptr, 2, rows_layout)
-    if SPREAD:
-        _tail_write(slots, x_ptr, w_ptr, y_ptr, s_ptr, N, eps, SPAN, RW, t_base, sh_t, t_len, q0, q1, r_lo, b, NCHUNK,
-                    K, WT, SLOTS, PATIENCE, NCHUNK if SPREAD == 2 else 0, layout)
-        if TRACE:
-            _stamp(trace_ptr, 3, rows_layout)
     cp.wait_group(0)
-    if TRACE:
-        _stamp(trace_ptr, 4, rows_layout)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -1337,15 +1033,15 @@ def _cuda_smem(index: int) -> int:
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                   wshift: bool | None = None, spread: int | None = None) -> Launch | None:
+                   wshift: bool | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
-    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, spread)
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                      min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                     wshift: bool | None = None, spread: int | None = None) -> tuple[int, dict[str, int]] | None:
+                     wshift: bool | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
@@ -1355,16 +1051,13 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default: _RESIDENT_WSMEM, or
     _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit, _RESIDENT_WSMEM_MIN_ROWS rows a
     program or more);
-    wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT);
-    spread: SPREAD (1 or 2; True is 1) through windows on vectors where the rows are not whole rounds of programs
-    (default _RESIDENT_SPREAD): no fill rule, no WSMEM; 2 where twice the row slots fit."""
+    wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
     line = (_RESIDENT_LINE if line is None else line) if realign else 0
     if line % 8:
         raise ValueError("LINE is a whole number of 8-element vectors")
-    spread = int(_RESIDENT_SPREAD if spread is None else spread) if realign and not line else 0
     span = n + max(8, line) - 1 if realign else n
     for count, warps, budget in ((2, _RESIDENT_PAIR_WARPS, _RESIDENT_PAIR_BYTES), (1, _RESIDENT_WARPS,
                                                                                    _RESIDENT_BUDGET_BYTES)):
@@ -1373,17 +1066,12 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
         slots = count * n_sm
         share = min(budget, smem_per_sm_bytes - _RESIDENT_RESERVE_BYTES * count)  # an SM's for its programs' slots
         fits = count * n_chunks * chunk * 2 <= share
-        room = (2 if spread == 2 else 1) * count * n_chunks * chunk * 2 <= share
-        tail = _spread_meta(m, n, min(m, slots), spread) if spread and fits and room else {}
-        if per_sm in (0, count) and fits and (tail or m >= min_fill * _cdiv(m, slots) * slots):
+        if per_sm in (0, count) and fits and m >= min_fill * _cdiv(m, slots) * slots:
             meta = {"NCHUNK": n_chunks, "K": 8, "ALIGN": 1 if realign else 8, "REALIGN": realign,
                     "STAGGER": _RESIDENT_STAGGER if count == 1 else 0, "WT": n_chunks * chunk if realign else 0,
                     "num_warps": warps}
             if line:
                 meta["LINE"] = line
-            if tail:
-                meta.update(tail)
-                wsmem = False
             staged = _weight_slots(min(m, slots), n, n_chunks, chunk, realign, line, share // count)
             partial = not realign and staged.get("WS", n_chunks) < n_chunks \
                 and m >= _RESIDENT_WSMEM_MIN_ROWS * min(m, slots)  # _RESIDENT_WSMEM_PARTIAL's rows
@@ -1396,20 +1084,6 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta
     return None
-
-
-def _spread_meta(m: int, n: int, programs: int, mode: int = 1) -> dict[str, int]:
-    """SPREAD's meta for m contiguous rows of n on `programs` resident programs: SPAN, the tail's window positions a
-    program (a multiple of 16, at most n - 8: a range holds parts of at most two rows), SLOTS, the words a tail row
-    (a power of two over the programs one row's ranges can touch), SPREAD = mode (1: the tail last, 2: first); {}
-    where the rows are whole rounds."""
-    whole = (m // programs) * programs
-    tail_len = (whole * n) % 8 + (m - whole) * n
-    span = _cdiv(_cdiv(tail_len, programs), 16) * 16
-    if m == whole or span > n - 8:
-        return {}
-    return {"SPREAD": mode, "SPAN": span, "SLOTS": triton.next_power_of_2(n // span + 2),
-            "PATIENCE": _SPREAD_PATIENCE}
 
 
 def _weight_slots(programs: int, n: int, n_chunks: int, chunk: int, realign: bool, line: int,
@@ -1593,8 +1267,5 @@ def _run(plan: Plan, x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps
             # vector is read from a fresh copy, which starts on one (contiguous: any plan of these rows takes it).
             x, stride = x.clone(memory_format=torch.contiguous_format), n
         wt = meta.get("WT", 0)
-        # SPREAD's tail rows' words, zeroed by the table's launch (SPREAD is through windows: there is one)
-        words = torch.empty((m * meta["SLOTS"],), dtype=torch.int64, device=x.device) if meta.get("SPREAD") else None
-        w_arg = _weight_table(weight, wt, None if words is None else words.view(torch.int32),
-                              release=bool(meta.get("PDL"))) if wt else weight
-        launch(x, w_arg, y, m, n, stride, eps, **({} if words is None else {"s_ptr": words}), **meta)
+        w_arg = _weight_table(weight, wt, release=bool(meta.get("PDL"))) if wt else weight
+        launch(x, w_arg, y, m, n, stride, eps, **meta)

@@ -276,20 +276,18 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 rms_norm._smem_per_sm = lambda device: 233472
 out = []
 line0 = rms_norm._RESIDENT_LINE
-for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT, SPREAD
+for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
     rms_norm._RESIDENT_LINE = opts[0] if opts else line0
     rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
     rms_norm._RESIDENT_WSHIFT = bool(opts[2]) if len(opts) > 2 else False
-    rms_norm._RESIDENT_SPREAD = opts[3] if len(opts) > 3 else 0
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
         launch, meta = plan
         x = torch.empty((m, stride), dtype=torch.bfloat16)[:, :n]
         w = torch.empty((8, meta["WT"]) if meta.get("WT") else (n,), dtype=torch.bfloat16)
-        words = {"s_ptr": torch.empty((m * meta["SLOTS"],), dtype=torch.int64)} if meta.get("SPREAD") else {}
         with compile_only("cuda", 90, 32):
-            kernel = launch(x, w, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, 1e-6, **words, **meta)
+            kernel = launch(x, w, torch.empty((m, n), dtype=torch.bfloat16), m, n, stride, 1e-6, **meta)
         ptx, ops = kernel.asm["ptx"], opcodes(kernel.asm["cubin"])
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(kernel.asm["cubin"])
@@ -300,7 +298,6 @@ for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
                    local=ptx.count(".local"), vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
                    smem_stores=len(re.findall(r"st\\.shared[^;]*\\.v4", ptx)), shifts=ptx.count("shf.r.clamp.b32"),
-                   timers=ptx.count("%globaltimer"),
                    offsets=sorted({int(v) for v in re.findall(r"global_smem\\+(\\d+)", ptx)}),
                    base=len(re.findall(r"mov\\.u32 \\S+, global_smem;", ptx)))
     out.append(row)
@@ -400,56 +397,6 @@ def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> No
         assert r["smem_stores"] == meta["WS"] and r["vec_loads"] == r["vec_stores"] == meta["NCHUNK"], r
         assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0, r
         assert r["bar"] <= 10 + meta["WS"] and r["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, r
-
-
-def test_resident_rms_norm_spread_builds_its_tail_from_the_same_copies() -> None:
-    """SPREAD (experiment, off: the rows past the last whole round cut evenly over every program) built for sm_90,
-    one and two programs an SM: the tail's copies are the row copies' own instructions (one 16-byte cp.async a thread
-    a chunk twice a row: the prologue's or the last row's refill selects the tail's range; SPREAD 2, tail first: a
-    third set in the prologue, into as many slots again, one an SM), y stored 16 bytes wide
-    twice a chunk (whole rows, the tail), the weight read 16 bytes wide once a chunk for whole rows and twice in the
-    tail (the range's two rows' table rows) plus the recomputation's re-reads of x (two rows, a chunk each), nothing
-    in local memory, registers that fit; the shipped build (without it) unchanged in those counts."""
-    cases = [(372, 46501, 46501, 0, 0, 0, 1), (400, 40001, 40001, 0, 0, 0, 1), (263, 49999, 49999, 0, 0, 0, 1),
-             (372, 46501, 46501, 0, 0, 0, 2), (300, 45001, 45001, 0, 0, 0, 2)]
-    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
-    assert [(r["meta"]["num_warps"], r["meta"]["SPAN"], r["meta"]["SLOTS"], r["meta"]["SPREAD"]) for r in got] == [
-        (16, 19024, 4, 1), (16, 20608, 4, 1), (32, 49632, 4, 1),  # two an SM where two rows fit (no fill rule)
-        (32, 38048, 4, 2), (32, 12288, 8, 2)], got  # tail first: twice the row slots, one an SM
-    for r in got:
-        meta, warps = r["meta"], r["meta"]["num_warps"]
-        assert meta["REALIGN"] and "WS" not in meta, r
-        # tail first: the range's own copies in the prologue, NCHUNK more slots, all below the reductions' scratch
-        assert r["copies"] == (2 + (meta["SPREAD"] == 2)) * meta["NCHUNK"], r
-        assert min(r["offsets"]) >= (1 + (meta["SPREAD"] == 2)) * meta["NCHUNK"] * 32 * warps * 8 * 2, r
-        assert r["vec_stores"] == 2 * meta["NCHUNK"], r
-        assert r["vec_loads"] == 5 * meta["NCHUNK"] and r["local"] == 0 and r["base"] == 1, r
-        assert r["timers"] == 0, r  # TRACE (the phase stamps) is a diagnostic, off in every plan
-        assert r["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, r
-
-
-def test_spread_cuts_the_tail_in_ranges_of_at_most_two_rows() -> None:
-    """SPREAD's meta: SPAN, the tail's window positions over the programs rounded up to 16 (a row off the grid starts
-    (whole rows x n) mod 8 into its window), at most n - 8 (a range touches at most two rows); SLOTS, a power of two
-    over the ranges one row can touch; nothing where the rows are whole rounds, or the ranges would pass n - 8; the
-    resident config with it takes the rows the fill rule refuses (270 rows of 63553: 0.68 of their last round)."""
-    assert rms_norm._spread_meta(372, 46501, 132) == {"SPREAD": True, "SPAN": 38048, "SLOTS": 4,
-                                                      "PATIENCE": rms_norm._SPREAD_PATIENCE}
-    assert rms_norm._spread_meta(133, 40001, 132)["SPAN"] == 304  # one row over 132 ranges
-    assert rms_norm._spread_meta(133, 40001, 132)["SLOTS"] == 256
-    assert rms_norm._spread_meta(264, 40001, 132) == {}  # whole rounds
-    assert rms_norm._spread_meta(263, 2001, 132) == {}  # 131 rows over 132 ranges: a range would pass n - 8
-    for m, n, programs in ((372, 46501, 132), (400, 40001, 264), (300, 45001, 132), (529, 40001, 264)):
-        meta = rms_norm._spread_meta(m, n, programs)
-        whole = (m // programs) * programs
-        tail = (whole * n) % 8 + (m - whole) * n
-        assert meta["SPAN"] % 16 == 0 and meta["SPAN"] - 16 < -(-tail // programs) <= meta["SPAN"], meta
-        assert meta["SPAN"] <= n - 8 and meta["SLOTS"] >= n // meta["SPAN"] + 2, meta
-    assert rms_norm._resident_config(270, 63553, 63553, H200_SMS, H200_SMEM_PER_SM) is None
-    spread = rms_norm._resident_config(270, 63553, 63553, H200_SMS, H200_SMEM_PER_SM, spread=True)
-    assert spread is not None and spread[0] == 132 and spread[1]["SPREAD"], spread
-    aligned = rms_norm._resident_config(270, 65536, 65536, H200_SMS, H200_SMEM_PER_SM, spread=True, min_fill=0.0)
-    assert aligned is not None and "SPREAD" not in aligned[1]  # through windows only (their table zeroes the words)
 
 
 @pytest.mark.parametrize(("m", "n", "ws"), [(1024, 65536, 6), (2048, 40000, 2), (792, 40000, 2), (600, 56000, 0),
