@@ -1663,25 +1663,39 @@ def _resident_per_sm(regs: int, smem: int, warps: int) -> int:
 
 
 class _Persistent:
-    """A persistent launch (program p takes rows p, p + grid, ...) of `programs` that never asks for more programs than
-    its build lets the SMs hold at once: past that, the extra programs run as a later wave and its last one leaves SMs
-    idle. Plans count programs an SM from sweeps; a build that holds more registers than the count allows (windows on
-    lines: fp16 rows of 2049-3072 on 4 warps, 67 registers a thread, 7 programs an SM where 8 are planned; THREAD_STATS'
-    8192-lane window on 8 warps, 80, 3 where 8 are) runs on the first launch as planned and from the second launch on
-    what the SMs hold. H200, CUPTI, fp16 8192 x 3001: 72.4% of copy planned (8 an SM asked, 7 held) against 83.4% for
-    the same window on 64 registers (evidence/h200/2026-12-06_twentieth/3_*)."""
+    """A persistent launch (program p takes rows p, p + grid, ...) of `programs` whose extra programs, where its build
+    lets the SMs hold fewer at once, never make a part-full last wave. Plans count programs an SM from sweeps; a build
+    that holds more registers than the count allows runs the programs past what the SMs hold as later waves. Where
+    the plan's count is a whole number of what is held (16-warp windows of 94-128 registers: 2 planned, 1 held), the
+    waves are whole and the plan stands: those counts were swept as they ran (2 against 1 an SM: within 2 points
+    either way, `_few_rows_per_sm`). Where it is not (fp16 rows of 2049-3072 on lines, 4 warps, 67 registers: 7 held
+    of 8; THREAD_STATS' 8192-lane window on 8 warps, 80: 3 of 8), the last wave leaves SMs idle, so from the second
+    launch on (the first one's build says what an SM holds) the grid is what the SMs hold. H200, CUPTI, fp16 8192 x
+    3001: 72.4% of copy planned (8 asked, 7 held) against 83.4% for the same window on 64 registers
+    (evidence/h200/2026-12-06_twentieth/3_*); `_THREAD_STATS_PER_SM`'s 6 of 8 gained 4-10 points the same way."""
 
     def __init__(self, kernel: triton.JITFunction, programs: int) -> None:
         self.kernel = kernel
         self.programs = programs  # the plan's grid: its programs an SM x the SMs, or one a row where there are fewer
 
+    def _key(self, x: torch.Tensor, meta: dict[str, object]) -> tuple[object, ...]:
+        return self.kernel.fn.__name__, tuple(sorted(meta.items())), x.dtype, x.device
+
+    def grid(self, x: torch.Tensor, **meta: object) -> int:
+        """The programs this launch runs on x: the plan's, or what the SMs hold where the plan's would end on a
+        part-full wave (known once a launch of this build has run)."""
+        held = _RESIDENT.get(self._key(x, meta))
+        if held is None:
+            return self.programs
+        slots = held * _num_sms(x.device)
+        return slots if self.programs > slots and self.programs % slots else self.programs
+
     def __call__(self, x: torch.Tensor, *args: object, **meta: object) -> object:
-        key = (self.kernel.fn.__name__, tuple(sorted(meta.items())), x.dtype, x.device)
-        held = _RESIDENT.get(key)
-        grid = self.programs if held is None else min(self.programs, held * _num_sms(x.device))
-        compiled = self.kernel[(grid,)](x, *args, **meta)
+        key = self._key(x, meta)
+        learn = key not in _RESIDENT
+        compiled = self.kernel[(self.grid(x, **meta),)](x, *args, **meta)
         regs = getattr(compiled, "n_regs", None)  # None: interpreted, or built without a launch
-        if held is None and isinstance(regs, int) and regs > 0:
+        if learn and isinstance(regs, int) and regs > 0:
             _RESIDENT[key] = _resident_per_sm(regs, int(getattr(compiled.metadata, "shared", 0) or 0),
                                               int(meta["num_warps"]))  # type: ignore[call-overload]
         return compiled

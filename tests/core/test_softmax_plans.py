@@ -374,7 +374,8 @@ def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
     sm_90 on the H200's topology, registers from cuobjdump): fp16 rows of 3001 on windows on lines (2048+1024 lanes,
     4 warps, 67 registers: 7 an SM where 8 are planned), bf16 rows of 7294 (THREAD_STATS' 8192-lane window on 8 warps,
     80: 3 where 8 are); bf16 rows of 3001 fit the 8 planned (64). _Persistent launches the first call as planned and
-    later ones on what its build holds (learned from the launch: the GPU test checks it)."""
+    later ones, where the plan's count is not a whole number of what its build holds, on what it holds (learned from
+    the launch: the GPU test checks it)."""
     out = compile_for_sm90(_RESIDENT_ON_H200, [(8192, 3001, "float16"), (2770, 7294, "bfloat16"),
                                               (8192, 3001, "bfloat16")])
     assert out == [[8, 67, 7], [8, 80, 3], [8, 64, 8]], out

@@ -125,27 +125,31 @@ def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int],
 
 
 @requires_cuda
-@pytest.mark.parametrize(("shape", "dtype", "planned", "held"), [
-    ((8192, 3001), torch.float16, 8, 7), ((2770, 7294), torch.bfloat16, 8, 3), ((8192, 3001), torch.bfloat16, 8, 8),
-    ((1723, 25249), torch.float16, 2, 1)])
-def test_persistent_softmax_grid_is_capped_at_what_its_build_holds(shape: tuple[int, int], dtype: torch.dtype,
-                                                                   planned: int, held: int) -> None:
+@pytest.mark.parametrize(("shape", "dtype", "planned", "held", "runs"), [
+    ((8192, 3001), torch.float16, 8, 7, 7), ((2770, 7294), torch.bfloat16, 8, 3, 3),
+    ((8192, 3001), torch.bfloat16, 8, 8, 8), ((1723, 25249), torch.float16, 2, 1, 2)])
+def test_persistent_softmax_grid_never_ends_on_a_part_full_wave(shape: tuple[int, int], dtype: torch.dtype,
+                                                                planned: int, held: int, runs: int) -> None:
     """A persistent register-kernel launch learns from its first launch's build how many programs an SM holds
-    (registers, threads, shared memory) and launches no more from then on: fp16 rows of 3001 on windows on lines
-    hold 7 of the 8 planned, bf16 rows of 7294 3 of 8, bf16 rows of 3001 all 8, 25249's 16-warp window one of two.
-    Every call against fp32 and bit for bit with the first (the rows' programs change, not a row's arithmetic)."""
+    (registers, threads, shared memory); from then on, where the plan's count is not a whole number of that (fp16
+    rows of 3001 on lines: 7 of 8; bf16 rows of 7294: 3 of 8) it runs what the SMs hold, else the plan's (bf16 3001:
+    all 8 held; 25249's 16-warp window: 1 of 2, two whole waves). Every call against fp32 and bit for bit with the
+    first (the rows' programs change, not a row's arithmetic)."""
     m, n = shape
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     launch, meta = softmax._plan(m, n, n, 2, x.device, dtype)  # type: ignore[misc]
-    assert isinstance(launch, softmax._Persistent) and launch.programs == planned * softmax._num_sms(x.device)
+    sms = softmax._num_sms(x.device)
+    assert isinstance(launch, softmax._Persistent) and launch.programs == planned * sms
     key = (launch.kernel.fn.__name__, tuple(sorted(meta.items())), x.dtype, x.device)
     softmax._RESIDENT.pop(key, None)
+    assert launch.grid(x, **meta) == planned * sms  # nothing learned yet: as planned
     y = torch.empty_like(x)
-    compiled = launch(x, y, m, n, n, **meta)  # as planned; learns what the build holds
+    compiled = launch(x, y, m, n, n, **meta)
     assert softmax._RESIDENT[key] == held == softmax._resident_per_sm(
         compiled.n_regs, compiled.metadata.shared, meta["num_warps"]), compiled.n_regs  # type: ignore[attr-defined]
+    assert launch.grid(x, **meta) == runs * sms
     y2 = torch.empty_like(x)
-    launch(x, y2, m, n, n, **meta)  # on `held` an SM
+    launch(x, y2, m, n, n, **meta)
     torch.testing.assert_close(y2.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
     assert torch.equal(y2, y)
 
