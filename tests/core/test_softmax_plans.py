@@ -382,3 +382,29 @@ def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
     assert softmax._resident_per_sm(128, 0, 16) == 1 and softmax._resident_per_sm(64, 0, 16) == 2
     assert softmax._resident_per_sm(40, 64 * 1024, 4) == 3  # shared memory: 228 KB holds three 64 KB programs
     assert softmax._resident_per_sm(32, 0, 4) == 16  # 2048 threads an SM
+
+
+@pytest.mark.parametrize(("m", "n", "dtype"), [(9, 3001, torch.float16), (7, 7294, torch.bfloat16),
+                                               (5, 2049, torch.float16)])
+def test_persistent_softmax_rows_are_the_same_bits_on_any_grid(monkeypatch: pytest.MonkeyPatch, m: int, n: int,
+                                                               dtype: torch.dtype) -> None:
+    """The capped grid must not change a row's bits (the replay gate compares the first call, on the plan's grid, with
+    later ones, on what the SMs hold): the planned realigned launch (windows on lines, fp16 two reductions, bf16
+    THREAD_STATS) run on 1, 2, 3 and m programs writes the same bytes, within fp32's rounding of softmax. On the CPU
+    (interpreted): a launch learns nothing there, so _Persistent runs the plan's grid."""
+    monkeypatch.setattr(softmax, "_num_sms", lambda device: 132)
+    x = (torch.randn(m, n) * 4).to(dtype)
+    x[0, ::7] = float("-inf")
+    launch, meta = softmax._plan(m, n, n, 2, x.device, dtype)  # type: ignore[misc]
+    assert isinstance(launch, softmax._Persistent) and launch.programs == m and "WINDOW" in meta, meta
+    outs = []
+    for grid in (1, 2, 3, m):
+        y = torch.full_like(x, float("nan"))
+        launch.kernel[(grid,)](x, y, m, n, n, **meta)
+        outs.append(y)
+    torch.testing.assert_close(outs[0].float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    assert all(torch.equal(out, outs[0]) for out in outs[1:])
+    y = torch.empty_like(x)
+    launch(x, y, m, n, n, **meta)
+    assert torch.equal(y, outs[0]) and launch.grid(x, **meta) == m and not any(
+        key[0] == launch.kernel.fn.__name__ and key[2] == dtype and key[3] == x.device for key in softmax._RESIDENT)
