@@ -1,9 +1,10 @@
 """kernel_sweep.py family `softmax_persistent_cap`: the persistent register kernels' planned launch, whose grid stops
 at the programs an SM its build holds from the second launch on where the plan's count would end on a part-full wave
 (softmax._Persistent), against the same launch on the plan's whole grid (the extra programs later waves) and on what
-the SMs hold (whole waves included), at the widths whose sm_90 builds hold fewer than planned
-(fp16 2049-3072 on lines: 7 of 8; 4096+1024 lanes on 4 warps: 5 of 8; 4096+2048 on 8 warps: 4 of 8; three parts on 4
-warps: 4 of 8; 8192 lanes on 8 warps: 3 of 8; the 16-warp windows: 1 of 2) and one that holds them all (bf16 3001)."""
+the SMs hold (whole waves included), at the widths whose sm_90 builds hold fewer than planned (4096+1024 lanes on 4
+warps: 5 of 8; 4096+2048 on 8 warps: 4 of 8; three parts on 4 warps: 4 of 8; 8192 lanes on 8 warps: 3 of 8; the
+16-warp windows: 1 of 2) and ones that hold them all (3001 in both dtypes: fp16's windows on lines capped at 64
+registers, _LINE_MAXNREG)."""
 
 from __future__ import annotations
 

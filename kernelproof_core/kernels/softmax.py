@@ -277,6 +277,12 @@ _RESIDENT_LINE_BYTES = _LINE_BYTES
 # 4096 x 9554 90.2 / 89.0, 3921 x 6608 89.8 / 89.2, 2048 x 20001 91.2 / 91.0, 2000 x 12345 86.1 / 86.5, level at three
 # more. Outputs may differ from windows on vectors by a 16-bit step (the sums' order).
 _REALIGNED_LINE_BYTES = _LINE_BYTES
+# Registers a thread for LINE's build where its edge arithmetic would take it past what the planned programs an SM
+# hold, per (WINDOW, PART1, PART2, warps): fp16 rows of 2049-3072 on 2048+1024 lanes, 4 warps, 8 an SM, take 67 with
+# LINE (7 held: the grid's last eighth a second wave), 64 without; capped at 64, ptxas keeps every instruction (624)
+# and spills nothing (sm_90; bf16's THREAD_STATS build there: 64, 63 capped, the same 568). H200, CUPTI, fp16 8192 x
+# 3001: LINE uncapped 72.5% of copy, windows on vectors 83.4 (evidence/h200/2026-12-06_twentieth/3_*).
+_LINE_MAXNREG: dict[tuple[int, int, int, int], int] = {(2048, 1024, 0, 4): 64}
 # ONE_SHIFT (experiment, off; CARRY without KEEP or MAXFIRST): a row whose |max| is under _FOLD_MAX takes an output
 # pass with the max and log2 of the sum in one shift (y = 2^(x log2 e - (M + log2 sum)): one multiply-add an element,
 # CARRY's add gone; the shift's rounding, at most 2^-13 in every exponent there, is the fold's documented error);
@@ -1728,13 +1734,14 @@ def _lines_where_covered(launch: Launch, n: int, elsize: int) -> Launch:
 
 
 def _realigned_on_lines(launch: Launch, n: int, elsize: int) -> Launch:
-    """A realigned launch (_realigned_plan's) with its windows on 128-byte lines (LINE, experiment): its parts must
-    cover the n + line - 1 lanes a row starting anywhere in a line spans."""
+    """A realigned launch (_realigned_plan's) with its windows on 128-byte lines (LINE): its parts must cover the
+    n + line - 1 lanes a row starting anywhere in a line spans; its registers capped where _LINE_MAXNREG says."""
     meta = launch[1]
     line = _LINE_BYTES // elsize
     if "WINDOW" not in meta or meta["WINDOW"] + meta["PART1"] + meta["PART2"] < n + line - 1:
         raise ValueError(f"LINE: the window does not cover {n} + {line - 1} lanes")
-    return launch[0], {**meta, "LINE": line}
+    cap = _LINE_MAXNREG.get((meta["WINDOW"], meta["PART1"], meta["PART2"], meta["num_warps"]))
+    return launch[0], {**meta, "LINE": line, **({"maxnreg": cap} if cap else {})}
 
 
 def _thread_stats_parts(n: int, elsize: int, parts: tuple[int, int, int], warps: int,

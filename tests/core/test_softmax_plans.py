@@ -370,15 +370,16 @@ print(json.dumps(out))
 
 
 def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
-    """A persistent register-kernel build that holds more registers than its plan's programs an SM allow (built for
-    sm_90 on the H200's topology, registers from cuobjdump): fp16 rows of 3001 on windows on lines (2048+1024 lanes,
-    4 warps, 67 registers: 7 an SM where 8 are planned), bf16 rows of 7294 (THREAD_STATS' 8192-lane window on 8 warps,
-    80: 3 where 8 are); bf16 rows of 3001 fit the 8 planned (64). _Persistent launches the first call as planned and
+    """Persistent register-kernel builds and the programs an SM they hold (built for sm_90 on the H200's topology,
+    registers from cuobjdump): fp16 rows of 3001 on windows on lines (2048+1024 lanes, 4 warps) capped at 64
+    registers (_LINE_MAXNREG; 67 uncapped: 7 held of the 8 planned), so all 8 are held, as for bf16 (63 capped);
+    bf16 rows of 7294 (THREAD_STATS' 8192-lane window on 8 warps, 80 registers) hold 3 of 8, fp16 rows of 4500
+    (4096+1024 lanes, 4 warps, 96) 5 of 8. _Persistent launches the first call as planned and
     later ones, where the plan's count is not a whole number of what its build holds, on what it holds (learned from
     the launch: the GPU test checks it)."""
     out = compile_for_sm90(_RESIDENT_ON_H200, [(8192, 3001, "float16"), (2770, 7294, "bfloat16"),
-                                              (8192, 3001, "bfloat16")])
-    assert out == [[8, 67, 7], [8, 80, 3], [8, 64, 8]], out
+                                              (8192, 3001, "bfloat16"), (4096, 4500, "float16")])
+    assert out == [[8, 64, 8], [8, 80, 3], [8, 63, 8], [8, 96, 5]], out
     assert softmax._resident_per_sm(128, 0, 16) == 1 and softmax._resident_per_sm(64, 0, 16) == 2
     assert softmax._resident_per_sm(40, 64 * 1024, 4) == 3  # shared memory: 228 KB holds three 64 KB programs
     assert softmax._resident_per_sm(32, 0, 4) == 16  # 2048 threads an SM

@@ -126,15 +126,16 @@ def test_narrow_unaligned_softmax_matches_fp32_reference(shape: tuple[int, int],
 
 @requires_cuda
 @pytest.mark.parametrize(("shape", "dtype", "planned", "held", "runs"), [
-    ((8192, 3001), torch.float16, 8, 7, 7), ((2770, 7294), torch.bfloat16, 8, 3, 3),
-    ((8192, 3001), torch.bfloat16, 8, 8, 8), ((1723, 25249), torch.float16, 2, 1, 2)])
+    ((4096, 4500), torch.float16, 8, 5, 5), ((2770, 7294), torch.bfloat16, 8, 3, 3),
+    ((8192, 3001), torch.float16, 8, 8, 8), ((8192, 3001), torch.bfloat16, 8, 8, 8),
+    ((1723, 25249), torch.float16, 2, 1, 2)])
 def test_persistent_softmax_grid_never_ends_on_a_part_full_wave(shape: tuple[int, int], dtype: torch.dtype,
                                                                 planned: int, held: int, runs: int) -> None:
     """A persistent register-kernel launch learns from its first launch's build how many programs an SM holds
     (registers, threads, shared memory); from then on, where the plan's count is not a whole number of that (fp16
-    rows of 3001 on lines: 7 of 8; bf16 rows of 7294: 3 of 8) it runs what the SMs hold, else the plan's (bf16 3001:
-    all 8 held; 25249's 16-warp window: 1 of 2, two whole waves). Every call against fp32 and bit for bit with the
-    first (the rows' programs change, not a row's arithmetic)."""
+    rows of 4500: 5 of 8; bf16 rows of 7294: 3 of 8) it runs what the SMs hold, else the plan's (3001 in both dtypes,
+    fp16's windows on lines capped at 64 registers: all 8 held; 25249's 16-warp window: 1 of 2, two whole waves).
+    Every call against fp32 and bit for bit with the first (the rows' programs change, not a row's arithmetic)."""
     m, n = shape
     x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
     launch, meta = softmax._plan(m, n, n, 2, x.device, dtype)  # type: ignore[misc]
