@@ -1687,21 +1687,23 @@ class _Persistent:
     def _key(self, x: torch.Tensor, meta: dict[str, object]) -> tuple[object, ...]:
         return self.kernel.fn.__name__, tuple(sorted(meta.items())), x.dtype, x.device
 
+    def _grid(self, held: int | None, device: torch.device) -> int:
+        if held is None:  # no launch of this build yet: as planned
+            return self.programs
+        slots = held * _num_sms(device)
+        return slots if self.programs > slots and self.programs % slots else self.programs
+
     def grid(self, x: torch.Tensor, **meta: object) -> int:
         """The programs this launch runs on x: the plan's, or what the SMs hold where the plan's would end on a
         part-full wave (known once a launch of this build has run)."""
-        held = _RESIDENT.get(self._key(x, meta))
-        if held is None:
-            return self.programs
-        slots = held * _num_sms(x.device)
-        return slots if self.programs > slots and self.programs % slots else self.programs
+        return self._grid(_RESIDENT.get(self._key(x, meta)), x.device)
 
     def __call__(self, x: torch.Tensor, *args: object, **meta: object) -> object:
-        key = self._key(x, meta)
-        learn = key not in _RESIDENT
-        compiled = self.kernel[(self.grid(x, **meta),)](x, *args, **meta)
+        key = self._key(x, meta)  # once a call: the launch's host time counts on small shapes
+        held = _RESIDENT.get(key)
+        compiled = self.kernel[(self._grid(held, x.device),)](x, *args, **meta)
         regs = getattr(compiled, "n_regs", None)  # None: interpreted, or built without a launch
-        if learn and isinstance(regs, int) and regs > 0:
+        if held is None and isinstance(regs, int) and regs > 0:
             _RESIDENT[key] = _resident_per_sm(regs, int(getattr(compiled.metadata, "shared", 0) or 0),
                                               int(meta["num_warps"]))  # type: ignore[call-overload]
         return compiled

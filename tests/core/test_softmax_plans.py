@@ -239,8 +239,10 @@ print(json.dumps(out))
 """
 
 
-_THREAD_STATS_ON_H200 = """
-import json, sys, torch
+_PLANNED_ON_H200 = """
+import json, os, subprocess, sys, tempfile, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import _cuobjdump
 from kernelproof_core.kernels import softmax
 from kernelproof_core.precompile import compile_only
 softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
@@ -251,7 +253,14 @@ for m, n, dtype in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=dt)
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty((m, n), dtype=dt), m, n, n, **meta)
-    out.append([bool(meta.get("THREAD_STATS")), kernel.asm["ptx"].count("bar.sync")])
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(kernel.asm["cubin"])
+    usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True, check=True).stdout
+    os.unlink(f.name)
+    regs = int(next(w for w in usage.split() if w.startswith("REG:"))[4:])
+    out.append({"thread_stats": bool(meta.get("THREAD_STATS")), "bars": kernel.asm["ptx"].count("bar.sync"),
+                "per_sm": launch.programs // 132, "regs": regs,
+                "held": softmax._resident_per_sm(regs, int(kernel.metadata.shared), meta["num_warps"])})
 print(json.dumps(out))
 """
 
@@ -263,9 +272,9 @@ def test_thread_stats_plans_compile_for_sm90_with_one_reduction_a_row() -> None:
     where it keeps two reductions, 6 times or more."""
     cases = [(1, 25249, "bfloat16"), (5, 8191, "bfloat16"), (3, 3001, "bfloat16"), (7, 22001, "float16"),
              (1, 25249, "float16"), (5, 8191, "float16"), (3, 18001, "float16")]
-    out = compile_for_sm90(_THREAD_STATS_ON_H200, cases)
-    assert [planned for planned, _bars in out] == [True, True, True, True, True, False, True]
-    assert all(bars == 3 if planned else bars >= 6 for planned, bars in out), out
+    out = compile_for_sm90(_PLANNED_ON_H200, cases)
+    assert [r["thread_stats"] for r in out] == [True, True, True, True, True, False, True]
+    assert all(r["bars"] == 3 if r["thread_stats"] else r["bars"] >= 6 for r in out), out
 
 
 def test_padded_softmax_rows_on_an_h200_prefetch_into_l1_where_it_measured_faster() -> None:
@@ -343,32 +352,6 @@ def test_softmax_pdl_switch_on_an_h200_takes_the_row_and_realigned_kernels_only(
     assert off["meta"] == {} and not off["launch_pdl"] and off["release"] == off["wait"] == -1, off
 
 
-_RESIDENT_ON_H200 = """
-import json, os, subprocess, sys, tempfile, torch
-from pathlib import Path
-import triton
-from kernelproof_core.kernels import softmax
-from kernelproof_core.precompile import compile_only
-softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
-cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-out = []
-for m, n, dtype in json.loads(sys.argv[1]):
-    dt = getattr(torch, dtype)
-    launch, meta = softmax._plan(m, n, n, 2, torch.device("cuda"), dt)
-    x = torch.empty((m, n), dtype=dt)
-    with compile_only("cuda", 90, 32):
-        kernel = launch(x, torch.empty((m, n), dtype=dt), m, n, n, **meta)
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-        f.write(kernel.asm["cubin"])
-    usage = subprocess.run([str(cuobjdump), "-res-usage", f.name], capture_output=True, text=True, check=True).stdout
-    os.unlink(f.name)
-    regs = int(next(w for w in usage.split() if w.startswith("REG:"))[4:])
-    held = softmax._resident_per_sm(regs, int(kernel.metadata.shared), meta["num_warps"])
-    out.append([launch.programs // 132, regs, held])
-print(json.dumps(out))
-"""
-
-
 def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
     """Persistent register-kernel builds and the programs an SM they hold (built for sm_90 on the H200's topology,
     registers from cuobjdump): fp16 rows of 3001 on windows on lines (2048+1024 lanes, 4 warps) capped at 64
@@ -377,9 +360,9 @@ def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
     (4096+1024 lanes, 4 warps, 96) 5 of 8. _Persistent launches the first call as planned and
     later ones, where the plan's count is not a whole number of what its build holds, on what it holds (learned from
     the launch: the GPU test checks it)."""
-    out = compile_for_sm90(_RESIDENT_ON_H200, [(8192, 3001, "float16"), (2770, 7294, "bfloat16"),
-                                              (8192, 3001, "bfloat16"), (4096, 4500, "float16")])
-    assert out == [[8, 64, 8], [8, 80, 3], [8, 63, 8], [8, 96, 5]], out
+    out = compile_for_sm90(_PLANNED_ON_H200, [(8192, 3001, "float16"), (2770, 7294, "bfloat16"),
+                                             (8192, 3001, "bfloat16"), (4096, 4500, "float16")])
+    assert [[r["per_sm"], r["regs"], r["held"]] for r in out] == [[8, 64, 8], [8, 80, 3], [8, 63, 8], [8, 96, 5]], out
     assert softmax._resident_per_sm(128, 0, 16) == 1 and softmax._resident_per_sm(64, 0, 16) == 2
     assert softmax._resident_per_sm(40, 64 * 1024, 4) == 3  # shared memory: 228 KB holds three 64 KB programs
     assert softmax._resident_per_sm(32, 0, 4) == 16  # 2048 threads an SM
