@@ -62,6 +62,7 @@ from sweep_builtin import (
     softmax_pipelined_trials,
     softmax_trials,
 )
+from sweep_fma_exp import softmax_fma_exp_trials
 from sweep_grid import softmax_grid_trials
 from sweep_mid import softmax_mid_trials
 from sweep_padded import softmax_padded_trials, softmax_padded_wide_trials, softmax_prefetch_l1_trials
@@ -182,7 +183,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
             "rms_norm_resident_wsmem": rms_norm_resident_wsmem_trials,
             "softmax_realigned_line": softmax_realigned_line_trials,
-            "softmax_persistent_cap": softmax_persistent_cap_trials,
+            "softmax_persistent_cap": softmax_persistent_cap_trials, "softmax_fma_exp": softmax_fma_exp_trials,
             "softmax_vs_baseline": softmax_vs_baseline_trials, "rms_norm_vs_baseline": rms_norm_vs_baseline_trials}
 
 

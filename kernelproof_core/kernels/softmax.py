@@ -301,6 +301,14 @@ _RESIDENT_ONE_SHIFT = False
 # (benchmarks/dependent_launch_gain.py, evidence/h100/2026-12-05_dependent_launch/1_*): 0.6-2.8% faster at 34-268 MB
 # (2048 x 32768 97.28 us against 98.04, 1723 x 25249 64.73 against 65.70); rms_norm's 2 MB case was slower.
 _PDL, _PDL_MIN_BYTES = True, 8 << 20
+# FMA_EXP (16-bit rows on the realigned kernel, compiled): exponents as 2^(x log2 e - M) by one fused multiply-add, M
+# the max times log2 e rounded once (_log2e_rn), every rescaling between two maxes a power of two of their M's
+# difference, as the resident kernel's CARRY does: exact for any |max| (offset logits included) where the
+# subtract-then-multiply form (tl.exp: two instructions, and a denormal fix-up of three more where not ftz) took
+# three to five. sm_90 builds (no register more): THREAD_STATS windows 6-8% fewer instructions a thread (1723 x 25249
+# 1072 -> 992, 1938 x 13130 992 -> 928), windows without it 15-20% (padded 1322 x 23450 1960 -> 1576, fp16 2770 x
+# 7294 704 -> 568, fp16 8192 x 3001 624 -> 528). Compiled only: the interpreter rounds x log2 e at its own size.
+_FMA_EXP = True
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD). Planned for
@@ -568,6 +576,44 @@ def _merge_stats(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> 
 
 
 @triton.jit
+def _merge_stats_log2(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
+    # _merge_stats for FMA_EXP's pairs, whose maxes are already times log2 e (_log2e_rn): 2^ of their difference.
+    m = tl.maximum(m1, m2)
+    base = tl.where(m == float("-inf"), 0.0, m)
+    return m, s1 * tl.math.exp2(m1 - base) + s2 * tl.math.exp2(m2 - base)
+
+
+@triton.jit
+def _log2e_rn(m: tl.tensor) -> tl.tensor:
+    # m log2 e rounded once to fp32 (mul.rn: the compiler may not fuse it into a later add), so that an exponent
+    # taken against it by a fused multiply-add and the rescalings between two of them agree exactly (FMA_EXP).
+    return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=r,r", [m], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def _exp_against(v: tl.tensor, base: tl.tensor, FMA_EXP: tl.constexpr) -> tl.tensor:
+    # exp(v - max) for THREAD_STATS: base is the max (or, FMA_EXP, the max times log2 e, _log2e_rn), so one fused
+    # multiply-add an element, 2^(v log2 e - base), instead of a subtract and a multiply (exact for any |max|: the
+    # product is exact inside the multiply-add; compiled only, the interpreter rounds it at its own size).
+    if FMA_EXP:
+        e = tl.math.exp2(tl.fma(v, 1.4426950408889634, -base))
+    else:
+        e = _exp_ftz(v - base)
+    return e
+
+
+@triton.jit
+def _rescale(d: tl.tensor, FMA_EXP: tl.constexpr) -> tl.tensor:
+    # exp of a difference of two maxes (FMA_EXP: of two maxes times log2 e, so 2^d).
+    if FMA_EXP:
+        r = tl.math.exp2(d)
+    else:
+        r = _exp_ftz(d)
+    return r
+
+
+@triton.jit
 def _merge_edges(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
     # _merge_stats for the row's pair and its edge vectors' (scalars), with tl.exp: the form the H200 sweep timed.
     m = tl.maximum(m1, m2)
@@ -608,8 +654,11 @@ def _held(e: tl.tensor, HALF: tl.constexpr) -> tl.tensor:
 
 @triton.jit
 def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
-    # exp(x - m). FOLD: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
-    # under _FAST_FOLD_MAX); else the max subtracted first.
+    # exp(x - m). FOLD 1: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
+    # under _FAST_FOLD_MAX); 2 (FMA_EXP): m is already times log2 e (_log2e_rn), 2^(x log2 e - m) by one fused
+    # multiply-add, exact for any |m|; else the max subtracted first.
+    if FOLD == 2:
+        return _exp_against(x, m, True)
     if FOLD:
         return tl.math.exp2(x * 1.4426950408889634 - m * 1.4426950408889634)
     return tl.exp(x - m)
@@ -635,7 +684,8 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                        WINDOW: tl.constexpr, VEC: tl.constexpr, ALIGN_X: tl.constexpr, FAST: tl.constexpr,
                        PART1: tl.constexpr = 0, PART2: tl.constexpr = 0, PF_L1: tl.constexpr = False,
                        THREAD_STATS: tl.constexpr = 0, HALF_EXPS: tl.constexpr = False,
-                       WORDS: tl.constexpr = False, PDL: tl.constexpr = False, LINE: tl.constexpr = 0) -> None:
+                       WORDS: tl.constexpr = False, PDL: tl.constexpr = False, LINE: tl.constexpr = 0,
+                       FMA_EXP: tl.constexpr = False) -> None:
     # Output rows start on a vector boundary only when N is a multiple of VEC; addressed row by row, the rest go
     # scalar (40% of copy bandwidth at 25249 wide on the H200). A row is seen here through the window of whole
     # vectors of y that covers it: the big tiles hold the vectors lying wholly inside the row (masked per vector: no
@@ -712,31 +762,40 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         y_at = y_ptr + base
         if THREAD_STATS > 0:
             mt, x1, x2 = _thread_max(x, v1, v2, PART1, PART2)
+            if FMA_EXP:  # every max below is times log2 e, rounded once
+                mt = _log2e_rn(mt)
             mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
-            e = _exp_ftz(x - mt_use)
+            e = _exp_against(x, mt_use, FMA_EXP)
             st = tl.sum(tl.sum(e, axis=2), axis=1)
             e = _held(e, HALF_EXPS)
             if PART1 > 0:
-                e1 = _exp_ftz(x1 - mt_use)
+                e1 = _exp_against(x1, mt_use, FMA_EXP)
                 st += tl.sum(tl.sum(e1, axis=2), axis=1)
                 e1 = _held(e1, HALF_EXPS)
             if PART2 > 0:
-                e2 = _exp_ftz(x2 - mt_use)
+                e2 = _exp_against(x2, mt_use, FMA_EXP)
                 st += tl.sum(tl.sum(e2, axis=2), axis=1)
                 e2 = _held(e2, HALF_EXPS)
             # each warp's max and its threads' sums rescaled to it (within the warp: [warps, 32] is the threads'
             # own layout), then the warps' pairs merged in the one CTA-wide reduction
             mw = tl.reshape(mt, [THREAD_STATS // 32, 32])
             wm = tl.max(mw, axis=1)
-            ws = tl.sum(tl.reshape(st, [THREAD_STATS // 32, 32]) * _exp_ftz(
-                mw - tl.where(wm == float("-inf"), 0.0, wm)[:, None]), axis=1)
-            big_m, big_s = tl.reduce((wm, ws), 0, _merge_stats)
+            ws = tl.sum(tl.reshape(st, [THREAD_STATS // 32, 32]) * _rescale(
+                mw - tl.where(wm == float("-inf"), 0.0, wm)[:, None], FMA_EXP), axis=1)
             m_e = tl.max(tl.max(x_e, axis=1), axis=0)  # the edge tile: within a warp
-            e_e = _exp_ftz(x_e - tl.where(m_e == float("-inf"), 0.0, m_e))
-            m, total = _merge_edges(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
+            if FMA_EXP:
+                big_m, big_s = tl.reduce((wm, ws), 0, _merge_stats_log2)
+                m_e = _log2e_rn(m_e)
+            else:
+                big_m, big_s = tl.reduce((wm, ws), 0, _merge_stats)
+            e_e = _exp_against(x_e, tl.where(m_e == float("-inf"), 0.0, m_e), FMA_EXP)
+            if FMA_EXP:
+                m, total = _merge_stats_log2(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
+            else:
+                m, total = _merge_edges(big_m, big_s, m_e, tl.sum(tl.sum(e_e, axis=1), axis=0))
             m_base = tl.where(m == float("-inf"), 0.0, m)
             inv = 1.0 / total
-            scale = (_exp_ftz(mt - m_base) * inv)[:, None, None]
+            scale = (_rescale(mt - m_base, FMA_EXP) * inv)[:, None, None]
             _part_store(y_at, (e.to(tl.float32) * scale).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N,
                         THREAD_STATS)
             if PART1 > 0:
@@ -746,7 +805,11 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 _part_store(y_at, (e2.to(tl.float32) * scale).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift,
                             N, THREAD_STATS)
             e_offs, e_mask = _edges(shift, N, VEC, LINE)
-            tl.store(y_at + e_offs, (e_e * (tl.exp(m_e - m_base) * inv)).to(y_ptr.dtype.element_ty), mask=e_mask)
+            if FMA_EXP:
+                e_scale = tl.math.exp2(m_e - m_base) * inv
+            else:
+                e_scale = tl.exp(m_e - m_base) * inv
+            tl.store(y_at + e_offs, (e_e * e_scale).to(y_ptr.dtype.element_ty), mask=e_mask)
         else:
             m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
             if PART1 > 0:
@@ -763,7 +826,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 x1 = x  # a part this window does not have: a placeholder, never used
             if PART2 == 0:
                 x2 = x
-            if FAST:
+            if FMA_EXP:
+                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, _log2e_rn(m), 2, PART1, PART2)
+            elif FAST:
                 if tl.abs(m) < _FAST_FOLD_MAX:
                     e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
                 else:
@@ -1822,10 +1887,19 @@ def _plan(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype:
     on the realigned kernel, PF_L1) (benchmarks time it beside the built-in's). With _PDL, the row and realigned
     kernels' launches (their plans hold BLOCK_M and WINDOW, no other's does) take programmatic dependent launch."""
     plan = _plan_launch(m, n, stride, elsize, device, dtype, resident_realign, padded_parts)
+    if _FMA_EXP and elsize == 2 and not isinstance(plan, _Staged | _Split) and "WINDOW" in plan[1] and _compiled_gpu(
+            device):
+        plan = plan[0], {**plan[1], "FMA_EXP": True}
     if _PDL and 2 * m * n * elsize >= _PDL_MIN_BYTES and not isinstance(plan, _Staged | _Split) and (
             "BLOCK_M" in plan[1] or "WINDOW" in plan[1]) and _dependent_launch(device):
         return plan[0], {**plan[1], "PDL": True, "launch_pdl": True}
     return plan
+
+
+def _compiled_gpu(device: torch.device) -> bool:
+    """Kernels built for a GPU: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the
+    device."""
+    return device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
 
 
 def _dependent_launch(device: torch.device) -> bool:
@@ -1838,8 +1912,7 @@ def _dependent_launch(device: torch.device) -> bool:
 def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device, dtype: torch.dtype | None,
                  resident_realign: bool, padded_parts: bool) -> Launch | _Staged | _Split:
     align = _align(elsize, n, stride)
-    # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device.
-    compiled_gpu = device.type == "cuda" and isinstance(_softmax_split, triton.JITFunction)
+    compiled_gpu = _compiled_gpu(device)
     if n > _MAX_FUSED_N and elsize == 2 and compiled_gpu:
         realign = resident_realign and align * elsize < 16 and stride == n  # contiguous rows off the 16-byte grid
         resident = _resident_plan(m, n, align, elsize, _num_sms(device), _smem_per_sm(_cuda_index(device)),

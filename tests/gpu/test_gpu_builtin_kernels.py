@@ -156,6 +156,44 @@ def test_persistent_softmax_grid_never_ends_on_a_part_full_wave(shape: tuple[int
 
 
 @requires_cuda
+@pytest.mark.parametrize(("dtype", "offset", "spread"), [
+    (torch.bfloat16, 0.0, 4.0), (torch.float16, 0.0, 4.0), (torch.bfloat16, 1e8, 1e6), (torch.bfloat16, -1e8, 1e6),
+    (torch.float16, 6e4, 64.0), (torch.bfloat16, 0.0, 0.01), (torch.bfloat16, 0.0, 200.0)])
+@pytest.mark.parametrize(("m", "n", "pad"), [(37, 25249, 0), (5, 7294, 0), (11, 3001, 0), (9, 23450, 1), (7, 14261, 1),
+                                             (3, 13130, 0), (1, 32768, 0)])
+def test_fma_exp_softmax_meets_the_task_tolerance(m: int, n: int, pad: int, dtype: torch.dtype, offset: float,
+                                                  spread: float) -> None:
+    """FMA_EXP (planned on 16-bit realigned launches: exponents by one fused multiply-add against the max times log2 e
+    rounded once): THREAD_STATS windows, windows without it, rows padded off the vector grid, a whole-window row;
+    logits offset by 1e8 (the hidden `offset` profile's bf16 draw; 6e4 fp16), near-flat and very spread rows, -inf
+    entries and a row mostly -inf; within the softmax task's tolerance policy against the float64 oracle, replayed
+    bit for bit, nothing written past the output, and within two 16-bit steps of the same launch without it."""
+    from kernelproof_core.tolerances import policy_for
+
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = (torch.randn(m, n + pad, device="cuda", generator=gen) * spread + offset).to(dtype)[:, :n]
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    launch, meta = softmax._plan(m, n, n + pad, 2, x.device, dtype)  # type: ignore[misc]
+    assert meta.get("FMA_EXP") and "WINDOW" in meta, meta
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
+    launch(x, out, m, n, n + pad, **meta)
+    ref = torch.softmax(x.double(), dim=-1)
+    policy = policy_for("softmax", dtype)
+    got = out[:m].double()
+    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
+    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    again = torch.empty_like(out[:m])
+    launch(x, again, m, n, n + pad, **meta)
+    assert torch.equal(again, out[:m])
+    plain = torch.empty_like(out[:m])
+    launch(x, plain, m, n, n + pad, **{**meta, "FMA_EXP": False})
+    step = torch.finfo(dtype).eps * plain.double().abs() + 2 * torch.finfo(dtype).tiny
+    assert bool(((plain.double() - got).abs() <= 2 * step).all())
+
+
+@requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize("shape", [(345, 64803), (1024, 65536), (3, 40000), (2048, 24577), (425, 52717), (1, 40001),
                                    (9, 16411), (133, 65535)])
