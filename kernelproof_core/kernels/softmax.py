@@ -17,6 +17,7 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     20480 90.3% against 84.5%, 8192 x 8191 86.7% against 75.3%; not bf16's 32768-lane window on aligned rows). A
     THREAD_STATS build that holds more registers than its config's programs per SM allow resident launches fewer
     (_THREAD_STATS_PER_SM). Unaligned 16-bit rows of 16378-16383 (spans past 16384) take the wider rows' config.
+    Compiled 16-bit launches take each exponent as one fused multiply-add against the max times log2 e (_FMA_EXP).
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
     (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
     half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);
@@ -716,7 +717,9 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # instructions a thread against 1040 with WORDS; bf16 1152 against 1072). The same bits.
     # PDL (_PDL): as _softmax_rows'. LINE (planned for 16-bit rows where the parts cover it: _lines_where_covered):
     # windows start on a multiple of LINE elements (a 128-byte line) instead of a vector, as the resident kernel's do
-    # since they ran 4-14 points ahead that way; the parts must then cover N + LINE - 1 lanes.
+    # since they ran 4-14 points ahead that way; the parts must then cover N + LINE - 1 lanes. FMA_EXP (_FMA_EXP,
+    # compiled only): every max taken times log2 e once (_log2e_rn) and each exponent 2^(x log2 e - that) by one fused
+    # multiply-add; the rescalings between maxes are powers of two of their differences.
     WBASE: tl.constexpr = LINE if LINE > 0 else VEC
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
                                            and (PART2 == 0 or PART2 >= THREAD_STATS * VEC)))
