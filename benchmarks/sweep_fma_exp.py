@@ -1,5 +1,5 @@
-"""kernel_sweep.py family `softmax_fma_exp`: the realigned register kernel's planned launch (FMA_EXP: exponents by one
-fused multiply-add against the max times log2 e, softmax._FMA_EXP) against the same launch without it (the max
+"""kernel_sweep.py family `softmax_fma_exp`: the realigned register kernel's planned launch with FMA_EXP (exponents by
+one fused multiply-add against the max times log2 e; softmax._FMA_EXP, an experiment, off) and without it (the max
 subtracted, then multiplied by log2 e), at THREAD_STATS windows (the campaign's random0 and hidden_spike draws),
 windows without THREAD_STATS (fp16 8192 x 3001, the hidden_constant draw 2770 x 7294) and rows padded off the vector
 grid (the hidden_odd draws). Each launch is checked against fp32 twice, on logits offset by 1e4 as well."""

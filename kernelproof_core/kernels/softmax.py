@@ -17,7 +17,6 @@ Softmax is memory-bound, so each path is chosen to touch HBM as few times as pos
     20480 90.3% against 84.5%, 8192 x 8191 86.7% against 75.3%; not bf16's 32768-lane window on aligned rows). A
     THREAD_STATS build that holds more registers than its config's programs per SM allow resident launches fewer
     (_THREAD_STATS_PER_SM). Unaligned 16-bit rows of 16378-16383 (spans past 16384) take the wider rows' config.
-    Compiled 16-bit launches take each exponent as one fused multiply-add against the max times log2 e (_FMA_EXP).
   * 16-bit rows wider than 32768 on a GPU, contiguous (any width) or with rows and stride multiples of 2 elements
     (resident path): each row held in shared memory (see _softmax_resident; H200: 84% of copy at 65536 wide with
     half the programs staggered, 84% at 40000, 77% at 131072, against 66-71% on the split and staged paths);
@@ -302,14 +301,19 @@ _RESIDENT_ONE_SHIFT = False
 # (benchmarks/dependent_launch_gain.py, evidence/h100/2026-12-05_dependent_launch/1_*): 0.6-2.8% faster at 34-268 MB
 # (2048 x 32768 97.28 us against 98.04, 1723 x 25249 64.73 against 65.70); rms_norm's 2 MB case was slower.
 _PDL, _PDL_MIN_BYTES = True, 8 << 20
-# FMA_EXP (16-bit rows on the realigned kernel, compiled): exponents as 2^(x log2 e - M) by one fused multiply-add, M
-# the max times log2 e rounded once (_log2e_rn), every rescaling between two maxes a power of two of their M's
-# difference, as the resident kernel's CARRY does: exact for any |max| (offset logits included) where the
-# subtract-then-multiply form (tl.exp: two instructions, and a denormal fix-up of three more where not ftz) took
-# three to five. sm_90 builds (no register more): THREAD_STATS windows 6-8% fewer instructions a thread (1723 x 25249
-# 1072 -> 992, 1938 x 13130 992 -> 928), windows without it 15-20% (padded 1322 x 23450 1960 -> 1576, fp16 2770 x
-# 7294 704 -> 568, fp16 8192 x 3001 624 -> 528). Compiled only: the interpreter rounds x log2 e at its own size.
-_FMA_EXP = True
+# FMA_EXP (experiment, off; 16-bit rows on the realigned kernel, compiled): exponents as 2^(x log2 e - M) by one fused
+# multiply-add, M the max times log2 e rounded once (_log2e_rn), every rescaling between two maxes a power of two of
+# their M's difference, as the resident kernel's CARRY does, where the subtract-then-multiply form (tl.exp: two
+# instructions, and a denormal fix-up of three more where not ftz) takes three to five. sm_90 builds (no register
+# more): THREAD_STATS windows 6-8% fewer instructions a thread (1723 x 25249 1072 -> 992, 1938 x 13130 992 -> 928),
+# windows without it 15-20% (padded 1322 x 23450 1960 -> 1576, fp16 2770 x 7294 704 -> 568, fp16 8192 x 3001 624 ->
+# 528). Every exponent is off by M's rounding d (at most half M's ulp), which the sums carry and the output cancels
+# while 2^d is finite: logits offset by 1e8 are exact, but a thread or row whose max reaches about 2^30 (say a mask of
+# -1e10 beside ordinary logits) overflows its 2^d and writes NaN, which CARRY's SAFE pass catches in the resident
+# kernel and nothing here does yet: off until it has that guard (a per-thread reference of +inf past _CARRY_MAX, a
+# rare row-wide second look from global memory) and a GPU sweep (family softmax_fma_exp) says it is faster. Compiled
+# only: the interpreter rounds x log2 e at its own size.
+_FMA_EXP = False
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD). Planned for
@@ -594,9 +598,10 @@ def _log2e_rn(m: tl.tensor) -> tl.tensor:
 
 @triton.jit
 def _exp_against(v: tl.tensor, base: tl.tensor, FMA_EXP: tl.constexpr) -> tl.tensor:
-    # exp(v - max) for THREAD_STATS: base is the max (or, FMA_EXP, the max times log2 e, _log2e_rn), so one fused
-    # multiply-add an element, 2^(v log2 e - base), instead of a subtract and a multiply (exact for any |max|: the
-    # product is exact inside the multiply-add; compiled only, the interpreter rounds it at its own size).
+    # exp(v - max): base is the max (or, FMA_EXP, the max times log2 e, _log2e_rn), so one fused multiply-add an
+    # element, 2^(v log2 e - base), instead of a subtract and a multiply (the product is exact inside the
+    # multiply-add, base's rounding common to the thread: see _FMA_EXP for where that stops being finite; compiled
+    # only, the interpreter rounds the product at its own size).
     if FMA_EXP:
         e = tl.math.exp2(tl.fma(v, 1.4426950408889634, -base))
     else:
@@ -657,7 +662,7 @@ def _held(e: tl.tensor, HALF: tl.constexpr) -> tl.tensor:
 def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
     # exp(x - m). FOLD 1: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
     # under _FAST_FOLD_MAX); 2 (FMA_EXP): m is already times log2 e (_log2e_rn), 2^(x log2 e - m) by one fused
-    # multiply-add, exact for any |m|; else the max subtracted first.
+    # multiply-add (_exp_against); else the max subtracted first.
     if FOLD == 2:
         return _exp_against(x, m, True)
     if FOLD:

@@ -272,6 +272,7 @@ from sass_counts import _cuobjdump, opcodes
 from kernelproof_core.kernels import softmax
 from kernelproof_core.precompile import compile_only
 softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
+softmax._FMA_EXP = True  # the experiment, planned as it would be
 out = []
 for m, n, pad, dtype in json.loads(sys.argv[1]):
     dt = getattr(torch, dtype)
@@ -296,11 +297,12 @@ print(json.dumps(out))
 
 
 def test_fma_exp_plans_compile_for_sm90_with_one_instruction_an_exponent_fewer() -> None:
-    """On the H200's topology (compiled for sm_90, no GPU needed): 16-bit realigned launches are planned with FMA_EXP,
-    THREAD_STATS windows (bf16 1723 x 25249), windows without it (fp16 2770 x 7294) and rows padded off the grid
-    (bf16 1322 x 23450 + 1) alike, and their builds take each exponent as one fused multiply-add against the max
-    times log2 e rounded once (mul.rn, never fused into the exponents): fewer instructions than the same launch
-    without it, an FMUL an element fewer, no register more than one, nothing spilled."""
+    """On the H200's topology (compiled for sm_90, no GPU needed): with _FMA_EXP on (an experiment, off by default),
+    16-bit realigned launches are planned with it, THREAD_STATS windows (bf16 1723 x 25249), windows without it (fp16
+    2770 x 7294) and rows padded off the grid (bf16 1322 x 23450 + 1) alike, and their builds take each exponent as
+    one fused multiply-add against the max times log2 e rounded once (mul.rn, never fused into the exponents): fewer
+    instructions than the same launch without it, an FMUL an element fewer, no register more than one, nothing
+    spilled."""
     out = compile_for_sm90(_FMA_EXP_ON_H200, [(1723, 25249, 0, "bfloat16"), (2770, 7294, 0, "float16"),
                                               (1322, 23450, 1, "bfloat16")])
     assert [(r["planned"], r["thread_stats"]) for r in out] == [(True, True), (True, False), (True, False)], out
@@ -402,14 +404,14 @@ def test_softmax_pdl_switch_on_an_h200_takes_the_row_and_realigned_kernels_only(
 def test_persistent_launches_cap_their_grid_at_what_their_build_holds() -> None:
     """Persistent register-kernel builds and the programs an SM they hold (built for sm_90 on the H200's topology,
     registers from cuobjdump): fp16 rows of 3001 on windows on lines (2048+1024 lanes, 4 warps) capped at 64
-    registers (_LINE_MAXNREG; 67 uncapped: 7 held of the 8 planned), so all 8 are held, as for bf16 (64 capped, with
-    FMA_EXP); bf16 rows of 7294 (THREAD_STATS' 8192-lane window on 8 warps, 80 registers) hold 3 of 8, fp16 rows of
+    registers (_LINE_MAXNREG; 67 uncapped: 7 held of the 8 planned), so all 8 are held, as for bf16 (63 capped); bf16
+    rows of 7294 (THREAD_STATS' 8192-lane window on 8 warps, 80 registers) hold 3 of 8, fp16 rows of
     4500 (4096+1024 lanes, 4 warps, 96) 5 of 8. _Persistent launches the first call as planned and
     later ones, where the plan's count is not a whole number of what its build holds, on what it holds (learned from
     the launch: the GPU test checks it)."""
     out = compile_for_sm90(_PLANNED_ON_H200, [(8192, 3001, "float16"), (2770, 7294, "bfloat16"),
                                              (8192, 3001, "bfloat16"), (4096, 4500, "float16")])
-    assert [[r["per_sm"], r["regs"], r["held"]] for r in out] == [[8, 64, 8], [8, 80, 3], [8, 64, 8], [8, 96, 5]], out
+    assert [[r["per_sm"], r["regs"], r["held"]] for r in out] == [[8, 64, 8], [8, 80, 3], [8, 63, 8], [8, 96, 5]], out
     assert softmax._resident_per_sm(128, 0, 16) == 1 and softmax._resident_per_sm(64, 0, 16) == 2
     assert softmax._resident_per_sm(40, 64 * 1024, 4) == 3  # shared memory: 228 KB holds three 64 KB programs
     assert softmax._resident_per_sm(32, 0, 4) == 16  # 2048 threads an SM

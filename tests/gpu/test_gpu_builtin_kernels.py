@@ -163,19 +163,21 @@ def test_persistent_softmax_grid_never_ends_on_a_part_full_wave(shape: tuple[int
                                              (3, 13130, 0), (1, 32768, 0)])
 def test_fma_exp_softmax_meets_the_task_tolerance(m: int, n: int, pad: int, dtype: torch.dtype, offset: float,
                                                   spread: float) -> None:
-    """FMA_EXP (planned on 16-bit realigned launches: exponents by one fused multiply-add against the max times log2 e
-    rounded once): THREAD_STATS windows, windows without it, rows padded off the vector grid, a whole-window row;
-    logits offset by 1e8 (the hidden `offset` profile's bf16 draw; 6e4 fp16), near-flat and very spread rows, -inf
-    entries and a row mostly -inf; within the softmax task's tolerance policy against the float64 oracle, replayed
-    bit for bit, nothing written past the output, and within two 16-bit steps of the same launch without it."""
+    """FMA_EXP (an experiment, off: exponents by one fused multiply-add against the max times log2 e rounded once) on
+    the planned 16-bit realigned launches: THREAD_STATS windows, windows without it, rows padded off the vector grid,
+    a whole-window row; logits offset by 1e8 (the hidden `offset` profile's bf16 draw; 6e4 fp16), near-flat and very
+    spread rows, -inf entries and a row mostly -inf; within the softmax task's tolerance policy against the float64
+    oracle, replayed bit for bit, nothing written past the output, and within two 16-bit steps of the same launch
+    without it."""
     from kernelproof_core.tolerances import policy_for
 
     gen = torch.Generator(device="cuda").manual_seed(3)
     x = (torch.randn(m, n + pad, device="cuda", generator=gen) * spread + offset).to(dtype)[:, :n]
     x[0, ::5] = float("-inf")
     x[-1, n // 3:] = float("-inf")
-    launch, meta = softmax._plan(m, n, n + pad, 2, x.device, dtype)  # type: ignore[misc]
-    assert meta.get("FMA_EXP") and "WINDOW" in meta, meta
+    launch, planned = softmax._plan(m, n, n + pad, 2, x.device, dtype)  # type: ignore[misc]
+    assert "WINDOW" in planned, planned
+    meta = {**planned, "FMA_EXP": True}
     out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
     launch(x, out, m, n, n + pad, **meta)
     ref = torch.softmax(x.double(), dim=-1)
