@@ -1390,7 +1390,12 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 pass
             elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
                 ms_new = _scaled(m_new)
-                ms_use = gl.where(m_new == float("-inf"), 0.0, ms_new)  # all -inf so far: (max=-inf, sum=0)
+                # all -inf so far: (max=-inf, sum=0). A running max past _CARRY_MAX (a mask of -1e10 or of the
+                # dtype's lowest beside ordinary logits) would make 2^d infinite (its ms_new, -inf past 2.36e38, too)
+                # and the row NaN: its exponentials are taken as 0, which they are beside an ordinary max; a row
+                # whose own max is past it takes SAFE's second look below.
+                ms_use = gl.where(m_new == float("-inf"), 0.0,
+                                  gl.where(gl.abs(m_new) >= _CARRY_MAX, float("inf"), ms_new))
                 p = gl.exp2(x * _LOG2E - ms_use[:, None])
                 s_t = s_t * gl.exp2(ms_t - ms_use) + gl.sum(p, axis=1)
                 ms_t = ms_new

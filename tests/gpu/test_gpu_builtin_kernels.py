@@ -817,6 +817,32 @@ def test_resident_softmax_carry_matches_fp32_with_offset_logits(m: int, n: int, 
     assert torch.equal(again, out[:m])
 
 
+@requires_cuda
+@pytest.mark.parametrize("mask", [-1e10, -1e20, "lowest"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n"), [(133, 65536), (140, 40000), (131, 33508), (5, 131072), (3, 131071)])
+def test_resident_softmax_rows_masked_with_huge_negatives_are_not_nan(m: int, n: int, dtype: torch.dtype,
+                                                                      mask: float | str) -> None:
+    """Masks written as a huge negative (-1e10, -1e20, the dtype's lowest: Hugging Face's attention masks) beside
+    ordinary logits, on the planned resident launches (PAIR, whole rows, windows, streamed chunks): a thread whose
+    running max is such a mask must not make 2^d infinite (CARRY's rounding of max log2 e; a NaN row before the
+    guard in the stats pass). fp16 cannot hold -1e10: its masks are its lowest. Against fp32, replayed bit for bit."""
+    value = torch.finfo(dtype).min if mask == "lowest" or dtype == torch.float16 else float(mask)
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    x = (torch.randn(m, n, device="cuda", generator=gen) * 4).to(dtype)
+    x[:, : n // 2] = value  # a causal-style mask: whole chunks of every thread's row
+    x[0, 1::3] = value
+    plan = softmax._plan(m, n, n, 2, x.device, dtype)
+    assert isinstance(plan, tuple) and plan[1].get("CARRY"), plan
+    y = torch.empty_like(x)
+    softmax._run(plan, x, y, m, n, n)
+    assert not bool(torch.isnan(y).any())
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), dim=-1), rtol=2e-2, atol=1e-6)
+    again = torch.empty_like(x)
+    softmax._run(plan, x, again, m, n, n)
+    assert torch.equal(again, y)
+
+
 def _assert_resident_meets_policy(plan: softmax.Launch, x: torch.Tensor) -> None:
     """A resident launch of x against the softmax task's own tolerance policy (float64 oracle, elementwise and
     relative L2), nothing written past the output (a guard row), replayed bit for bit."""
