@@ -314,6 +314,8 @@ _PDL, _PDL_MIN_BYTES = True, 8 << 20
 # rare row-wide second look from global memory) and a GPU sweep (family softmax_fma_exp) says it is faster. Compiled
 # only: the interpreter rounds x log2 e at its own size.
 _FMA_EXP = False
+# m log2 e rounded once (mul.rn: never fused into a later add), as PTX: _log2e_rn (Triton) and _scaled (Gluon).
+_MUL_LOG2E_RN = tl.constexpr("mul.rn.f32 $0, $1, 0f3FB8AA3B;")
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD). Planned for
@@ -592,8 +594,7 @@ def _merge_stats_log2(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor
 def _log2e_rn(m: tl.tensor) -> tl.tensor:
     # m log2 e rounded once to fp32 (mul.rn: the compiler may not fuse it into a later add), so that an exponent
     # taken against it by a fused multiply-add and the rescalings between two of them agree exactly (FMA_EXP).
-    return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=r,r", [m], dtype=tl.float32, is_pure=True,
-                                     pack=1)
+    return tl.inline_asm_elementwise(_MUL_LOG2E_RN, "=r,r", [m], dtype=tl.float32, is_pure=True, pack=1)
 
 
 @triton.jit
@@ -1063,8 +1064,7 @@ def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
 def _scaled(m: gl.tensor) -> gl.tensor:
     # m log2 e rounded once to fp32 (mul.rn: the compiler may not fuse it into a later add), so that exponents
     # taken against it and rescalings between two of them agree exactly (CARRY).
-    return gl.inline_asm_elementwise("mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=r,r", [m], dtype=gl.float32, is_pure=True,
-                                     pack=1)
+    return gl.inline_asm_elementwise(_MUL_LOG2E_RN, "=r,r", [m], dtype=gl.float32, is_pure=True, pack=1)
 
 
 @gluon.jit
