@@ -21,7 +21,7 @@ SPIKE_VALUE = 100.0  # "spike": one entry per row is this large; exp(100) overfl
 # exponents off by up to 1/16, y by 4%. bfloat16 holds 8 bits, so near-max logits tie; at 1e8 a fused fold is off by
 # up to 8 in every exponent. fp16 cannot hold such logits (65504 at most): 6e4, where a fold is off by 0.27% at most.
 OFFSETS = {torch.float32: (1e6, 4.0), torch.bfloat16: (1e8, 1e6), torch.float16: (6e4, 64.0)}
-_OWN_DISTRIBUTIONS = ("neg_inf", "constant", "spike", "offset")
+_OWN_DISTRIBUTIONS = ("neg_inf", "constant", "spike", "offset", "lowest_mask")
 
 # (case_id, kind, M full, M interpreter, N, description, extra). M interpreter = 0: FULL set only.
 _CASES: list[tuple[str, CaseKind, int, int, int, str, dict[str, Any]]] = [
@@ -63,6 +63,11 @@ _HIDDEN = (
                   (2, 8192), (1, 2048), (1, 2), distribution="spike"),
     HiddenProfile("offset", "logits offset by 1e6-1e8 (6e4 in fp16): a max folded into exponents is lost to rounding",
                   (2, 50000), (2, 16384), (1, 1024), (1, 2), distribution="offset"),
+    # Wide enough for the kernels that hold a row in chunks: a thread whose elements are all masked then has the mask
+    # as its running max, which a reference folded into the exponents turns into inf or NaN.
+    HiddenProfile("lowest_mask", "masks written as the dtype's lowest value (Hugging Face's attention masks), a row "
+                  "wholly masked: huge finite negatives, not -inf", (2, 140000), (2, 4096), (2, 64), (2, 2),
+                  distribution="lowest_mask"),
 )
 
 
@@ -75,7 +80,9 @@ def softmax_input(
     distribution: str = "normal",
     row_stride_pad: int = 0,
 ) -> torch.Tensor:
-    """random_matrix plus the softmax-only distributions "neg_inf", "constant", "spike" and "offset"."""
+    """random_matrix plus the softmax-only distributions "neg_inf", "constant", "spike", "offset" and
+    "lowest_mask".
+    """
     if distribution not in _OWN_DISTRIBUTIONS:
         return random_matrix(rows, cols, dtype, device, generator, distribution, row_stride_pad)
     # Built on the CPU at full (padded) width, then moved, so a padded layout survives the transfer.
@@ -91,6 +98,16 @@ def softmax_input(
     elif distribution == "offset":
         offset, spread = OFFSETS.get(dtype, OFFSETS[torch.float32])
         body.mul_(spread).add_(offset)
+    elif distribution == "lowest_mask":
+        # each row's tail masked from a random start (as a causal mask is) and about NEG_INF_FRACTION of the rest,
+        # one entry before the start kept; the last row wholly masked, whose softmax is uniform (all values equal)
+        start = torch.randint(1, cols + 1, (rows,), generator=generator)
+        drop = torch.arange(cols)[None, :] >= start[:, None]
+        drop |= torch.rand((rows, cols), generator=generator) < NEG_INF_FRACTION
+        keep = (torch.rand(rows, generator=generator) * start).long()
+        drop[torch.arange(rows), keep] = False
+        drop[-1] = True
+        body.masked_fill_(drop, torch.finfo(dtype).min)
     else:
         body.copy_((torch.randn((rows, 1), generator=generator) * CONSTANT_SCALE).expand(rows, cols))
     full = full.to(dtype=dtype).to(device)

@@ -92,11 +92,12 @@ def test_secret_is_not_in_the_candidates_environment() -> None:
     assert seen and not any(secret in key or secret in value for key, value in seen.items())
 
 
-def test_a_folded_exponent_passes_every_published_softmax_case_and_fails_the_hidden_offset() -> None:
+def test_a_folded_exponent_passes_every_published_softmax_case_and_fails_the_hidden_offset_and_masks() -> None:
     """The hidden `offset` profile exists for kernels that fold the max into each exponent (a common speed trick):
     right on every published case (fp32, the interpreter's set, on the GPU in a GPU test process), wrong once the
-    logits sit far from zero. Correctness alone: interpreter timings would be 95% of the test's time and say nothing
-    here."""
+    logits sit far from zero; and `lowest_mask` (masks written as the dtype's lowest value) makes its folded max of a
+    wholly masked row -inf, and the row NaN. Correctness alone: interpreter timings would be 95% of the test's time
+    and say nothing here."""
     from tests.adversarial.corpus import CANDIDATES
 
     path = CANDIDATES / "folded_exponent_softmax.py"
@@ -109,4 +110,5 @@ def test_a_folded_exponent_passes_every_published_softmax_case_and_fails_the_hid
                                              measure=False)).cases
     verdicts = {c.case_id: c.verdict.value for c in hidden}
     assert verdicts.pop("hidden_offset") == "tolerance", verdicts
+    assert verdicts.pop("hidden_lowest_mask") == "non_finite", verdicts
     assert set(verdicts.values()) == {"pass"}, verdicts

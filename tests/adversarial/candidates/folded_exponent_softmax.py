@@ -1,7 +1,9 @@
 """Exploit (of precision, not of the harness): the row max and log2 of the sum folded into one multiply-add per
 exponent, y = 2^(x log2 e - (max log2 e + log2 sum)), a common speed trick. Exact while the logits are small, so it
 passes every published case; the shift (and, unfused, each x log2 e) is rounded to fp32 at its own size, so fp32
-logits offset by 1e6 put exponents off by up to 1/16 (4% of y). Expected: tolerance (on the hidden offset case)."""
+logits offset by 1e6 put exponents off by up to 1/16 (4% of y); a row wholly masked with the dtype's lowest value
+folds its max to -inf and writes NaN. Expected: tolerance (on the hidden offset case), non_finite (on the hidden
+lowest_mask case)."""
 
 import torch
 import triton
