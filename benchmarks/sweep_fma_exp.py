@@ -34,7 +34,9 @@ def softmax_fma_exp_trials(device: torch.device, dtype: torch.dtype) -> Iterator
                  f"THREAD_STATS={meta.get('THREAD_STATS', 0)} warps={meta['num_warps']}")
         yield ("softmax.planned", (m, n), f"planned FMA_EXP={int(bool(meta.get('FMA_EXP')))} {label}",
                partial(softmax.candidate, x), moved, True)
-        offset = x.float().add(1e4).to(dtype) if dtype == torch.bfloat16 else x.float().add(6e3).to(dtype)
+        # padded as x is (the launch reads rows n + pad apart)
+        offset = torch.empty((m, n + pad), dtype=dtype, device=device)[:, :n]
+        offset.copy_(x.float().add(1e4 if dtype == torch.bfloat16 else 6e3))
         off_ref = torch.softmax(offset.float(), -1)
         for fma in (False, True):
             launch = (plan[0], {**meta, "FMA_EXP": fma})

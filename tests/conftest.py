@@ -17,13 +17,18 @@ if not HAS_CUDA:
     enable_interpreter()
 
 
+_FAILURE_LINES = 40  # of each failure's text in KP_FAILURES_FILE
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """With KP_FAILURES_FILE set (scripts/gpu-check sets it), each failing test's id is appended to that file as it
-    fails: a time-boxed run is killed before pytest's summary and junit report, which would name them."""
+    fails, with the end of its failure text: a time-boxed run is killed before pytest's summary and junit report,
+    which would name and explain them."""
     path = os.environ.get("KP_FAILURES_FILE")
     if path and report.failed and "PYTEST_XDIST_WORKER" not in os.environ:  # under xdist the controller writes
+        text = "\n".join("    " + line for line in report.longreprtext.splitlines()[-_FAILURE_LINES:])
         with open(path, "a", encoding="utf-8") as out:
-            out.write(f"{report.when} {report.nodeid}\n")
+            out.write(f"{report.when} {report.nodeid}\n{text}\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
