@@ -63,7 +63,10 @@ def _copy_bytes(src: tl.tensor, dst: tl.tensor, n: tl.tensor, BLOCK: tl.constexp
         tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
 
 
-@triton.jit
+# The writer's sizes and delay are not specialised on (divisibility by 16, equality to 1), so warm_up's builds, one per
+# COUNT, serve every input: no probe compiles inside a candidate's run (a fresh build there would cost the candidate's
+# process a compile and show as a compile after load; only sizes or delays past 2^31 take another, as int64).
+@triton.jit(do_not_specialize=["n0", "n1", "n2", "delay_ns"])
 def _late_write(src0: tl.tensor, dst0: tl.tensor, n0: tl.tensor, src1: tl.tensor, dst1: tl.tensor, n1: tl.tensor,
                 src2: tl.tensor, dst2: tl.tensor, n2: tl.tensor, delay_ns: tl.tensor, COUNT: tl.constexpr,
                 BLOCK: tl.constexpr) -> None:
@@ -87,11 +90,13 @@ def supported(device: torch.device) -> bool:
 
 
 def warm_up() -> None:
-    """Build and run the writer once (no delay), before the harness snapshot and any candidate code: the probe's
-    first use then compiles nothing inside a candidate's run (integrity.run.warm_up_process)."""
+    """Build and run the writer for each count of tensor inputs (no delay), before the harness snapshot and any
+    candidate code: the probe's first use then compiles nothing inside a candidate's run
+    (integrity.run.warm_up_process)."""
     device = torch.device("cuda", torch.cuda.current_device())
     if supported(device):
-        LateInputs([torch.zeros(16, device=device)]).write(0.0)
+        for count in range(1, MAX_TENSORS + 1):
+            LateInputs([torch.zeros(16 + i, device=device) for i in range(count)]).write(0.0)
         torch.cuda.synchronize(device)
 
 

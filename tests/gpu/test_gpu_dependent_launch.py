@@ -51,6 +51,32 @@ def _reader(wait: bool, pdl: bool) -> Callable[[torch.Tensor], torch.Tensor]:
     return read
 
 
+def _writer_builds() -> int:
+    """Kernels of the probe's late writer compiled in this process, over every device."""
+    from kernelproof_core.integrity import dependent_launch
+
+    return sum(len(cache[0]) for cache in dependent_launch._late_write.device_caches.values())
+
+
+@requires_pdl
+def test_the_writer_built_by_warm_up_serves_every_input_without_compiling() -> None:
+    """warm_up builds the late writer once per count of tensor inputs (1-3); writes of one, two and three tensors
+    afterwards, of byte sizes that are not multiples of 16, of one element, with a delay, compile nothing more (a
+    build inside a candidate's run costs its process a compile and is a compile after load: the sandbox's
+    compile-ahead test, which failed on an H100 while warm_up built only the one-tensor writer)."""
+    from kernelproof_core.integrity import dependent_launch
+
+    dependent_launch.warm_up()
+    built = _writer_builds()
+    assert built >= dependent_launch.MAX_TENSORS
+    odd = [torch.randn(4096, 127, device="cuda").to(torch.bfloat16), torch.randn(127, device="cuda").half(),
+           torch.ones(1, device="cuda"), torch.zeros(33, dtype=torch.uint8, device="cuda")]
+    for tensors in (odd[:1], odd[:2], odd[1:], odd[2:]):
+        dependent_launch.LateInputs(tensors).write(0.05)
+    torch.cuda.synchronize()
+    assert _writer_builds() == built
+
+
 @requires_pdl
 @pytest.mark.parametrize("in_place", [False, True], ids=["copies", "in_place"])
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "cuda_graph"])
