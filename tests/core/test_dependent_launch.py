@@ -198,3 +198,33 @@ def test_sm90_builds_release_dependents_and_only_the_honest_candidate_waits() ->
     assert not writer["launch_pdl"]  # the writer is an ordinary launch: only its dependents carry the attribute
     assert exploit["launch_pdl"] and exploit["launch_dependents"] >= 0 and exploit["wait"] == -1, exploit
     assert honest["launch_pdl"] and 0 <= honest["wait"] < honest["first_load"], honest
+
+
+_SPECIALISED = r"""
+import json, sys, torch
+from kernelproof_core.precompile import compile_only
+from kernelproof_core.integrity import dependent_launch as dl
+
+def builds():
+    return sum(len(cache[0]) for cache in dl._late_write.device_caches.values())
+
+out = []
+with compile_only("cuda", 90, 32):
+    for count in range(1, dl.MAX_TENSORS + 1):  # as warm_up writes them
+        dl.LateInputs([torch.zeros(16 + i) for i in range(count)]).write(0.0)
+    warmed = builds()
+    odd = [torch.empty(4096, 127, dtype=torch.bfloat16), torch.empty(127, dtype=torch.float16), torch.ones(1),
+           torch.zeros(33, dtype=torch.uint8)]
+    for tensors in (odd[:1], odd[:2], odd[1:], odd[2:]):
+        dl.LateInputs(tensors).write(0.05)
+out.append({"warmed": warmed, "after": builds()})
+print(json.dumps(out))
+"""
+
+
+def test_the_writer_is_built_once_for_each_count_of_inputs_whatever_their_sizes() -> None:
+    """Gate 7's late writer in sm_90 builds (no GPU): after the writes warm_up makes (one, two and three tensors),
+    writes of byte sizes that are not multiples of 16, of one element and with a delay build nothing more, so the
+    probe compiles nothing inside a candidate's process (sizes and delay are not specialised on; COUNT is)."""
+    (found,) = compile_for_sm90(_SPECIALISED, ["once"])
+    assert found == {"warmed": MAX_TENSORS, "after": MAX_TENSORS}, found
