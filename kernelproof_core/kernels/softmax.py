@@ -1295,7 +1295,10 @@ def _meet_parts(words: gl.tensor, part: gl.tensor, m_own: gl.tensor, total_own: 
     t_p = got.to(gl.int32).to(gl.float32, bitcast=True)
     m_row = gl.max(m_p, axis=0)
     shift = _scaled(m_row)
-    total = gl.sum(gl.where(m_p == float("-inf"), 0.0, t_p * gl.exp2(_scaled(m_p) - shift)), axis=0)
+    # A part holding the row's max rescales by exactly 1: never 2^(shift - shift), which is NaN where the max is a
+    # mask at bfloat16's lowest (its shift -inf); a part below it by 2^(its shift - the row's), 0 for such a mask.
+    scale = gl.where(m_p == m_row, 1.0, gl.exp2(_scaled(m_p) - shift))
+    total = gl.sum(gl.where(m_p == float("-inf"), 0.0, t_p * scale), axis=0)
     return m_row, shift, total
 
 
