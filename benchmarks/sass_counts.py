@@ -42,7 +42,8 @@ def _cuobjdump() -> str:
     return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
 
 
-_SASS_AT = re.compile(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+_INSTRUCTION = re.compile(r"\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")  # an instruction's text, predicate included
+_OPCODE = re.compile(r"(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
 
 
 def _sass(cubin: bytes) -> str:
@@ -63,12 +64,11 @@ def common_path_opcodes(cubin: bytes, guard: str) -> collections.Counter[str]:
     """opcodes() of what an ordinary program runs, where a kernel puts a rare second look after its loop: the
     instructions up to the exit taken when the flag set by a compare naming `guard` (a literal, e.g. "536870912" for
     _CARRY_MAX) is clear (`@!P EXIT`); the second look and any out-of-line code follow it."""
-    code = [(int(m.group(1), 16), m.group(2)) for line in _sass(cubin).splitlines() if (m := _SASS_AT.match(line))]
-    at = next(i for i, (_, text) in enumerate(code) if guard in text and "SETP" in text)
-    flag = code[at][1].split()[1].rstrip(",")
-    end = next(i for i in range(at, len(code)) if code[i][1] == f"@!{flag} EXIT")
-    return collections.Counter(m.group(1) for _, text in code[:end + 1]
-                               if (m := _SASS_LINE.match(f"        /*0000*/ {text}")))
+    code = [m.group(1) for line in _sass(cubin).splitlines() if (m := _INSTRUCTION.match(line))]
+    at = next(i for i, text in enumerate(code) if guard in text and "SETP" in text)
+    flag = code[at].split()[1].rstrip(",")
+    end = code.index(f"@!{flag} EXIT", at)
+    return collections.Counter(m.group(1) for text in code[:end + 1] if (m := _OPCODE.match(text)))
 
 
 def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]:

@@ -755,18 +755,18 @@ def _rows_again(x_ptr: tl.tensor, y_ptr: tl.tensor, M: tl.tensor, N: tl.tensor, 
         x_row = x_ptr + row.to(tl.int64) * stride_x
         y_row = y_ptr + row.to(tl.int64) * N
         mv = tl.full([BLOCK], float("-inf"), tl.float32)
-        for start in tl.range(0, N, BLOCK, loop_unroll_factor=1):
+        for start in range(0, N, BLOCK):
             v = tl.load(x_row + start + lanes, mask=start + lanes < N, other=float("-inf")).to(tl.float32)
             mv = tl.maximum(mv, v)
         m = tl.max(mv, axis=0)
         if tl.abs(m) >= _CARRY_MAX * 0.5:
             m = tl.where(m == float("-inf"), 0.0, m)
             sv = tl.zeros([BLOCK], tl.float32)
-            for start in tl.range(0, N, BLOCK, loop_unroll_factor=1):
+            for start in range(0, N, BLOCK):
                 v = tl.load(x_row + start + lanes, mask=start + lanes < N, other=float("-inf")).to(tl.float32)
                 sv += tl.exp(v - m)
             inv = 1.0 / tl.sum(sv, axis=0)
-            for start in tl.range(0, N, BLOCK, loop_unroll_factor=1):
+            for start in range(0, N, BLOCK):
                 v = tl.load(x_row + start + lanes, mask=start + lanes < N, other=float("-inf")).to(tl.float32)
                 tl.store(y_row + start + lanes, (tl.exp(v - m) * inv).to(y_row.dtype.element_ty),
                          mask=start + lanes < N)

@@ -155,69 +155,13 @@ def test_persistent_softmax_grid_never_ends_on_a_part_full_wave(shape: tuple[int
     assert torch.equal(y2, y)
 
 
-@requires_cuda
-@pytest.mark.parametrize(("dtype", "offset", "spread"), [
-    (torch.bfloat16, 0.0, 4.0), (torch.float16, 0.0, 4.0), (torch.bfloat16, 1e8, 1e6), (torch.bfloat16, -1e8, 1e6),
-    (torch.float16, 6e4, 64.0), (torch.bfloat16, 0.0, 0.01), (torch.bfloat16, 0.0, 200.0)])
-@pytest.mark.parametrize(("m", "n", "pad"), [(37, 25249, 0), (5, 7294, 0), (11, 3001, 0), (9, 23450, 1), (7, 14261, 1),
-                                             (3, 13130, 0), (1, 32768, 0)])
-def test_fma_exp_softmax_meets_the_task_tolerance(m: int, n: int, pad: int, dtype: torch.dtype, offset: float,
-                                                  spread: float) -> None:
-    """FMA_EXP (an experiment, off: exponents by one fused multiply-add against the max times log2 e rounded once) on
-    the planned 16-bit realigned launches: THREAD_STATS windows, windows without it, rows padded off the vector grid,
-    a whole-window row; logits offset by 1e8 (the hidden `offset` profile's bf16 draw; 6e4 fp16), near-flat and very
-    spread rows, -inf entries and a row mostly -inf; within the softmax task's tolerance policy against the float64
-    oracle, replayed bit for bit, nothing written past the output, and within two 16-bit steps of the same launch
-    without it."""
+def _check_fma_exp_launch(x: torch.Tensor, pad: int) -> None:
+    """The planned realigned launch of x (rows n + pad apart) with FMA_EXP forced on: no NaN, within the softmax
+    task's tolerance policy against the float64 oracle, nothing written past the output, replayed bit for bit, and
+    within two 16-bit steps of the same launch without it."""
     from kernelproof_core.tolerances import policy_for
 
-    gen = torch.Generator(device="cuda").manual_seed(3)
-    x = (torch.randn(m, n + pad, device="cuda", generator=gen) * spread + offset).to(dtype)[:, :n]
-    x[0, ::5] = float("-inf")
-    x[-1, n // 3:] = float("-inf")
-    launch, planned = softmax._plan(m, n, n + pad, 2, x.device, dtype)  # type: ignore[misc]
-    assert "WINDOW" in planned, planned
-    meta = {**planned, "FMA_EXP": True}
-    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")
-    launch(x, out, m, n, n + pad, **meta)
-    ref = torch.softmax(x.double(), dim=-1)
-    policy = policy_for("softmax", dtype)
-    got = out[:m].double()
-    assert bool(((got - ref).abs() <= policy.atol + policy.rtol * ref.abs()).all())
-    assert float((got - ref).norm() / ref.norm()) <= policy.max_rel_l2
-    assert bool((out[m] == 7.0).all()), "wrote past the output"
-    again = torch.empty_like(out[:m])
-    launch(x, again, m, n, n + pad, **meta)
-    assert torch.equal(again, out[:m])
-    plain = torch.empty_like(out[:m])
-    launch(x, plain, m, n, n + pad, **{**meta, "FMA_EXP": False})
-    step = torch.finfo(dtype).eps * plain.double().abs() + 2 * torch.finfo(dtype).tiny
-    assert bool(((plain.double() - got).abs() <= 2 * step).all())
-
-
-@requires_cuda
-@pytest.mark.parametrize(("dtype", "mask"), [(torch.bfloat16, -1e10), (torch.bfloat16, -1e20), (torch.bfloat16, None),
-                                             (torch.float16, None)])
-@pytest.mark.parametrize(("m", "n", "pad"), [(37, 25249, 0), (5, 7294, 0), (11, 3001, 0), (9, 23450, 1), (3, 13130, 0)])
-def test_fma_exp_softmax_rows_with_huge_negative_masks_and_huge_maxes(m: int, n: int, pad: int, dtype: torch.dtype,
-                                                                     mask: float | None) -> None:
-    """FMA_EXP's guard (the max times log2 e rounded up, so no exponential overflows; a program that met a row whose
-    max reached _CARRY_MAX writes its such rows again from memory): rows masked with a huge negative (-1e10, -1e20,
-    the dtype's lowest as Hugging Face writes masks) beside ordinary logits, a row wholly masked so, and in bf16 rows
-    whose max is 1e10 or -1e10, on the planned realigned launches (THREAD_STATS windows and without, padded rows):
-    within the task's tolerance against float64, no NaN, replayed bit for bit, within two 16-bit steps of the launch
-    without FMA_EXP."""
-    from kernelproof_core.tolerances import policy_for
-
-    fill = torch.finfo(dtype).min if mask is None else mask
-    gen = torch.Generator(device="cuda").manual_seed(5)
-    x = (torch.randn(m, n + pad, device="cuda", generator=gen) * 4).to(dtype)[:, :n]
-    x[:, n // 2:] = fill  # every row's second half masked, the first half ordinary
-    x[1, :] = fill  # a row wholly masked: uniform
-    x[2, ::3] = fill
-    if dtype == torch.bfloat16 and m > 4:
-        x[3, :] = (torch.randn(n, device="cuda", generator=gen) * 1e8 + 1e10).to(dtype)
-        x[4, :] = (torch.randn(n, device="cuda", generator=gen) * 1e8 - 1e10).to(dtype)
+    (m, n), dtype = x.shape, x.dtype
     launch, planned = softmax._plan(m, n, n + pad, 2, x.device, dtype)  # type: ignore[misc]
     assert "WINDOW" in planned, planned
     meta = {**planned, "FMA_EXP": True}
@@ -237,6 +181,51 @@ def test_fma_exp_softmax_rows_with_huge_negative_masks_and_huge_maxes(m: int, n:
     launch(x, plain, m, n, n + pad, **{**meta, "FMA_EXP": False})
     step = torch.finfo(dtype).eps * plain.double().abs() + 2 * torch.finfo(dtype).tiny
     assert bool(((plain.double() - got).abs() <= 2 * step).all())
+
+
+@requires_cuda
+@pytest.mark.parametrize(("dtype", "offset", "spread"), [
+    (torch.bfloat16, 0.0, 4.0), (torch.float16, 0.0, 4.0), (torch.bfloat16, 1e8, 1e6), (torch.bfloat16, -1e8, 1e6),
+    (torch.float16, 6e4, 64.0), (torch.bfloat16, 0.0, 0.01), (torch.bfloat16, 0.0, 200.0)])
+@pytest.mark.parametrize(("m", "n", "pad"), [(37, 25249, 0), (5, 7294, 0), (11, 3001, 0), (9, 23450, 1), (7, 14261, 1),
+                                             (3, 13130, 0), (1, 32768, 0)])
+def test_fma_exp_softmax_meets_the_task_tolerance(m: int, n: int, pad: int, dtype: torch.dtype, offset: float,
+                                                  spread: float) -> None:
+    """FMA_EXP (an experiment, off: exponents by one fused multiply-add against the max times log2 e rounded once) on
+    the planned 16-bit realigned launches: THREAD_STATS windows, windows without it, rows padded off the vector grid,
+    a whole-window row; logits offset by 1e8 (the hidden `offset` profile's bf16 draw; 6e4 fp16), near-flat and very
+    spread rows, -inf entries and a row mostly -inf; within the softmax task's tolerance policy against the float64
+    oracle, replayed bit for bit, nothing written past the output, and within two 16-bit steps of the same launch
+    without it."""
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = (torch.randn(m, n + pad, device="cuda", generator=gen) * spread + offset).to(dtype)[:, :n]
+    x[0, ::5] = float("-inf")
+    x[-1, n // 3:] = float("-inf")
+    _check_fma_exp_launch(x, pad)
+
+
+@requires_cuda
+@pytest.mark.parametrize(("dtype", "mask"), [(torch.bfloat16, -1e10), (torch.bfloat16, -1e20), (torch.bfloat16, None),
+                                             (torch.float16, None)])
+@pytest.mark.parametrize(("m", "n", "pad"), [(37, 25249, 0), (5, 7294, 0), (11, 3001, 0), (9, 23450, 1), (3, 13130, 0)])
+def test_fma_exp_softmax_rows_with_huge_negative_masks_and_huge_maxes(m: int, n: int, pad: int, dtype: torch.dtype,
+                                                                     mask: float | None) -> None:
+    """FMA_EXP's guard (the max times log2 e rounded up, so no exponential overflows; a program that met a row whose
+    max reached _CARRY_MAX writes its such rows again from memory): rows masked with a huge negative (-1e10, -1e20,
+    the dtype's lowest as Hugging Face writes masks) beside ordinary logits, a row wholly masked so, and in bf16 rows
+    whose max is 1e10 or -1e10, on the planned realigned launches (THREAD_STATS windows and without, padded rows):
+    within the task's tolerance against float64, no NaN, replayed bit for bit, within two 16-bit steps of the launch
+    without FMA_EXP."""
+    fill = torch.finfo(dtype).min if mask is None else mask
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = (torch.randn(m, n + pad, device="cuda", generator=gen) * 4).to(dtype)[:, :n]
+    x[:, n // 2:] = fill  # every row's second half masked, the first half ordinary
+    x[1, :] = fill  # a row wholly masked: uniform
+    x[2, ::3] = fill
+    if dtype == torch.bfloat16 and m > 4:
+        x[3, :] = (torch.randn(n, device="cuda", generator=gen) * 1e8 + 1e10).to(dtype)
+        x[4, :] = (torch.randn(n, device="cuda", generator=gen) * 1e8 - 1e10).to(dtype)
+    _check_fma_exp_launch(x, pad)
 
 
 @requires_cuda
