@@ -1,5 +1,5 @@
 """kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line`, `rms_norm_resident_pdl`,
-and `rms_norm_resident_wsmem`.
+`rms_norm_resident_wsmem` and `rms_norm_resident_ring`.
 
 Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
 the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
@@ -13,7 +13,9 @@ resident kernel reading the weight of the first WS chunks from shared memory (st
 each program takes one shift class of rows) instead of from L2 every row: the weight is a third of the kernel's
 L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's resident kernel on the same rows;
 WSHIFT with it, where the whole row's weight is staged through windows: no table and no table launch (within half a
-point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*)."""
+point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*). RING: two sets of row slots
+a program (one program an SM), so the row after next is in flight while a row's sum of squares waits on its copies:
+aimed at programs of 2-4 rows (the hidden_wide draws), where a program's lone row in flight leaves HBM idle."""
 
 from __future__ import annotations
 
@@ -136,3 +138,26 @@ def rms_norm_resident_wsmem_trials(device: torch.device, dtype: torch.dtype) -> 
                      f"warps={meta['num_warps']} NCHUNK={meta['NCHUNK']}")
             yield from _checked("rms_norm.resident_wsmem", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y,
                                 ref, moved)
+
+
+def rms_norm_resident_ring_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """At each PER_SM_SHAPES, LINE_SHAPES and WSMEM_ALIGNED shape: the planned launch, then the resident kernel at one
+    program an SM through rms_norm._run (as the built-in calls it), without RING (the plan's WSMEM rule) and with it
+    (no weight staged: the second set takes that room), where two sets of the row's slots fit; each checked first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    shapes = tuple(dict.fromkeys((*PER_SM_SHAPES, *LINE_SHAPES, *WSMEM_ALIGNED)))
+    for planned, (x, w, y, ref), moved, _fill in _line_shapes(device, dtype, shapes):
+        m, n = x.shape
+        ring = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, wsmem=False, ring=True)
+        if ring is None or "RING" not in ring[1]:
+            continue
+        yield planned
+        plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, ring=False)
+        for plan in (plain, ring):
+            if plan is None:
+                continue
+            meta = plan[1]
+            label = (f"ring={int('RING' in meta)} WS={meta.get('WS', 0)} rows/program={m / min(m, sms):.2f} "
+                     f"NCHUNK={meta['NCHUNK']}")
+            yield from _checked("rms_norm.resident_ring", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y, ref,
+                                moved)

@@ -143,6 +143,11 @@ _RESIDENT_WSMEM, _RESIDENT_WSHIFT = False, False
 # once, so it needs rows to pay for it. Planned from _RESIDENT_WSMEM_MIN_ROWS rows a program (1024 x 32776, 3.9 a
 # program, lost 2.2 all the same).
 _RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
+# RING (experiment, off): two sets of row slots a program where two whole rows fit its share (and no weight is staged),
+# so a row's copies are in flight while the row before it waits on its own (_rms_norm_resident). Aimed at the few
+# rows a program of the hidden_wide draws (372 x 46501: 3 rows a program, 72.4% of copy on the H100 against 92.9 at
+# 792 x 40000's 6, evidence/h100/2026-12-07_twenty_third/3_*). Family rms_norm_resident_ring.
+_RESIDENT_RING = False
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -743,7 +748,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
-                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False) -> None:
+                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, RING: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -762,13 +767,18 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # one table row serves all of a program's rows. WSHIFT (with WS = NCHUNK, through windows, no LINE): no table and
     # no table launch: w itself is staged, each thread's K weights gathered in registers from the two aligned vectors
     # around them (16-byte loads), and the edge vectors' weights read from w element by element.
+    # RING (experiment): two sets of NCHUNK slots, a program's rows taking them in turn; a row's output pass refills
+    # its set with the row after next, so while a row's sum of squares waits on its copies (no stores in flight) the
+    # next row's copies are already out: two rows in flight an SM, not one.
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
+    SETS: gl.constexpr = 2 if RING else 1
+    SET_BYTES: gl.constexpr = NCHUNK * T * K * 2  # one set of slots (16-bit elements)
     CHUNK: gl.constexpr = T * K
     layout: gl.constexpr = gl.BlockedLayout([1, K], [32, 1], [W, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
-    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, T, K],
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [SETS * NCHUNK, T, K],
                                       gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride
     stride_x = (stride_x // ALIGN) * ALIGN
@@ -796,6 +806,19 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NCHUNK):
         _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
+    if RING:  # the program's second row into the second set
+        if REALIGN:
+            r_base = ((row + step).to(gl.int64) * N // WBASE) * WBASE
+            r_sh = ((row + step).to(gl.int64) * N - r_base).to(gl.int32)
+            r_row = x_ptr + r_base
+        else:
+            r_sh = 0
+            r_row = x_ptr + (row + step).to(gl.int64) * stride_x
+        for c in gl.static_range(NCHUNK):
+            _fetch(smem + SET_BYTES, c, r_row, lane, r_sh, N, row + step < M, x_ptr, K, CHUNK)
+    at_set = 0  # the first slot of the set holding this row (RING: 0 or NCHUNK, in turn: a loop-carried int32)
+    if RING:
+        at_set = gl.program_id(0) * 0
     if WS > 0:  # after the slots (the copies address them from global_smem + 0); each thread reads back its own stores
         w_slots = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [WS, T, K],
                                             gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
@@ -833,15 +856,16 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             y_row = y_ptr + row.to(gl.int64) * N
         ss_t = gl.zeros([T], gl.float32, rows_layout)
         for c in gl.static_range(NCHUNK):  # copies zero-fill what lies outside the row: no masks here
-            gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c), "=r,r", [lane], dtype=gl.int32, is_pure=False,
-                                      pack=1)
-            x = slots.index(c).load(layout).to(gl.float32)
+            # copy groups after this chunk's: the row's later chunks and, with RING, the other set's row
+            gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c + (NCHUNK if RING else 0)), "=r,r", [lane],
+                                      dtype=gl.int32, is_pure=False, pack=1)
+            x = slots.index(at_set + c).load(layout).to(gl.float32)
             ss_t += gl.sum(x * x, axis=1)
         total = gl.sum(ss_t, axis=0)
         if REALIGN:
             total += gl.sum(gl.sum(x_e * x_e, axis=1), axis=0)
         inv = gl.rsqrt(total / N + eps)
-        ahead = row + step
+        ahead = row + SETS * step  # the row this row's slots take next
         if REALIGN:
             a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
             a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
@@ -849,10 +873,14 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x
+        set_smem = smem
+        if RING:
+            set_smem = smem + at_set * (T * K * 2)
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
-            x = slots.index(c).load(layout).to(gl.float32)
-            _fetch(smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)  # the slot is free: the next row's
+            x = slots.index(at_set + c).load(layout).to(gl.float32)
+            # the slot is free: the next copies into it (the row after this one, or with RING the row after next)
+            _fetch(set_smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)
             if _masked_chunk(c, NCHUNK, REALIGN):  # (asked thrice: a static loop cannot name a constexpr)
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < WS:
@@ -871,7 +899,9 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             else:
                 w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
-        row = ahead
+        row += step
+        if RING:
+            at_set = NCHUNK - at_set
     cp.wait_group(0)
 
 
@@ -1033,15 +1063,15 @@ def _cuda_smem(index: int) -> int:
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                   wshift: bool | None = None) -> Launch | None:
+                   wshift: bool | None = None, ring: bool | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
-    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift)
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, ring)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                      min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                     wshift: bool | None = None) -> tuple[int, dict[str, int]] | None:
+                     wshift: bool | None = None, ring: bool | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
@@ -1051,7 +1081,9 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     wsmem: WSMEM, the weight of the first WS chunks in the shared memory the rows leave (default: _RESIDENT_WSMEM, or
     _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit, _RESIDENT_WSMEM_MIN_ROWS rows a
     program or more);
-    wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT)."""
+    wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT);
+    ring: RING where two sets of the row's slots fit the program's share and no weight is staged (default
+    _RESIDENT_RING)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
@@ -1080,6 +1112,9 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                 if (_RESIDENT_WSHIFT if wshift is None else wshift) and realign and not line \
                         and staged.get("WS") == n_chunks:
                     meta.update(WSHIFT=True, WT=0)
+            if (_RESIDENT_RING if ring is None else ring) and "WS" not in meta \
+                    and 2 * count * n_chunks * chunk * 2 <= share:
+                meta["RING"] = True
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta

@@ -276,10 +276,11 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 rms_norm._smem_per_sm = lambda device: 233472
 out = []
 line0 = rms_norm._RESIDENT_LINE
-for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
+for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT, RING
     rms_norm._RESIDENT_LINE = opts[0] if opts else line0
     rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
     rms_norm._RESIDENT_WSHIFT = bool(opts[2]) if len(opts) > 2 else False
+    rms_norm._RESIDENT_RING = bool(opts[3]) if len(opts) > 3 else False
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
@@ -397,6 +398,27 @@ def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> No
         assert r["smem_stores"] == meta["WS"] and r["vec_loads"] == r["vec_stores"] == meta["NCHUNK"], r
         assert r["copies"] == 2 * meta["NCHUNK"] and r["local"] == 0, r
         assert r["bar"] <= 10 + meta["WS"] and r["regs"] * 32 * warps * (2 if warps == 16 else 1) <= 65536, r
+
+
+def test_resident_rms_norm_ring_builds_a_third_copy_a_chunk_and_fits() -> None:
+    """RING (experiment, off: two sets of row slots a program) built for sm_90 where the plan takes one program an SM
+    and two sets fit its 224 KB (372 x 46501 through windows, 396 x 40000 aligned): one 16-byte copy a thread a chunk
+    three times (the two prologue rows' and the refill's), the copies still addressed from global_smem + 0 with the
+    reductions' scratch past both sets, nothing in local memory, no more CTA barriers than without, registers that
+    fit one 32-warp program; not asked where two sets do not fit (476 x 63343: 8 chunks of 16 KB) or a weight is
+    staged (1024 x 40000), and off by default (the same builds as without)."""
+    cases = [(372, 46501, 46501, 0, 0, 0, 1), (396, 40000, 40000, 0, 0, 0, 1), (476, 63343, 63343, 0, 0, 0, 1),
+             (1024, 40000, 40000, 0, 1, 0, 1), (372, 46501, 46501), (396, 40000, 40000)]
+    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
+    assert [r["meta"].get("RING", False) for r in got] == [True, True, False, False, False, False], got
+    for ring, plain in zip(got[:2], got[4:], strict=True):
+        meta = ring["meta"]
+        chunk = 32 * meta["num_warps"] * 8
+        assert meta["num_warps"] == 32 and 2 * meta["NCHUNK"] * chunk * 2 <= 224 * 1024, ring
+        assert ring["copies"] == 3 * meta["NCHUNK"] and plain["copies"] == 2 * meta["NCHUNK"], (ring, plain)
+        assert ring["local"] == 0 and ring["base"] == 1 and ring["bar"] <= plain["bar"], (ring, plain)
+        assert min(ring["offsets"]) >= 2 * meta["NCHUNK"] * chunk * 2 and ring["regs"] * 1024 <= 65536, ring
+        assert ring["vec_loads"] == ring["vec_stores"] == meta["NCHUNK"], ring
 
 
 @pytest.mark.parametrize(("m", "n", "ws"), [(1024, 65536, 6), (2048, 40000, 2), (792, 40000, 2), (600, 56000, 0),
