@@ -143,7 +143,8 @@ def rms_norm_resident_wsmem_trials(device: torch.device, dtype: torch.dtype) -> 
 def rms_norm_resident_ring_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """At each PER_SM_SHAPES, LINE_SHAPES and WSMEM_ALIGNED shape: the planned launch, then the resident kernel at one
     program an SM through rms_norm._run (as the built-in calls it), without RING (the plan's WSMEM rule) and with it
-    (no weight staged: the second set takes that room), where two sets of the row's slots fit; each checked first."""
+    (no weight staged: the second set takes that room), where two sets of the row's slots fit, and with RING_LAZY
+    (the second row's copies issued once the first row's sum is in); each checked first."""
     sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
     shapes = tuple(dict.fromkeys((*PER_SM_SHAPES, *LINE_SHAPES, *WSMEM_ALIGNED)))
     for planned, (x, w, y, ref), moved, _fill in _line_shapes(device, dtype, shapes):
@@ -153,11 +154,13 @@ def rms_norm_resident_ring_trials(device: torch.device, dtype: torch.dtype) -> I
             continue
         yield planned
         plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, ring=False)
-        for plan in (plain, ring):
+        lazy = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, wsmem=False, ring=True, lazy=True)
+        for plan in (plain, ring, lazy):
             if plan is None:
                 continue
             meta = plan[1]
-            label = (f"ring={int('RING' in meta)} WS={meta.get('WS', 0)} rows/program={m / min(m, sms):.2f} "
+            label = (f"ring={int('RING' in meta)} lazy={int('RING_LAZY' in meta)} WS={meta.get('WS', 0)} "
+                     f"rows/program={m / min(m, sms):.2f} "
                      f"NCHUNK={meta['NCHUNK']}")
             yield from _checked("rms_norm.resident_ring", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y, ref,
                                 moved)

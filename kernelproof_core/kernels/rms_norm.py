@@ -748,7 +748,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
-                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, RING: gl.constexpr = False) -> None:
+                       PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, RING: gl.constexpr = False,
+                       RING_LAZY: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -769,7 +770,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # around them (16-byte loads), and the edge vectors' weights read from w element by element.
     # RING (experiment): two sets of NCHUNK slots, a program's rows taking them in turn; a row's output pass refills
     # its set with the row after next, so while a row's sum of squares waits on its copies (no stores in flight) the
-    # next row's copies are already out: two rows in flight an SM, not one.
+    # next row's copies are already out: two rows in flight an SM, not one. RING_LAZY: the second row's copies go out
+    # once the first row's sum is in (the prologue commits empty groups in their place), so the first row lands alone.
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
@@ -806,7 +808,10 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         x_row = x_ptr + row.to(gl.int64) * stride_x
     for c in gl.static_range(NCHUNK):
         _fetch(smem, c, x_row, lane, sh, N, row < M, x_ptr, K, CHUNK)
-    if RING:  # the program's second row into the second set
+    if RING_LAZY:  # empty groups where the second row's go, so every wait below counts the same
+        for _c in gl.static_range(NCHUNK):
+            cp.commit_group()
+    elif RING:  # the program's second row into the second set
         if REALIGN:
             r_base = ((row + step).to(gl.int64) * N // WBASE) * WBASE
             r_sh = ((row + step).to(gl.int64) * N - r_base).to(gl.int32)
@@ -817,6 +822,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         for c in gl.static_range(NCHUNK):
             _fetch(smem + SET_BYTES, c, r_row, lane, r_sh, N, row + step < M, x_ptr, K, CHUNK)
     at_set = 0  # the first slot of the set holding this row (RING: 0 or NCHUNK, in turn: a loop-carried int32)
+    first = row
     if RING:
         at_set = gl.program_id(0) * 0
     if WS > 0:  # after the slots (the copies address them from global_smem + 0); each thread reads back its own stores
@@ -865,6 +871,17 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         if REALIGN:
             total += gl.sum(gl.sum(x_e * x_e, axis=1), axis=0)
         inv = gl.rsqrt(total / N + eps)
+        if RING_LAZY:
+            if row == first:  # the program's second row, into the second set, now that its first has landed
+                if REALIGN:
+                    r_base = ((row + step).to(gl.int64) * N // WBASE) * WBASE
+                    r_sh = ((row + step).to(gl.int64) * N - r_base).to(gl.int32)
+                    r_row = x_ptr + r_base
+                else:
+                    r_sh = 0
+                    r_row = x_ptr + (row + step).to(gl.int64) * stride_x
+                for c in gl.static_range(NCHUNK):
+                    _fetch(smem + SET_BYTES, c, r_row, lane, r_sh, N, row + step < M, x_ptr, K, CHUNK)
         ahead = row + SETS * step  # the row this row's slots take next
         if REALIGN:
             a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
@@ -1063,9 +1080,12 @@ def _cuda_smem(index: int) -> int:
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                   wshift: bool | None = None, ring: bool | None = None) -> Launch | None:
-    """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
+                   wshift: bool | None = None, ring: bool | None = None, lazy: bool = False) -> Launch | None:
+    """The resident path's launch (_resident_config's programs and meta), or None where it does not apply; lazy:
+    RING_LAZY with RING."""
     config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, ring)
+    if config is not None and lazy and config[1].get("RING"):
+        config[1]["RING_LAZY"] = True
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 

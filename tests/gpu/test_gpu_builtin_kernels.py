@@ -444,13 +444,16 @@ def test_resident_rms_norm_weight_in_shared_memory_writes_the_same_bytes(m: int,
                                       (133, 40000), (264, 45002), (1, 40001), (265, 33001)])
 def test_resident_rms_norm_ring_writes_the_same_bytes(m: int, n: int, dtype: torch.dtype) -> None:
     """RING (experiment: two sets of row slots a program, a row's output pass refilling its set with the row after
-    next): the same bytes as the plain resident kernel at one program an SM (each row's arithmetic is the same; only
-    when its copies are issued changes), aligned and through windows, with fewer rows than programs, one or two rows a
-    program and every count of rows past a whole round; nothing written past the output; a second call on other
-    inputs into the same output writes that call's rows (no row of the first left behind)."""
+    next; RING_LAZY: the second row's copies issued once the first row's sum is in): the same bytes as the plain
+    resident kernel at one program an SM (each row's arithmetic is the same; only when its copies are issued changes),
+    aligned and through windows, with fewer rows than programs, one or two rows a program and every count of rows
+    past a whole round; nothing written past the output; a second call on other inputs into the same output writes
+    that call's rows (no row of the first left behind)."""
     sms, smem = rms_norm._num_sms(torch.device("cuda")), rms_norm._smem_per_sm(torch.device("cuda"))
     plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, wsmem=False, ring=False)
     ring = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, wsmem=False, ring=True)
+    lazy = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=1, min_fill=0.0, wsmem=False, ring=True, lazy=True)
+    assert lazy is not None and lazy[1].get("RING_LAZY") is True, lazy
     assert plain is not None and ring is not None and "RING" not in plain[1]
     assert ring[1].get("RING") is True and ring[1]["NCHUNK"] == plain[1]["NCHUNK"], ring
     out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
@@ -459,9 +462,11 @@ def test_resident_rms_norm_ring_writes_the_same_bytes(m: int, n: int, dtype: tor
         w = torch.randn(n, device="cuda").to(dtype)
         want = torch.empty((m, n), dtype=dtype, device="cuda")
         rms_norm._run(plain, x, w, want, 1e-6)
-        rms_norm._run(ring, x, w, out[:m], 1e-6)
-        assert bool((out[m] == 7.0).all()), "wrote past the output"
-        assert torch.equal(out[:m], want), f"{ring[1]} wrote other bytes than the plain resident kernel"
+        for launch in (ring, lazy):
+            out[:m].fill_(float("nan"))
+            rms_norm._run(launch, x, w, out[:m], 1e-6)
+            assert bool((out[m] == 7.0).all()), "wrote past the output"
+            assert torch.equal(out[:m], want), f"{launch[1]} wrote other bytes than the plain resident kernel"
 
 
 @requires_cuda
