@@ -143,11 +143,21 @@ _RESIDENT_WSMEM, _RESIDENT_WSHIFT = False, False
 # once, so it needs rows to pay for it. Planned from _RESIDENT_WSMEM_MIN_ROWS rows a program (1024 x 32776, 3.9 a
 # program, lost 2.2 all the same).
 _RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
-# RING (experiment, off): two sets of row slots a program where two whole rows fit its share (and no weight is staged),
-# so a row's copies are in flight while the row before it waits on its own (_rms_norm_resident). Aimed at the few
-# rows a program of the hidden_wide draws (372 x 46501: 3 rows a program, 72.4% of copy on the H100 against 92.9 at
-# 792 x 40000's 6, evidence/h100/2026-12-07_twenty_third/3_*). Family rms_norm_resident_ring.
-_RESIDENT_RING = False
+# RING: two sets of row slots a program where two whole rows fit its share (and no weight is staged), so a row's copies
+# are in flight while the row before it waits on its own (_rms_norm_resident); RING_LAZY: the second row's copies go
+# out once the first row's sum is in. Aimed at the few rows a program of the hidden_wide draws (372 x 46501: 3 rows a
+# program, 72.4% of copy on the H100 against 92.9 at 792 x 40000's 6). Family rms_norm_resident_ring, H100, CUPTI,
+# one program an SM, plain / RING / RING_LAZY, bf16 then fp16 (evidence/h100/2026-12-07_twenty_third/12_*, 13_*):
+# behind through windows at every shape (372 x 46501 72.2 / 68.2 / 67.5, 425 x 52717 70.1 / 67.2 / 65.4, 1024 x
+# 50001 82.4 / 81.8 / 78.8), behind on aligned 300 x 45000 (70.2 / 65.0 / 67.2), ahead on aligned rows where the plan
+# takes one program an SM: 396 x 40000 81.0 / 85.3 / 86.6 (fp16 82.0 / 86.3 / 86.4; planned 81.8 / 81.9), 600 x
+# 56000 84.6 / 84.2 / 87.6 (fp16 84.8 / 84.1 / 88.0; planned 84.4 / 85.1). So RING_LAZY is planned there
+# (_RESIDENT_RING_ALIGNED: rows on the 16-byte grid, one program an SM, more rows than programs (a program with one
+# row has nothing to overlap), no weight staged; 300 x 45000 takes the
+# split path, 270-425 of any width do not fill their round); RING alone everywhere it fits stays an experiment.
+# Where the plan takes two programs an SM it beats RING_LAZY's one (1024 x 40000 91.6 / 89.7, 792 x 40000 92.5 /
+# 91.3) or is within 1.5 points of it (1000 x 48000 89.0 / 90.1, 1024 x 32776 86.1 / 86.7): left as planned.
+_RESIDENT_RING, _RESIDENT_RING_ALIGNED = False, True
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -768,10 +778,11 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     # one table row serves all of a program's rows. WSHIFT (with WS = NCHUNK, through windows, no LINE): no table and
     # no table launch: w itself is staged, each thread's K weights gathered in registers from the two aligned vectors
     # around them (16-byte loads), and the edge vectors' weights read from w element by element.
-    # RING (experiment): two sets of NCHUNK slots, a program's rows taking them in turn; a row's output pass refills
-    # its set with the row after next, so while a row's sum of squares waits on its copies (no stores in flight) the
-    # next row's copies are already out: two rows in flight an SM, not one. RING_LAZY: the second row's copies go out
-    # once the first row's sum is in (the prologue commits empty groups in their place), so the first row lands alone.
+    # RING: two sets of NCHUNK slots, a program's rows taking them in turn; a row's output pass refills its set with
+    # the row after next, so while a row's sum of squares waits on its copies (no stores in flight) the next row's
+    # copies are already out: two rows in flight an SM, not one. RING_LAZY: the second row's copies go out once the
+    # first row's sum is in (the prologue commits empty groups in their place), so the first row lands alone. Both
+    # planned on aligned rows one program an SM (_RESIDENT_RING_ALIGNED).
     WBASE: gl.constexpr = LINE if LINE > 0 else K
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones a thread
@@ -1080,18 +1091,17 @@ def _cuda_smem(index: int) -> int:
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                   wshift: bool | None = None, ring: bool | None = None, lazy: bool = False) -> Launch | None:
-    """The resident path's launch (_resident_config's programs and meta), or None where it does not apply; lazy:
-    RING_LAZY with RING."""
-    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, ring)
-    if config is not None and lazy and config[1].get("RING"):
-        config[1]["RING_LAZY"] = True
+                   wshift: bool | None = None, ring: bool | None = None, lazy: bool | None = None) -> Launch | None:
+    """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
+    config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, ring,
+                              lazy)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                      min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                     wshift: bool | None = None, ring: bool | None = None) -> tuple[int, dict[str, int]] | None:
+                     wshift: bool | None = None, ring: bool | None = None,
+                     lazy: bool | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
@@ -1102,8 +1112,10 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     _RESIDENT_WSMEM_PARTIAL's rule: rows on the grid whose weight does not all fit, _RESIDENT_WSMEM_MIN_ROWS rows a
     program or more);
     wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT);
-    ring: RING where two sets of the row's slots fit the program's share and no weight is staged (default
-    _RESIDENT_RING)."""
+    ring: RING where two sets of the row's slots fit the program's share and no weight is staged (default:
+    _RESIDENT_RING, or _RESIDENT_RING_ALIGNED's rule: rows on the grid at one program an SM, more rows than
+    programs); lazy: RING_LAZY with it
+    (default: where the rule gives RING)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
@@ -1132,9 +1144,12 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                 if (_RESIDENT_WSHIFT if wshift is None else wshift) and realign and not line \
                         and staged.get("WS") == n_chunks:
                     meta.update(WSHIFT=True, WT=0)
-            if (_RESIDENT_RING if ring is None else ring) and "WS" not in meta \
+            aligned_ring = _RESIDENT_RING_ALIGNED and not realign and count == 1 and m > slots  # the rule's rows
+            if (_RESIDENT_RING or aligned_ring if ring is None else ring) and "WS" not in meta \
                     and 2 * count * n_chunks * chunk * 2 <= share:
                 meta["RING"] = True
+                if (aligned_ring and ring is None) if lazy is None else lazy:
+                    meta["RING_LAZY"] = True
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta

@@ -276,11 +276,13 @@ rms_norm._num_sms = lambda device: 132  # the H200's topology, with no GPU in th
 rms_norm._smem_per_sm = lambda device: 233472
 out = []
 line0 = rms_norm._RESIDENT_LINE
-for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT, RING
+ring_aligned0 = rms_norm._RESIDENT_RING_ALIGNED
+for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT, RING, RING_ALIGNED (else as shipped)
     rms_norm._RESIDENT_LINE = opts[0] if opts else line0
     rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
     rms_norm._RESIDENT_WSHIFT = bool(opts[2]) if len(opts) > 2 else False
     rms_norm._RESIDENT_RING = bool(opts[3]) if len(opts) > 3 else False
+    rms_norm._RESIDENT_RING_ALIGNED = bool(opts[4]) if len(opts) > 4 else ring_aligned0
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
@@ -401,17 +403,20 @@ def test_resident_rms_norm_weight_in_shared_memory_builds_past_the_slots() -> No
 
 
 def test_resident_rms_norm_ring_builds_a_third_copy_a_chunk_and_fits() -> None:
-    """RING (experiment, off: two sets of row slots a program) built for sm_90 where the plan takes one program an SM
-    and two sets fit its 224 KB (372 x 46501 through windows, 396 x 40000 aligned): one 16-byte copy a thread a chunk
-    three times (the two prologue rows' and the refill's), the copies still addressed from global_smem + 0 with the
-    reductions' scratch past both sets, nothing in local memory, no more CTA barriers than without, registers that
-    fit one 32-warp program; not asked where two sets do not fit (476 x 63343: 8 chunks of 16 KB) or a weight is
-    staged (1024 x 40000), and off by default (the same builds as without)."""
-    cases = [(372, 46501, 46501, 0, 0, 0, 1), (396, 40000, 40000, 0, 0, 0, 1), (476, 63343, 63343, 0, 0, 0, 1),
-             (1024, 40000, 40000, 0, 1, 0, 1), (372, 46501, 46501), (396, 40000, 40000)]
+    """RING (two sets of row slots a program; forced here through windows, where it lost on the H100) and RING_LAZY
+    as planned (aligned rows, one program an SM: 396 x 40000, 600 x 56000) built for sm_90: one 16-byte copy a thread
+    a chunk three times (the prologue's, the second row's, the refill's), the copies still addressed from global_smem
+    + 0 with the reductions' scratch past both sets, nothing in local memory, no more CTA barriers than without,
+    registers that fit one 32-warp program; not where two sets do not fit (476 x 63343: 8 chunks of 16 KB), a weight
+    is staged (1024 x 40000) or rows go through windows unasked (372 x 46501)."""
+    cases = [(372, 46501, 46501, 0, 0, 0, 1), (396, 40000, 40000), (600, 56000, 56000), (476, 63343, 63343, 0, 0, 0, 1),
+             (1024, 40000, 40000, 0, 1, 0, 1), (372, 46501, 46501), (396, 40000, 40000, 0, 0, 0, 0, 0),
+             (600, 56000, 56000, 0, 0, 0, 0, 0)]
     got = compile_for_sm90(_RMS_RESIDENT_ON_H200, cases)
-    assert [r["meta"].get("RING", False) for r in got] == [True, True, False, False, False, False], got
-    for ring, plain in zip(got[:2], got[4:], strict=True):
+    assert [(r["meta"].get("RING", False), r["meta"].get("RING_LAZY", False)) for r in got] == [
+        (True, False), (True, True), (True, True), (False, False), (False, False), (False, False), (False, False),
+        (False, False)], got
+    for ring, plain in zip(got[:3], got[5:], strict=True):
         meta = ring["meta"]
         chunk = 32 * meta["num_warps"] * 8
         assert meta["num_warps"] == 32 and 2 * meta["NCHUNK"] * chunk * 2 <= 224 * 1024, ring
@@ -419,6 +424,21 @@ def test_resident_rms_norm_ring_builds_a_third_copy_a_chunk_and_fits() -> None:
         assert ring["local"] == 0 and ring["base"] == 1 and ring["bar"] <= plain["bar"], (ring, plain)
         assert min(ring["offsets"]) >= 2 * meta["NCHUNK"] * chunk * 2 and ring["regs"] * 1024 <= 65536, ring
         assert ring["vec_loads"] == ring["vec_stores"] == meta["NCHUNK"], ring
+
+
+def test_ring_lazy_is_planned_on_aligned_rows_at_one_program_an_sm_with_rows_to_overlap() -> None:
+    """_RESIDENT_RING_ALIGNED's rule on the H200's topology: aligned rows the plan gives one 32-warp program an SM,
+    more rows than programs, two sets of slots fitting 224 KB (5-7 chunks of 8192) and no weight staged; not at two
+    programs an SM, through windows, at 8 chunks, with a staged weight, or at one row a program."""
+    def ring(m: int, n: int) -> tuple[bool, bool]:
+        got = rms_norm._resident_config(m, n, n, H200_SMS, H200_SMEM_PER_SM)
+        assert got is not None, (m, n)
+        return bool(got[1].get("RING")), bool(got[1].get("RING_LAZY"))
+    assert ring(396, 40000) == ring(600, 56000) == ring(264, 57344) == (True, True)
+    for m, n in ((372, 46501), (1000, 48000), (1024, 40000), (264, 65536), (1024, 65536), (113, 40000), (132, 40000)):
+        assert ring(m, n) == (False, False), (m, n)
+    forced = rms_norm._resident_config(396, 40000, 40000, H200_SMS, H200_SMEM_PER_SM, ring=True)
+    assert forced is not None and forced[1].get("RING") and "RING_LAZY" not in forced[1], forced  # asked: eager
 
 
 @pytest.mark.parametrize(("m", "n", "ws"), [(1024, 65536, 6), (2048, 40000, 2), (792, 40000, 2), (600, 56000, 0),
