@@ -104,6 +104,7 @@ from sweep_rms_resident import (
     rms_norm_resident_pdl_trials,
     rms_norm_resident_per_sm_trials,
     rms_norm_resident_ring_trials,
+    rms_norm_resident_widen_trials,
     rms_norm_resident_wsmem_trials,
 )
 from sweep_size_align import softmax_size_align_trials
@@ -184,6 +185,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
             "rms_norm_resident_wsmem": rms_norm_resident_wsmem_trials,
             "rms_norm_resident_ring": rms_norm_resident_ring_trials,
+            "rms_norm_resident_widen": rms_norm_resident_widen_trials,
             "softmax_realigned_line": softmax_realigned_line_trials,
             "softmax_persistent_cap": softmax_persistent_cap_trials, "softmax_fma_exp": softmax_fma_exp_trials,
             "softmax_vs_baseline": softmax_vs_baseline_trials, "rms_norm_vs_baseline": rms_norm_vs_baseline_trials}

@@ -1,5 +1,5 @@
 """kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line`, `rms_norm_resident_pdl`,
-`rms_norm_resident_wsmem` and `rms_norm_resident_ring`.
+`rms_norm_resident_wsmem`, `rms_norm_resident_ring` and `rms_norm_resident_widen`.
 
 Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
 the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
@@ -15,7 +15,9 @@ L2 reads, and aligned 1024 x 65536 runs about 10 points of copy behind softmax's
 WSHIFT with it, where the whole row's weight is staged through windows: no table and no table launch (within half a
 point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteenth/1_*). RING: two sets of row slots
 a program (one program an SM), so the row after next is in flight while a row's sum of squares waits on its copies:
-aimed at programs of 2-4 rows (the hidden_wide draws), where a program's lone row in flight leaves HBM idle."""
+aimed at programs of 2-4 rows (the hidden_wide draws), where a program's lone row in flight leaves HBM idle. WIDEN:
+bf16 widened by a shift and a mask a pair instead of Triton's permute and shift (6-12% fewer instructions in the
+sm_90 builds; through windows the kernel is short of issue slots, evidence/h100/2026-12-07_twenty_third/7_*)."""
 
 from __future__ import annotations
 
@@ -163,4 +165,23 @@ def rms_norm_resident_ring_trials(device: torch.device, dtype: torch.dtype) -> I
                      f"rows/program={m / min(m, sms):.2f} "
                      f"NCHUNK={meta['NCHUNK']}")
             yield from _checked("rms_norm.resident_ring", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y, ref,
+                                moved)
+
+
+def rms_norm_resident_widen_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """At each LINE_SHAPES, PER_SM_SHAPES and WSMEM_ALIGNED shape: the planned launch, then the resident launch (the
+    plan's, else one an SM) through rms_norm._run without and with WIDEN, each checked first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    shapes = tuple(dict.fromkeys((*LINE_SHAPES, *PER_SM_SHAPES, *WSMEM_ALIGNED)))
+    for planned, (x, w, y, ref), moved, fill in _line_shapes(device, dtype, shapes):
+        yield planned
+        m, n = x.shape
+        for widen in (False, True):
+            plan = rms_norm._resident_plan(m, n, n, sms, smem, min_fill=fill, widen=widen)
+            if plan is None:
+                continue
+            meta = plan[1]
+            label = (f"widen={int(widen)} warps={meta['num_warps']} NCHUNK={meta['NCHUNK']} WS={meta.get('WS', 0)} "
+                     f"ring={int('RING' in meta)}")
+            yield from _checked("rms_norm.resident_widen", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y, ref,
                                 moved)

@@ -158,6 +158,9 @@ _RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
 # Where the plan takes two programs an SM it beats RING_LAZY's one (1024 x 40000 91.6 / 89.7, 792 x 40000 92.5 /
 # 91.3) or is within 1.5 points of it (1000 x 48000 89.0 / 90.1, 1024 x 32776 86.1 / 86.7): left as planned.
 _RESIDENT_RING, _RESIDENT_RING_ALIGNED = False, True
+# WIDEN (experiment, off; _f32): bf16 widened by a shift and a mask a pair instead of Triton's PRMT + SHF. Family
+# rms_norm_resident_widen.
+_RESIDENT_WIDEN = False
 # Hopper SM limits for the resident-program count: registers, threads, programs, shared memory (bytes).
 _SM_REGISTERS, _SM_THREADS, _SM_PROGRAMS, _SM_SHARED = 65536, 2048, 32, 228 * 1024
 # 16-bit rows whose width is not a multiple of 8, this many elements and more, in windows up to this wide, take the
@@ -753,13 +756,29 @@ def _shifted_w(w_ptr: gl.tensor, at: gl.tensor, sh: gl.tensor, N: gl.tensor, K: 
                                      is_pure=True, pack=8)
 
 
+# WIDEN (experiment, off: _RESIDENT_WIDEN): bf16 pairs widened to fp32 by inline PTX, a shift and a mask a pair (each
+# bf16 is the top half of its fp32), where Triton's .to(float32) takes the high one out and shifts it back (PRMT +
+# SHF: one instruction more a pair). Exact either way, so the same bytes. softmax.py's _widen (a candidate is one file).
+_WIDEN_PAIR = gl.constexpr("{ shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff0000; }")
+
+
+@gluon.jit
+def _f32(x: gl.tensor, WIDEN: gl.constexpr) -> gl.tensor:
+    # x (16-bit, pairs of neighbours in one thread) as fp32, exactly: WIDEN's inline PTX for bf16, else .to().
+    if WIDEN and x.dtype == gl.bfloat16:
+        y = gl.inline_asm_elementwise(_WIDEN_PAIR, "=r,=r,r", [x], dtype=gl.float32, is_pure=True, pack=2)
+    else:
+        y = x.to(gl.float32)
+    return y
+
+
 @gluon.jit
 def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.tensor,
                        stride_x: gl.tensor, eps: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr,
                        ALIGN: gl.constexpr, REALIGN: gl.constexpr, STAGGER: gl.constexpr, WT: gl.constexpr,
                        LINE: gl.constexpr = 0, PDL: gl.constexpr = False, WS: gl.constexpr = 0,
                        PERIOD: gl.constexpr = 1, WSHIFT: gl.constexpr = False, RING: gl.constexpr = False,
-                       RING_LAZY: gl.constexpr = False) -> None:
+                       RING_LAZY: gl.constexpr = False, WIDEN: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect; softmax.py's resident kernel without the exponentials): a persistent
     # program keeps its whole row in shared memory, NCHUNK slots of T x K elements filled by cp.async. Sum of squares:
     # chunk c is read back as soon as its copy group lands (a per-thread running sum; one CTA-wide reduction a row).
@@ -867,7 +886,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             e_offs = e_start + e_cols
             e_inside = (e_start >= sh) & (e_start + K <= sh + N)
             e_mask = (e_offs >= sh) & (e_offs < sh + N) & ~e_inside
-            x_e = gl.load(x_row + e_offs, mask=e_mask, other=0.0).to(gl.float32)
+            x_e = _f32(gl.load(x_row + e_offs, mask=e_mask, other=0.0), WIDEN)
         else:
             x_row = x_ptr + row.to(gl.int64) * stride_x
             y_row = y_ptr + row.to(gl.int64) * N
@@ -876,7 +895,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             # copy groups after this chunk's: the row's later chunks and, with RING, the other set's row
             gl.inline_asm_elementwise(_wait_asm(NCHUNK - 1 - c + (NCHUNK if RING else 0)), "=r,r", [lane],
                                       dtype=gl.int32, is_pure=False, pack=1)
-            x = slots.index(at_set + c).load(layout).to(gl.float32)
+            x = _f32(slots.index(at_set + c).load(layout), WIDEN)
             ss_t += gl.sum(x * x, axis=1)
         total = gl.sum(ss_t, axis=0)
         if REALIGN:
@@ -906,26 +925,26 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
             set_smem = smem + at_set * (T * K * 2)
         for c in gl.static_range(NCHUNK):
             cols = c * CHUNK + offs
-            x = slots.index(at_set + c).load(layout).to(gl.float32)
+            x = _f32(slots.index(at_set + c).load(layout), WIDEN)
             # the slot is free: the next copies into it (the row after this one, or with RING the row after next)
             _fetch(set_smem, c, a_row, lane, a_sh, N, ahead < M, x_ptr, K, CHUNK)
             if _masked_chunk(c, NCHUNK, REALIGN):  # (asked thrice: a static loop cannot name a constexpr)
                 keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if c < WS:
-                w = w_slots.index(c).load(layout).to(gl.float32)
+                w = _f32(w_slots.index(c).load(layout), WIDEN)
             elif _masked_chunk(c, NCHUNK, REALIGN):
-                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0).to(gl.float32)
+                w = _f32(gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE), mask=keep, other=0.0), WIDEN)
             else:
-                w = gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)).to(gl.float32)
+                w = _f32(gl.load(_resident_w(w_ptr, cols, sh, WT, K, LINE)), WIDEN)
             if _masked_chunk(c, NCHUNK, REALIGN):
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty), mask=keep)
             else:
                 gl.store(y_row + cols, (x * inv * w).to(y_ptr.dtype.element_ty))
         if REALIGN:
             if WSHIFT:
-                w_e = gl.load(w_ptr + (e_offs - sh), mask=e_mask, other=0.0).to(gl.float32)
+                w_e = _f32(gl.load(w_ptr + (e_offs - sh), mask=e_mask, other=0.0), WIDEN)
             else:
-                w_e = gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0).to(gl.float32)
+                w_e = _f32(gl.load(_resident_w(w_ptr, e_offs, sh, WT, K, LINE), mask=e_mask, other=0.0), WIDEN)
             gl.store(y_row + e_offs, (x_e * inv * w_e).to(y_ptr.dtype.element_ty), mask=e_mask)
         row += step
         if RING:
@@ -1091,17 +1110,18 @@ def _cuda_smem(index: int) -> int:
 
 def _resident_plan(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                    min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
-                   wshift: bool | None = None, ring: bool | None = None, lazy: bool | None = None) -> Launch | None:
+                   wshift: bool | None = None, ring: bool | None = None, lazy: bool | None = None,
+                   widen: bool | None = None) -> Launch | None:
     """The resident path's launch (_resident_config's programs and meta), or None where it does not apply."""
     config = _resident_config(m, n, stride, n_sm, smem_per_sm_bytes, per_sm, min_fill, line, wsmem, wshift, ring,
-                              lazy)
+                              lazy, widen)
     return None if config is None else (_rms_norm_resident[(config[0],)], config[1])
 
 
 def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: int, per_sm: int = 0,
                      min_fill: float = _RESIDENT_MIN_FILL, line: int | None = None, wsmem: bool | None = None,
                      wshift: bool | None = None, ring: bool | None = None,
-                     lazy: bool | None = None) -> tuple[int, dict[str, int]] | None:
+                     lazy: bool | None = None, widen: bool | None = None) -> tuple[int, dict[str, int]] | None:
     """The resident path's programs and meta for m x n 16-bit rows (on the 16-byte grid, or contiguous: REALIGN), or
     None where it does not apply. Two 16-warp programs an SM where two whole rows (n + 7 window positions with
     REALIGN) fit _RESIDENT_PAIR_BYTES and the rows fill min_fill of their last round of programs (m / (rounds x 2
@@ -1115,7 +1135,7 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     ring: RING where two sets of the row's slots fit the program's share and no weight is staged (default:
     _RESIDENT_RING, or _RESIDENT_RING_ALIGNED's rule: rows on the grid at one program an SM, more rows than
     programs); lazy: RING_LAZY with it
-    (default: where the rule gives RING)."""
+    (default: where the rule gives RING); widen: WIDEN (default _RESIDENT_WIDEN)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
@@ -1150,6 +1170,8 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
                 meta["RING"] = True
                 if (aligned_ring and ring is None) if lazy is None else lazy:
                     meta["RING_LAZY"] = True
+            if _RESIDENT_WIDEN if widen is None else widen:
+                meta["WIDEN"] = True
             if count == 2 and realign:  # both programs' registers must fit the SM's 65536: REALIGN's builds take 64
                 meta["maxnreg"] = _SM_REGISTERS // (count * 32 * warps)  # at 9-11 chunks, 95 at 12 uncapped (sm_90)
             return min(m, slots), meta

@@ -277,12 +277,13 @@ rms_norm._smem_per_sm = lambda device: 233472
 out = []
 line0 = rms_norm._RESIDENT_LINE
 ring_aligned0 = rms_norm._RESIDENT_RING_ALIGNED
-for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT, RING, RING_ALIGNED (else as shipped)
+for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT, RING, RING_ALIGNED, WIDEN
     rms_norm._RESIDENT_LINE = opts[0] if opts else line0
     rms_norm._RESIDENT_WSMEM = bool(opts[1]) if len(opts) > 1 else False
     rms_norm._RESIDENT_WSHIFT = bool(opts[2]) if len(opts) > 2 else False
     rms_norm._RESIDENT_RING = bool(opts[3]) if len(opts) > 3 else False
     rms_norm._RESIDENT_RING_ALIGNED = bool(opts[4]) if len(opts) > 4 else ring_aligned0
+    rms_norm._RESIDENT_WIDEN = bool(opts[5]) if len(opts) > 5 else False
     plan = rms_norm._plan(m, n, stride, 2, torch.device("cuda"))
     row = {"n": n, "plan": type(plan).__name__ if not isinstance(plan, tuple) or hasattr(plan, "_fields") else "launch"}
     if row["plan"] == "launch":
@@ -298,6 +299,7 @@ for m, n, stride, *opts in json.loads(sys.argv[1]):  # opts: LINE, WSMEM, WSHIFT
             usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
         regs = int(re.search(r"REG:(\\d+)", usage).group(1))
         row.update(kernel=kernel.name, meta=meta, bar=ops["BAR"], regs=regs, copies=ops["LDGSTS"],
+                   instructions=sum(ops.values()), prmt=ops["PRMT"],
                    local=ptx.count(".local"), vec_loads=len(re.findall(r"ld\\.global[^;]*\\.v4", ptx)),
                    vec_stores=len(re.findall(r"st\\.global[^;]*\\.v4", ptx)),
                    smem_stores=len(re.findall(r"st\\.shared[^;]*\\.v4", ptx)), shifts=ptx.count("shf.r.clamp.b32"),
@@ -424,6 +426,23 @@ def test_resident_rms_norm_ring_builds_a_third_copy_a_chunk_and_fits() -> None:
         assert ring["local"] == 0 and ring["base"] == 1 and ring["bar"] <= plain["bar"], (ring, plain)
         assert min(ring["offsets"]) >= 2 * meta["NCHUNK"] * chunk * 2 and ring["regs"] * 1024 <= 65536, ring
         assert ring["vec_loads"] == ring["vec_stores"] == meta["NCHUNK"], ring
+
+
+def test_resident_rms_norm_widen_drops_the_bf16_permutes() -> None:
+    """WIDEN (experiment, off: bf16 widened by a shift and a mask a pair) built for sm_90 at resident shapes through
+    windows and aligned, one and two programs an SM, with RING_LAZY and with a staged weight: fewer instructions than
+    Triton's widening (which permutes the high element out), no permutes at all on aligned rows (those through windows
+    keep their table's), otherwise the same build (copies, 16-byte loads and stores, barriers, nothing in local
+    memory)."""
+    shapes = [(372, 46501, 46501), (396, 40000, 40000), (1024, 40000, 40000), (1024, 65536, 65536)]
+    got = compile_for_sm90(_RMS_RESIDENT_ON_H200, [[*c, 0, 0, 0, 0, 1, widen] for widen in (0, 1) for c in shapes])
+    for plain, wide in zip(got[:len(shapes)], got[len(shapes):], strict=True):
+        assert wide["meta"].get("WIDEN") is True and "WIDEN" not in plain["meta"], (plain, wide)
+        assert wide["instructions"] < plain["instructions"] and wide["prmt"] < plain["prmt"], (plain, wide)
+        if not wide["meta"]["REALIGN"]:
+            assert wide["prmt"] == 0, wide
+        for key in ("copies", "vec_loads", "vec_stores", "bar", "local", "base"):
+            assert wide[key] == plain[key], (key, plain, wide)
 
 
 def test_ring_lazy_is_planned_on_aligned_rows_at_one_program_an_sm_with_rows_to_overlap() -> None:

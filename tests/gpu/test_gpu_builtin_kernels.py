@@ -471,6 +471,28 @@ def test_resident_rms_norm_ring_writes_the_same_bytes(m: int, n: int, dtype: tor
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "per_sm"), [(372, 46501, 1), (396, 40000, 1), (1024, 40000, 2), (476, 63343, 1),
+                                                (7, 46501, 1), (1024, 65536, 1), (400, 40001, 2)])
+def test_resident_rms_norm_widen_writes_the_same_bytes(m: int, n: int, per_sm: int, dtype: torch.dtype) -> None:
+    """WIDEN (experiment: bf16 widened to fp32 by a shift and a mask a pair; fp16 as before): exact either way, so the
+    same bytes as the plan without it, through windows and aligned, one and two programs an SM, with RING_LAZY (396 x
+    40000) and a staged weight (1024 x 40000, 1024 x 65536) as planned; nothing written past the output."""
+    x = torch.randn(m, n, device="cuda").to(dtype)
+    w = torch.randn(n, device="cuda").to(dtype)
+    sms, smem = rms_norm._num_sms(x.device), rms_norm._smem_per_sm(x.device)
+    plain = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, widen=False)
+    wide = rms_norm._resident_plan(m, n, n, sms, smem, per_sm=per_sm, min_fill=0.0, widen=True)
+    assert plain is not None and wide is not None and wide[1] == {**plain[1], "WIDEN": True}, (plain, wide)
+    want = torch.empty((m, n), dtype=dtype, device="cuda")
+    rms_norm._run(plain, x, w, want, 1e-6)
+    out = torch.full((m + 1, n), 7.0, dtype=dtype, device="cuda")  # a guard row after the output
+    rms_norm._run(wide, x, w, out[:m], 1e-6)
+    assert bool((out[m] == 7.0).all()), "wrote past the output"
+    assert torch.equal(out[:m], want), f"{wide[1]} wrote other bytes than the plan without WIDEN"
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(345, 64803, 0), (289, 65494, 0), (1, 50001, 0), (3, 50000, 5),
                                              (133, 65535, 0), (255, 65536, 2), (2, 131071, 0), (600, 50001, 0),
                                              (1, 600001, 0), (500, 33001, 0), (1024, 50001, 0),
