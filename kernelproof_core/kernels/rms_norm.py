@@ -153,8 +153,8 @@ _RESIDENT_WSMEM_PARTIAL, _RESIDENT_WSMEM_MIN_ROWS = True, 3
 # takes one program an SM: 396 x 40000 81.0 / 85.3 / 86.6 (fp16 82.0 / 86.3 / 86.4; planned 81.8 / 81.9), 600 x
 # 56000 84.6 / 84.2 / 87.6 (fp16 84.8 / 84.1 / 88.0; planned 84.4 / 85.1). So RING_LAZY is planned there
 # (_RESIDENT_RING_ALIGNED: rows on the 16-byte grid, one program an SM, more rows than programs (a program with one
-# row has nothing to overlap), no weight staged; 300 x 45000 takes the
-# split path, 270-425 of any width do not fill their round); RING alone everywhere it fits stays an experiment.
+# row has nothing to overlap), no weight staged; 300 x 45000 takes the split path, 270-425 of any width do not fill
+# their round); RING alone everywhere it fits stays an experiment. Not yet run on an H200.
 # Where the plan takes two programs an SM it beats RING_LAZY's one (1024 x 40000 91.6 / 89.7, 792 x 40000 92.5 /
 # 91.3) or is within 1.5 points of it (1000 x 48000 89.0 / 90.1, 1024 x 32776 86.1 / 86.7): left as planned.
 _RESIDENT_RING, _RESIDENT_RING_ALIGNED = False, True
@@ -1134,8 +1134,8 @@ def _resident_config(m: int, n: int, stride: int, n_sm: int, smem_per_sm_bytes: 
     wshift: WSHIFT where WSMEM stages every chunk through windows on vectors: no table (default _RESIDENT_WSHIFT);
     ring: RING where two sets of the row's slots fit the program's share and no weight is staged (default:
     _RESIDENT_RING, or _RESIDENT_RING_ALIGNED's rule: rows on the grid at one program an SM, more rows than
-    programs); lazy: RING_LAZY with it
-    (default: where the rule gives RING); widen: WIDEN (default _RESIDENT_WIDEN)."""
+    programs); lazy: RING_LAZY where RING is given (default: where the rule gives it); widen: WIDEN (default
+    _RESIDENT_WIDEN)."""
     realign = n % 8 != 0 or stride % 8 != 0
     if realign and stride != n:
         return None
