@@ -675,6 +675,23 @@ def _fetch(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor
 
 
 @gluon.jit
+def _fetch_row(smem: gl.tensor, x_ptr: gl.tensor, row: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
+               lane: gl.tensor, WBASE: gl.constexpr, REALIGN: gl.constexpr, NCHUNK: gl.constexpr, K: gl.constexpr,
+               CHUNK: gl.constexpr) -> None:
+    # Every chunk's copy group of `row` (nothing past the last row) into the set of slots starting at `smem`: RING's
+    # second row, whose window (REALIGN) is needed only for its copies here; the row loop finds it again.
+    if REALIGN:
+        base = (row.to(gl.int64) * N // WBASE) * WBASE
+        sh = (row.to(gl.int64) * N - base).to(gl.int32)
+        src = x_ptr + base
+    else:
+        sh = 0
+        src = x_ptr + row.to(gl.int64) * stride_x
+    for c in gl.static_range(NCHUNK):
+        _fetch(smem, c, src, lane, sh, N, row < M, x_ptr, K, CHUNK)
+
+
+@gluon.jit
 def _stagger(cycles: gl.constexpr, layout: gl.constexpr) -> None:
     # Half the programs (alternate ones, the other half of them past the grid's middle) spin `cycles` SM clocks before
     # starting, so one-an-SM programs doing equal work do not pass through their sums of squares (no HBM traffic) in
@@ -842,15 +859,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         for _c in gl.static_range(NCHUNK):
             cp.commit_group()
     elif RING:  # the program's second row into the second set
-        if REALIGN:
-            r_base = ((row + step).to(gl.int64) * N // WBASE) * WBASE
-            r_sh = ((row + step).to(gl.int64) * N - r_base).to(gl.int32)
-            r_row = x_ptr + r_base
-        else:
-            r_sh = 0
-            r_row = x_ptr + (row + step).to(gl.int64) * stride_x
-        for c in gl.static_range(NCHUNK):
-            _fetch(smem + SET_BYTES, c, r_row, lane, r_sh, N, row + step < M, x_ptr, K, CHUNK)
+        _fetch_row(smem + SET_BYTES, x_ptr, row + step, M, N, stride_x, lane, WBASE, REALIGN, NCHUNK, K, CHUNK)
     at_set = 0  # the first slot of the set holding this row (RING: 0 or NCHUNK, in turn: a loop-carried int32)
     first = row
     if RING:
@@ -903,15 +912,8 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
         inv = gl.rsqrt(total / N + eps)
         if RING_LAZY:
             if row == first:  # the program's second row, into the second set, now that its first has landed
-                if REALIGN:
-                    r_base = ((row + step).to(gl.int64) * N // WBASE) * WBASE
-                    r_sh = ((row + step).to(gl.int64) * N - r_base).to(gl.int32)
-                    r_row = x_ptr + r_base
-                else:
-                    r_sh = 0
-                    r_row = x_ptr + (row + step).to(gl.int64) * stride_x
-                for c in gl.static_range(NCHUNK):
-                    _fetch(smem + SET_BYTES, c, r_row, lane, r_sh, N, row + step < M, x_ptr, K, CHUNK)
+                _fetch_row(smem + SET_BYTES, x_ptr, row + step, M, N, stride_x, lane, WBASE, REALIGN, NCHUNK, K,
+                           CHUNK)
         ahead = row + SETS * step  # the row this row's slots take next
         if REALIGN:
             a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
