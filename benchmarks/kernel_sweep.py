@@ -82,6 +82,7 @@ from sweep_parts import softmax_realigned_parts_aligned_trials, softmax_realigne
 from sweep_persistent_cap import softmax_persistent_cap_trials
 from sweep_realigned_line import softmax_realigned_line_trials
 from sweep_resident import (
+    softmax_resident_anchor_trials,
     softmax_resident_free_trials,
     softmax_resident_halves_trials,
     softmax_resident_hold_trials,
@@ -165,6 +166,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_span": softmax_resident_span_trials,
             "softmax_resident_line": softmax_resident_line_trials,
             "softmax_resident_one_shift": softmax_resident_one_shift_trials,
+            "softmax_resident_anchor": softmax_resident_anchor_trials,
             "softmax_resident_stride": softmax_resident_stride_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,

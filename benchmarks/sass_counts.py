@@ -43,6 +43,7 @@ def _cuobjdump() -> str:
 
 
 _INSTRUCTION = re.compile(r"\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")  # an instruction's text, predicate included
+_ADDRESSED = re.compile(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")  # an instruction's address and text
 _OPCODE = re.compile(r"(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
 
 
@@ -69,6 +70,21 @@ def common_path_opcodes(cubin: bytes, guard: str) -> collections.Counter[str]:
     flag = code[at].split()[1].rstrip(",")
     end = code.index(f"@!{flag} EXIT", at)
     return collections.Counter(m.group(1) for text in code[:end + 1] if (m := _OPCODE.match(text)))
+
+
+_BRANCH = re.compile(r"BRA (0x[0-9a-f]+)")
+
+
+def row_loop_opcodes(cubin: bytes) -> collections.Counter[str]:
+    """opcodes() of what a persistent kernel runs for an ordinary row, where a rare second look sits inside its row
+    loop behind a branch: the instructions up to the branch that skips to (or just before) the row loop's back edge,
+    the backward branch to the earliest place (inner loops and out-of-line code jump back to later ones); the prologue
+    is counted too, the second look and any out-of-line code are not."""
+    code = [(int(m.group(1), 16), m.group(2)) for line in _sass(cubin).splitlines() if (m := _ADDRESSED.match(line))]
+    target = {a: int(b.group(1), 16) for a, text in code if (b := _BRANCH.search(text))}
+    back = min((t, a) for a, t in target.items() if t < a)[1]
+    skip = max(a for a, t in target.items() if a < t and back - 0x40 <= t <= back)
+    return collections.Counter(m.group(1) for a, text in code if a <= skip and (m := _OPCODE.match(text)))
 
 
 def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]:

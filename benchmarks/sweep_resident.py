@@ -478,3 +478,9 @@ def softmax_resident_one_shift_trials(device: torch.device, dtype: torch.dtype) 
     exponents with the max and log2 of the sum in one shift: one multiply-add an element instead of CARRY's two)."""
     yield from _planned_beside("softmax.resident_one_shift", "ONE_SHIFT", ONE_SHIFT_SHAPES, device, dtype,
                                one_shift=True)
+
+
+def softmax_resident_anchor_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_anchor`: the planned launch against the same plan with ANCHOR (no running max in the
+    stats pass: each warp's sums against its first chunk's max; about a tenth fewer instructions a row)."""
+    yield from _planned_beside("softmax.resident_anchor", "ANCHOR", ONE_SHIFT_SHAPES, device, dtype, anchor=True)

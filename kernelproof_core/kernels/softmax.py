@@ -290,6 +290,16 @@ _LINE_MAXNREG: dict[tuple[int, int, int, int], int] = {(2048, 1024, 0, 4): 64}
 # kernel holds both. The sm_90 build at 1024 x 65536 (PAIR) has 8 fewer instructions a chunk in the pass ordinary
 # rows take. Family softmax_resident_one_shift times it; never run on a GPU.
 _RESIDENT_ONE_SHIFT = False
+# ANCHOR (experiment, off; CARRY without KEEP, MAXFIRST, PARTS or ONE_SHIFT): the stats pass keeps no running max.
+# Each warp takes its anchor once a row, the max of its lanes' first chunk times log2 e rounded once (a shuffle
+# reduction), and every element adds 2^(x log2 e - anchor) to its thread's sum: a multiply-add, an exponential and
+# an add an element, where CARRY also takes a max an element and rescales its sum every chunk (the row's shift is the
+# largest anchor, each thread's sum brought to it once as 2^(log2 sum + anchor - shift)). An anchor is an element of
+# the row, so what flushes to zero against it is under 2^-126 of that element; a sum that overflows (an element 128
+# binary orders over its warp's anchor), a warp whose first chunk is all -inf or past _CARRY_MAX, or a row of no
+# finite sum sends the row to SAFE's second look (its max found from memory, subtracted first), as CARRY sends rows
+# whose max reaches _CARRY_MAX. Off until a GPU sweep (family softmax_resident_anchor) says it is faster.
+_RESIDENT_ANCHOR = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -1128,6 +1138,21 @@ def _scaled(m: gl.tensor) -> gl.tensor:
     return gl.inline_asm_elementwise(_MUL_LOG2E_RN, "=r,r", [m], dtype=gl.float32, is_pure=True, pack=1)
 
 
+# The max of one fp32 a thread over its warp's 32 lanes (every lane active): ANCHOR's anchor, no shared memory.
+_WARP_MAX = gl.constexpr("{ .reg .b32 t;\n\t"
+                         "shfl.sync.bfly.b32 t, $1, 16, 0x1f, -1;\n\tmax.f32 $0, $1, t;\n\t"
+                         "shfl.sync.bfly.b32 t, $0, 8, 0x1f, -1;\n\tmax.f32 $0, $0, t;\n\t"
+                         "shfl.sync.bfly.b32 t, $0, 4, 0x1f, -1;\n\tmax.f32 $0, $0, t;\n\t"
+                         "shfl.sync.bfly.b32 t, $0, 2, 0x1f, -1;\n\tmax.f32 $0, $0, t;\n\t"
+                         "shfl.sync.bfly.b32 t, $0, 1, 0x1f, -1;\n\tmax.f32 $0, $0, t; }")
+
+
+@gluon.jit
+def _warp_max(v: gl.tensor) -> gl.tensor:
+    # v (one value a thread) replaced by its warp's max (not pure: the shuffles need every lane of the warp here).
+    return gl.inline_asm_elementwise(_WARP_MAX, "=r,r", [v], dtype=gl.float32, is_pure=False, pack=1)
+
+
 @gluon.jit
 def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.tensor, K: gl.constexpr,
           CHUNK: gl.constexpr, REALIGN: gl.constexpr) -> gl.tensor:
@@ -1188,6 +1213,24 @@ def _chunk_x(slots: gl.shared_memory_descriptor, c: gl.constexpr, x_row: gl.tens
     else:
         x = _widen(gl.load(x_row + cols, eviction_policy="evict_last"))
     return x
+
+
+@gluon.jit
+def _resident_max(x_row: gl.tensor, N: gl.tensor, sh: gl.tensor, K: gl.constexpr, REALIGN: gl.constexpr,
+                  layout: gl.constexpr) -> gl.tensor:
+    # The max of a row's chunks (REALIGN: its whole vectors; the edges apart), read from global memory in a runtime
+    # loop: ANCHOR's second look, which keeps no running max (rare, so small).
+    T: gl.constexpr = 32 * gl.num_warps()
+    CHUNK: gl.constexpr = T * K
+    rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
+    vec0 = gl.arange(0, T, layout=rows_layout) * K
+    offs = vec0[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
+    m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
+    for c in range((sh + N + CHUNK - 1) // CHUNK):  # the chunks the row spans: a runtime bound, so a loop
+        cols = c * CHUNK + offs
+        keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
+        m_t = gl.maximum(m_t, gl.max(gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32), axis=1))
+    return gl.max(m_t, axis=0)
 
 
 @gluon.jit
@@ -1309,7 +1352,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
                       MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0,
-                      ONE_SHIFT: gl.constexpr = False) -> None:
+                      ONE_SHIFT: gl.constexpr = False, ANCHOR: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1350,7 +1393,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # registers (HOLD), so the output pass is a multiply an element: one exponential an element instead of two, and
     # no per-chunk scales to hold (KEEP's, which spilled under PAIR). Exponents against the exact max: exact for
     # every finite logit, so no SAFE second look.
+    # ANCHOR (experiment, _RESIDENT_ANCHOR): no running max in the stats pass; each warp's sums against one anchor.
     gl.static_assert(not MAXFIRST or (PARTS == 1 and not KEEP), "MAXFIRST: one part a row, no KEEP")
+    gl.static_assert(not ANCHOR or (CARRY and PARTS == 1 and not (KEEP or MAXFIRST or ONE_SHIFT)),
+                     "ANCHOR: CARRY's pass, one part a row, no KEEP, MAXFIRST or ONE_SHIFT")
     SAFE_ROWS: gl.constexpr = SAFE and not MAXFIRST
     W: gl.constexpr = gl.num_warps()
     T: gl.constexpr = 32 * W  # threads; a chunk is T x K elements, K contiguous ones per thread
@@ -1449,8 +1495,17 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         for c in gl.static_range(NCHUNK):
             x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, True,
                          layout, FREE, lane)
-            m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            if MAXFIRST:  # the max only; the exponentials after it (below)
+            if ANCHOR:
+                if c == 0:  # the warp's anchor; a warp with none (all -inf, or past _CARRY_MAX) marks its sums inf
+                    m_a = _warp_max(gl.max(x, axis=1))
+                    odd = (m_a == float("-inf")) | (gl.abs(m_a) >= _CARRY_MAX)
+                    a_t = gl.where(odd, 0.0, _scaled(m_a))
+                    s_t = gl.where(odd, float("inf"), s_t)
+                s_t += gl.sum(gl.exp2(x * _LOG2E - a_t[:, None]), axis=1)
+                m_new = m_t  # no running max
+            else:
+                m_new = gl.maximum(m_t, gl.max(x, axis=1))
+            if MAXFIRST or ANCHOR:  # the max only (MAXFIRST's exponentials after it, below), or nothing more
                 pass
             elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
                 ms_new = _scaled(m_new)
@@ -1471,11 +1526,20 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
                 s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
             m_t = m_new
-        if REALIGN:
+        if ANCHOR:  # the row's max is not known (its second look finds it); m_row is set below, unused but there
+            pass
+        elif REALIGN:
             m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
         else:
             m_row = gl.max(m_t, axis=0)
-        if MAXFIRST:  # p = 2^((x - max) log2 e) once an element, summed and kept as fp16 for the output pass
+        if ANCHOR:  # the largest anchor is the shift; each thread's sum brought to it once (no flush of a big sum)
+            shift = gl.max(a_t, axis=0)
+            total = gl.sum(gl.exp2(gl.log2(s_t) + a_t - shift), axis=0)
+            if REALIGN:
+                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+            lsum = gl.log2(total)
+            m_row = shift
+        elif MAXFIRST:  # p = 2^((x - max) log2 e) once an element, summed and kept as fp16 for the output pass
             shift = gl.where(m_row == float("-inf"), 0.0, m_row)  # all -inf: p = 0, sum 0, y NaN (as the oracle's)
             s_t = gl.zeros([T], gl.float32, rows_layout)
             kept = ()
@@ -1543,11 +1607,21 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         # and overflows past 2.36e38 (_FOLD_MAX; with CARRY precision holds, _CARRY_MAX bounds the sum). SAFE: a row
         # whose |max| reaches that bound (a branch per row, the same for every thread) is summed and written again
         # with the max subtracted first; other rows pay one comparison, after their output pass.
-        if SAFE_ROWS and gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX):
+        # ANCHOR: a row with no finite, positive sum (NaN fails both tests) takes it, its max found from memory.
+        if ANCHOR:
+            again = ~((total > 0.0) & (total < float("inf")))
+        else:
+            again = gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX)
+        if SAFE_ROWS and again:
             if REALIGN:  # the edge vectors read again, so they are not held through the common output pass
                 x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
+                if ANCHOR:
+                    m_row = gl.maximum(_resident_max(x_row, N, sh, K, REALIGN, layout),
+                                       gl.max(gl.max(x_e, axis=1), axis=0))
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
             else:
+                if ANCHOR:
+                    m_row = _resident_max(x_row, N, sh, K, REALIGN, layout)
                 edges = 0.0
             # Inlined: as a called function (noinline, 32 registers instead of 40-64) it ran ordinary rows 0.4-4.3%
             # slower at 40000-131072 wide (H200, evidence/h200/2026-12-02_pending_runs/1_*). PARTS: every part
@@ -1645,7 +1719,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
                    free: bool | None = None, halves: bool | None = None, line: int | None = None,
-                   one_shift: bool | None = None) -> Launch | None:
+                   one_shift: bool | None = None, anchor: bool | None = None) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1666,7 +1740,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     _RESIDENT_HALVES). line: LINE, REALIGN's windows starting on a multiple of `line` elements instead of a vector
     (default _RESIDENT_LINE_BYTES // elsize, a 128-byte line: 64 at 16 bits, where it keeps the config windows on
     vectors get; 0: a vector). one_shift: ONE_SHIFT (default
-    _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST)."""
+    _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST). anchor: ANCHOR (default _RESIDENT_ANCHOR; CARRY without
+    KEEP, MAXFIRST, PARTS or ONE_SHIFT)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1731,8 +1806,14 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         if line % k or line > 32 * warps * k:
             raise ValueError("LINE is a whole number of vectors within a chunk")
         meta["LINE"] = line
-    if (_RESIDENT_ONE_SHIFT if one_shift is None else one_shift) and carry and not (keep or maxfirst):
+    one_shift = (_RESIDENT_ONE_SHIFT if one_shift is None else one_shift) and carry and not (keep or maxfirst)
+    if one_shift:
         meta["ONE_SHIFT"] = True
+    anchor_ok = carry and not (keep or maxfirst or one_shift) and parts == 1
+    if (_RESIDENT_ANCHOR and anchor_ok) if anchor is None else anchor:
+        if not anchor_ok:
+            raise ValueError("ANCHOR takes CARRY's pass without KEEP, MAXFIRST, PARTS or ONE_SHIFT")
+        meta["ANCHOR"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
