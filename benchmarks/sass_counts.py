@@ -75,16 +75,26 @@ def common_path_opcodes(cubin: bytes, guard: str) -> collections.Counter[str]:
 _BRANCH = re.compile(r"BRA (0x[0-9a-f]+)")
 
 
-def row_loop_opcodes(cubin: bytes) -> collections.Counter[str]:
-    """opcodes() of what a persistent kernel runs for an ordinary row, where a rare second look sits inside its row
-    loop behind a branch: the instructions up to the branch that skips to (or just before) the row loop's back edge,
-    the backward branch to the earliest place (inner loops and out-of-line code jump back to later ones); the prologue
-    is counted too, the second look and any out-of-line code are not."""
+def row_loop_opcodes(cubin: bytes, rare_block: int = 200) -> collections.Counter[str]:
+    """opcodes() of what a persistent kernel runs for an ordinary row, where its rare work sits inside the row loop
+    behind branches: the instructions up to the branch that skips to (or just before) the row loop's back edge (the
+    backward branch to the earliest place: inner loops and out-of-line code jump back to later ones), stepping over
+    every block a forward branch skips of more than `rare_block` instructions (a redo for rare rows); the prologue is
+    counted, the second look, the skipped blocks and any out-of-line code are not."""
     code = [(int(m.group(1), 16), m.group(2)) for line in _sass(cubin).splitlines() if (m := _ADDRESSED.match(line))]
     target = {a: int(b.group(1), 16) for a, text in code if (b := _BRANCH.search(text))}
     back = min((t, a) for a, t in target.items() if t < a)[1]
     skip = max(a for a, t in target.items() if a < t and back - 0x40 <= t <= back)
-    return collections.Counter(m.group(1) for a, text in code if a <= skip and (m := _OPCODE.match(text)))
+    at = {a: i for i, (a, _) in enumerate(code)}
+    ops: collections.Counter[str] = collections.Counter()
+    i = 0
+    while code[i][0] <= skip:
+        a, text = code[i]
+        if m := _OPCODE.match(text):
+            ops[m.group(1)] += 1
+        t = target.get(a)
+        i = at[t] if t is not None and a < t < skip and at[t] - i > rare_block else i + 1
+    return ops
 
 
 def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]:

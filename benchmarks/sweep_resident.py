@@ -481,6 +481,16 @@ def softmax_resident_one_shift_trials(device: torch.device, dtype: torch.dtype) 
 
 
 def softmax_resident_anchor_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
-    """Family `softmax_resident_anchor`: the planned launch against the same plan with ANCHOR (no running max in the
-    stats pass: each warp's sums against its first chunk's max; about a tenth fewer instructions a row)."""
-    yield from _planned_beside("softmax.resident_anchor", "ANCHOR", ONE_SHIFT_SHAPES, device, dtype, anchor=True)
+    """Family `softmax_resident_anchor`: the resident plan without ANCHOR and with it (no running max in the stats
+    pass: each warp's sums against its first chunk's max; about a tenth fewer instructions a row) on ordinary logits,
+    then on logits offset by 1e4 (fp16 6e3), whose steps of 64 (fp16 4) overflow past the anchors of most rows: what
+    ANCHOR's redo (CARRY's stats pass again, over the row held in shared memory) costs such rows."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n in ONE_SHIFT_SHAPES:
+        x, y, ref, moved = inputs(m, n, dtype, device)
+        offset = (x.float() + (1e4 if dtype == torch.bfloat16 else 6e3)).to(dtype)
+        for logits, data, want in (("normal", x, ref), ("offset", offset, torch.softmax(offset.float(), -1))):
+            for anchor in (False, True):
+                plan = softmax._resident_plan(m, n, softmax._align(2, n, n), 2, sms, smem, realign=n % 8 != 0,
+                                              anchor=anchor)
+                yield from _plan_trial("softmax.resident_anchor", logits, plan, {}, "ANCHOR", data, y, want, moved, n)

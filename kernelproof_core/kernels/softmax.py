@@ -294,11 +294,14 @@ _RESIDENT_ONE_SHIFT = False
 # Each warp takes its anchor once a row, the max of its lanes' first chunk times log2 e rounded once (a shuffle
 # reduction), and every element adds 2^(x log2 e - anchor) to its thread's sum: a multiply-add, an exponential and
 # an add an element, where CARRY also takes a max an element and rescales its sum every chunk (the row's shift is the
-# largest anchor, each thread's sum brought to it once as 2^(log2 sum + anchor - shift)). An anchor is an element of
-# the row, so what flushes to zero against it is under 2^-126 of that element; a sum that overflows (an element 128
-# binary orders over its warp's anchor), a warp whose first chunk is all -inf or past _CARRY_MAX, or a row of no
-# finite sum sends the row to SAFE's second look (its max found from memory, subtracted first), as CARRY sends rows
-# whose max reaches _CARRY_MAX. Off until a GPU sweep (family softmax_resident_anchor) says it is faster.
+# largest anchor, each thread's sum brought to it once as 2^(log2 sum + anchor - shift)). sm_90 builds, instructions
+# an ordinary row runs (benchmarks/sass_counts.py row_loop_opcodes): 8.6-10.8% fewer (1024 x 65536 1730 -> 1548,
+# 512 x 128256 1754 -> 1571, 1991 x 33508 through windows 2164 -> 1977), no register more but at 32 warps (62 -> 64).
+# An anchor is an element of the row, so what flushes to zero against it is under 2^-126 of that element. A row its
+# anchors cannot sum (an element 128 binary orders past its warp's anchor: the sum overflows; a warp whose first chunk
+# is all -inf or past _CARRY_MAX; NaN) has no finite sum: CARRY's stats pass runs again over the row it holds
+# (_carry_again: shared memory, HOLD's registers, L2), before any of it is written, and SAFE's rule follows as
+# CARRY's. Off until a GPU sweep (family softmax_resident_anchor) says it is faster.
 _RESIDENT_ANCHOR = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
@@ -1216,21 +1219,59 @@ def _chunk_x(slots: gl.shared_memory_descriptor, c: gl.constexpr, x_row: gl.tens
 
 
 @gluon.jit
-def _resident_max(x_row: gl.tensor, N: gl.tensor, sh: gl.tensor, K: gl.constexpr, REALIGN: gl.constexpr,
-                  layout: gl.constexpr) -> gl.tensor:
-    # The max of a row's chunks (REALIGN: its whole vectors; the edges apart), read from global memory in a runtime
-    # loop: ANCHOR's second look, which keeps no running max (rare, so small).
+def _carry_update(x: gl.tensor, m_new: gl.tensor, ms_t: gl.tensor,
+                  s_t: gl.tensor) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # CARRY's step over a chunk x (fp32, a thread's K elements a row): s_t = sum of 2^(x log2 e - ms_t), ms_t the
+    # running max m_new times log2 e rounded once. Returns (ms_new, s_t, p), p the chunk's exponentials.
+    ms_new = _scaled(m_new)
+    # all -inf so far: (max=-inf, sum=0). A running max past _CARRY_MAX (a mask of -1e10 or of the dtype's lowest
+    # beside ordinary logits) would make 2^d infinite (its ms_new, -inf past 2.36e38, too) and the row NaN: its
+    # exponentials are taken as 0, which they are beside an ordinary max; a row whose own max is past it takes SAFE's
+    # second look.
+    ms_use = gl.where(m_new == float("-inf"), 0.0, gl.where(gl.abs(m_new) >= _CARRY_MAX, float("inf"), ms_new))
+    p = gl.exp2(x * _LOG2E - ms_use[:, None])
+    s_t = s_t * gl.exp2(ms_t - ms_use) + gl.sum(p, axis=1)
+    return ms_new, s_t, p
+
+
+@gluon.jit
+def _carry_shift_total(m_t: gl.tensor, ms_t: gl.tensor, s_t: gl.tensor, x_e: gl.tensor,
+                       REALIGN: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+    # CARRY's row stats from its threads' (max, rounded max times log2 e, sum) and REALIGN's edge vectors x_e: every
+    # exponent against one rounded value, the row's max times log2 e. Returns (shift, sum against it).
+    shift = _scaled(gl.max(m_t, axis=0))
+    if REALIGN:
+        shift = gl.maximum(shift, _scaled(gl.max(gl.max(x_e, axis=1), axis=0)))
+    total = gl.sum(s_t * gl.exp2(ms_t - shift), axis=0)
+    if REALIGN:
+        total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+    return shift, total
+
+
+@gluon.jit
+def _carry_again(slots: gl.shared_memory_descriptor, x_row: gl.tensor, offs: gl.tensor, n_own: gl.tensor,
+                 sh: gl.tensor, held: gl.tuple, x_e: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
+                 K: gl.constexpr, REALIGN: gl.constexpr, HOLD: gl.constexpr, layout: gl.constexpr,
+                 FREE: gl.constexpr, lane: gl.tensor) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+    # ANCHOR's redo for a row its anchors could not sum: CARRY's stats pass over the row it holds (its copies have
+    # landed; HOLD's chunks in registers, streamed ones read again from L2), before any of it is written. Returns the
+    # row's (max, shift, sum against the shift), its edge vectors x_e included (REALIGN).
     T: gl.constexpr = 32 * gl.num_warps()
-    CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
-    vec0 = gl.arange(0, T, layout=rows_layout) * K
-    offs = vec0[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
     m_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
-    for c in range((sh + N + CHUNK - 1) // CHUNK):  # the chunks the row spans: a runtime bound, so a loop
-        cols = c * CHUNK + offs
-        keep = _kept(c, cols, vec0, sh, N, K, CHUNK, REALIGN)
-        m_t = gl.maximum(m_t, gl.max(gl.load(x_row + cols, mask=keep, other=float("-inf")).to(gl.float32), axis=1))
-    return gl.max(m_t, axis=0)
+    ms_t = gl.full([T], float("-inf"), gl.float32, rows_layout)
+    s_t = gl.zeros([T], gl.float32, rows_layout)
+    for c in gl.static_range(NCHUNK):
+        x = _chunk_x(slots, c, x_row, c * T * K + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, False,
+                     layout, FREE, lane)
+        m_new = gl.maximum(m_t, gl.max(x, axis=1))
+        ms_t, s_t, _ = _carry_update(x, m_new, ms_t, s_t)
+        m_t = m_new
+    shift, total = _carry_shift_total(m_t, ms_t, s_t, x_e, REALIGN)
+    m_row = gl.max(m_t, axis=0)
+    if REALIGN:
+        m_row = gl.maximum(m_row, gl.max(gl.max(x_e, axis=1), axis=0))
+    return m_row, shift, total
 
 
 @gluon.jit
@@ -1508,15 +1549,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             if MAXFIRST or ANCHOR:  # the max only (MAXFIRST's exponentials after it, below), or nothing more
                 pass
             elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
-                ms_new = _scaled(m_new)
-                # all -inf so far: (max=-inf, sum=0). A running max past _CARRY_MAX (a mask of -1e10 or of the
-                # dtype's lowest beside ordinary logits) would make 2^d infinite (its ms_new, -inf past 2.36e38, too)
-                # and the row NaN: its exponentials are taken as 0, which they are beside an ordinary max; a row
-                # whose own max is past it takes SAFE's second look below.
-                ms_use = gl.where(m_new == float("-inf"), 0.0,
-                                  gl.where(gl.abs(m_new) >= _CARRY_MAX, float("inf"), ms_new))
-                p = gl.exp2(x * _LOG2E - ms_use[:, None])
-                s_t = s_t * gl.exp2(ms_t - ms_use) + gl.sum(p, axis=1)
+                ms_new, s_t, p = _carry_update(x, m_new, ms_t, s_t)
                 ms_t = ms_new
                 if KEEP:  # p in (0, 1] kept as fp16 over x (each thread its own elements); ms_new: -inf gives y = 0
                     if c < NRES:
@@ -1537,8 +1570,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             total = gl.sum(gl.exp2(gl.log2(s_t) + a_t - shift), axis=0)
             if REALIGN:
                 total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+            m_row = shift * 0.0  # under _CARRY_MAX: every anchor is, and no element is far past its anchor
+            if ~((total > 0.0) & (total < float("inf"))):  # no finite sum (NaN fails both): CARRY's pass again
+                if REALIGN:
+                    m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, x_e, NCHUNK, NRES, K,
+                                                       REALIGN, HOLD, layout, FREE, lane)
+                else:
+                    m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, s_t, NCHUNK, NRES, K,
+                                                       REALIGN, HOLD, layout, FREE, lane)
             lsum = gl.log2(total)
-            m_row = shift
         elif MAXFIRST:  # p = 2^((x - max) log2 e) once an element, summed and kept as fp16 for the output pass
             shift = gl.where(m_row == float("-inf"), 0.0, m_row)  # all -inf: p = 0, sum 0, y NaN (as the oracle's)
             s_t = gl.zeros([T], gl.float32, rows_layout)
@@ -1558,12 +1598,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             lsum = gl.log2(total)
             held = kept
         elif CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
-            shift = _scaled(gl.max(m_t, axis=0))
             if REALIGN:
-                shift = gl.maximum(shift, _scaled(gl.max(gl.max(x_e, axis=1), axis=0)))
-            total = gl.sum(s_t * gl.exp2(ms_t - shift), axis=0)
-            if REALIGN:
-                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+                shift, total = _carry_shift_total(m_t, ms_t, s_t, x_e, REALIGN)
+            else:
+                shift, total = _carry_shift_total(m_t, ms_t, s_t, s_t, REALIGN)
             if PARTS > 1:  # the row's max, shift and sum from every part's (max, sum against its own shift)
                 m_row, shift, total = _meet_parts(w_ptr + row.to(gl.int64) * PARTS, part, m_row, total, PARTS,
                                                   rows_layout)
@@ -1607,21 +1645,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         # and overflows past 2.36e38 (_FOLD_MAX; with CARRY precision holds, _CARRY_MAX bounds the sum). SAFE: a row
         # whose |max| reaches that bound (a branch per row, the same for every thread) is summed and written again
         # with the max subtracted first; other rows pay one comparison, after their output pass.
-        # ANCHOR: a row with no finite, positive sum (NaN fails both tests) takes it, its max found from memory.
-        if ANCHOR:
-            again = ~((total > 0.0) & (total < float("inf")))
-        else:
-            again = gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX)
-        if SAFE_ROWS and again:
+        if SAFE_ROWS and gl.abs(m_row) >= (_CARRY_MAX if CARRY else _FOLD_MAX):
             if REALIGN:  # the edge vectors read again, so they are not held through the common output pass
                 x_e = gl.load(x_row + e_offs, mask=e_mask, other=float("-inf")).to(gl.float32)
-                if ANCHOR:
-                    m_row = gl.maximum(_resident_max(x_row, N, sh, K, REALIGN, layout),
-                                       gl.max(gl.max(x_e, axis=1), axis=0))
                 edges = gl.sum(gl.sum(gl.exp2((x_e - m_row) * _LOG2E), axis=1), axis=0)
             else:
-                if ANCHOR:
-                    m_row = _resident_max(x_row, N, sh, K, REALIGN, layout)
                 edges = 0.0
             # Inlined: as a called function (noinline, 32 registers instead of 40-64) it ran ordinary rows 0.4-4.3%
             # slower at 40000-131072 wide (H200, evidence/h200/2026-12-02_pending_runs/1_*). PARTS: every part

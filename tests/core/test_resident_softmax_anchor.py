@@ -63,11 +63,11 @@ def test_anchor_set_on_plans_every_carry_row(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_anchor_builds_for_sm90_with_a_tenth_fewer_instructions_a_row() -> None:
     """Built for sm_90 (H200 topology): ANCHOR's row loop (what an ordinary row runs, up to the branch around the
-    second look) drops the max an element (FMNMX: at most a fifth of the plain build's remain, the reductions') and
-    CARRY's rescale an element chunk (an exponential a thread a chunk), 7% or more of the row's instructions, at PAIR
-    (1024 x 65536), streamed rows (512 x 128256, HOLD), windows (1991 x 33508) and two programs an SM (2048 x 40000,
-    fp16); one shuffle reduction a row (_warp_max's five shfl.bfly, once in its PTX), at most two registers more
-    (62 -> 64 at 32 warps, what one program an SM may take), nothing spilled."""
+    second look, stepping over the redo) drops the max an element (FMNMX: at most a fifth of the plain build's remain,
+    the reductions') and CARRY's rescale an element chunk (an exponential a thread a chunk), 7% or more of the row's
+    instructions, at PAIR (1024 x 65536), streamed rows (512 x 128256, HOLD), windows (1991 x 33508) and two programs
+    an SM (2048 x 40000, fp16); one shuffle reduction a row (_warp_max's five shfl.bfly, once in its PTX), at most two
+    registers more (62 -> 64 at 32 warps, what one program an SM may take), nothing spilled."""
     cases = [(1024, 65536, 8, "bfloat16"), (512, 128256, 8, "bfloat16"), (1991, 33508, 1, "bfloat16"),
              (2048, 40000, 8, "float16")]
     for case, found in zip(cases, compile_for_sm90(_ANCHOR_BUILDS, [list(c) for c in cases]), strict=True):

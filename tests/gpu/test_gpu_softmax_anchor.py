@@ -1,7 +1,8 @@
 """ANCHOR (softmax's resident kernel without a running max in its stats pass; an experiment, off) on a GPU: the
 softmax task's own tolerance against the float64 oracle, on ordinary rows and on every kind of row that must take the
-second look (sums that overflow past their warp's anchor, warps whose first chunk is all masked, maxes past
-_CARRY_MAX). Its builds are checked on the CPU in tests/core/test_resident_softmax_anchor.py."""
+redo (CARRY's stats pass again over the held row: sums that overflow past their warp's anchor, warps whose first
+chunk is all masked, NaN) and SAFE's second look (maxes past _CARRY_MAX). Its builds are checked on the CPU in
+tests/core/test_resident_softmax_anchor.py."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def test_anchor_softmax_meets_the_task_tolerance(m: int, n: int, dtype: torch.dt
                                                  spread: float) -> None:
     """ANCHOR on the resident kernel's launches (PAIR, two programs an SM, windows, streamed chunks, one row): logits
     offset by 1e8 (the hidden `offset` profile's bf16 draw; 6e4 in fp16), near-flat rows and rows spread over
-    hundreds (elements past their warp's anchor by more than 128 binary orders: those rows take the second look),
+    hundreds (elements past their warp's anchor by more than 128 binary orders: those rows take the redo),
     -inf entries and a row mostly -inf."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     x = (torch.randn(m, n, device="cuda", generator=gen) * spread + offset).to(dtype)
@@ -74,12 +75,12 @@ def test_anchor_softmax_meets_the_task_tolerance(m: int, n: int, dtype: torch.dt
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n"), SHAPES)
-def test_anchor_softmax_rows_that_need_the_second_look(m: int, n: int, dtype: torch.dtype) -> None:
-    """Rows ANCHOR cannot sum against its anchors, beside ordinary ones: a first chunk at -100 before ordinary logits
-    (every later element overflows past its warp's anchor), one at -40 (sums near 2^80, brought to the row's shift
-    once, no overflow), a first half masked by the dtype's lowest (warps with no anchor; Hugging Face's masks), by -inf
-    and by -1e10 (bf16), a row wholly masked by the lowest (uniform), bf16 rows at 1e10 and -1e10 (maxes past
-    _CARRY_MAX), rows of one large value at the end."""
+def test_anchor_softmax_rows_its_anchors_cannot_sum(m: int, n: int, dtype: torch.dtype) -> None:
+    """Rows ANCHOR cannot sum against its anchors (CARRY's pass again over the held row), beside ordinary ones: a
+    first chunk at -100 before ordinary logits (every later element overflows past its warp's anchor), one at -40
+    (sums near 2^80, brought to the row's shift once, no overflow), a first half masked by the dtype's lowest (warps
+    with no anchor; Hugging Face's masks), by -inf and by -1e10 (bf16), a row wholly masked by the lowest (uniform),
+    bf16 rows at 1e10 and -1e10 (maxes past _CARRY_MAX: SAFE's second look), rows of one large value at the end."""
     gen = torch.Generator(device="cuda").manual_seed(11)
     x = (torch.randn(max(m, 9), n, device="cuda", generator=gen) * 4).to(dtype)  # nine rows at least
     lowest = torch.finfo(dtype).min
