@@ -28,7 +28,7 @@ for m, n, align, dtype in json.loads(sys.argv[1]):
             f.write(kernel.asm["cubin"])
             f.flush()
             usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
-        found[str(anchor)] = {"row": sum(ops.values()), "fmnmx": ops["FMNMX"], "mufu": ops["MUFU"],
+        found[str(anchor)] = {"row": sum(ops.values()), "fmnmx": ops["FMNMX"], "mufu": ops["MUFU"], "bar": ops["BAR"],
                               "regs": int(re.search(r"REG:(\\d+)", usage).group(1)),
                               "local": int(re.search(r"LOCAL:(\\d+)", usage).group(1)),
                               "warp_max": kernel.asm["ptx"].count("shfl.sync.bfly.b32 t,"), "meta": meta,
@@ -38,13 +38,15 @@ print(json.dumps(out))
 """
 
 
-def test_anchor_is_off_by_default_and_planned_only_under_carry_alone() -> None:
-    """ANCHOR is an experiment: no plan takes it unless asked (or _RESIDENT_ANCHOR is set); asked, it goes on CARRY's
-    pass alone, and asking for it beside KEEP, MAXFIRST, PARTS or ONE_SHIFT is refused, not ignored."""
+def test_anchor_is_asked_for_on_carry_alone_and_refused_beside_the_rest() -> None:
+    """ANCHOR asked for goes on CARRY's resident rows, aligned and through windows; anchor=False keeps it off whatever
+    _RESIDENT_ANCHOR says; asked for beside KEEP, MAXFIRST, PARTS, ONE_SHIFT or without CARRY it is refused, not
+    ignored."""
     args = (1024, 65536, 8, 2, 132, 233472)
-    assert "ANCHOR" not in softmax._resident_plan(*args)[1]  # type: ignore[index]
     assert softmax._resident_plan(*args, anchor=True)[1]["ANCHOR"] is True  # type: ignore[index]
-    assert softmax._resident_plan(1991, 33508, 1, 2, 132, 233472, realign=True, anchor=True)[1]["ANCHOR"]  # type: ignore[index]
+    assert "ANCHOR" not in softmax._resident_plan(*args, anchor=False)[1]  # type: ignore[index]
+    windows = softmax._resident_plan(1991, 33508, 1, 2, 132, 233472, realign=True, anchor=True)
+    assert windows is not None and windows[1]["ANCHOR"] is True
     for refused in ({"keep": True}, {"maxfirst": True}, {"one_shift": True}, {"carry": False}, {"parts": 2}):
         with pytest.raises(ValueError, match="ANCHOR"):
             softmax._resident_plan(*args, anchor=True, **refused)
@@ -52,13 +54,16 @@ def test_anchor_is_off_by_default_and_planned_only_under_carry_alone() -> None:
 
 def test_anchor_set_on_plans_every_carry_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """With _RESIDENT_ANCHOR on, CARRY's resident plans take it (aligned, PAIR and windows) and the rest keep theirs:
-    KEEP and MAXFIRST rows plan without it rather than failing."""
+    KEEP rows plan without it rather than failing; with it off, no plan takes it unless asked."""
     monkeypatch.setattr(softmax, "_RESIDENT_ANCHOR", True)
     for m, n, align in [(1024, 65536, 8), (512, 128256, 8), (1991, 33508, 1)]:
         plan = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=align == 1)
         assert plan is not None and plan[1].get("ANCHOR") is True, plan
     kept = softmax._resident_plan(1024, 65536, 8, 2, 132, 233472, keep=True)
     assert kept is not None and "ANCHOR" not in kept[1]
+    monkeypatch.setattr(softmax, "_RESIDENT_ANCHOR", False)
+    off = softmax._resident_plan(1024, 65536, 8, 2, 132, 233472)
+    assert off is not None and "ANCHOR" not in off[1]
 
 
 def test_anchor_builds_for_sm90_with_a_tenth_fewer_instructions_a_row() -> None:
@@ -67,7 +72,7 @@ def test_anchor_builds_for_sm90_with_a_tenth_fewer_instructions_a_row() -> None:
     the reductions') and CARRY's rescale an element chunk (an exponential a thread a chunk), 7% or more of the row's
     instructions, at PAIR (1024 x 65536), streamed rows (512 x 128256, HOLD), windows (1991 x 33508) and two programs
     an SM (2048 x 40000, fp16); one shuffle reduction a row (_warp_max's five shfl.bfly, once in its PTX), at most two
-    registers more (62 -> 64 at 32 warps, what one program an SM may take), nothing spilled."""
+    registers more (62 -> 64 at 32 warps, what one program an SM may take), no CTA barrier more, nothing spilled."""
     cases = [(1024, 65536, 8, "bfloat16"), (512, 128256, 8, "bfloat16"), (1991, 33508, 1, "bfloat16"),
              (2048, 40000, 8, "float16")]
     for case, found in zip(cases, compile_for_sm90(_ANCHOR_BUILDS, [list(c) for c in cases]), strict=True):
@@ -77,4 +82,5 @@ def test_anchor_builds_for_sm90_with_a_tenth_fewer_instructions_a_row() -> None:
         assert anchor["fmnmx"] <= plain["fmnmx"] // 5, (case, plain["fmnmx"], anchor["fmnmx"])
         assert anchor["mufu"] <= plain["mufu"] - anchor["meta"]["NCHUNK"] + 1, (case, plain["mufu"], anchor["mufu"])
         assert (plain["warp_max"], anchor["warp_max"]) == (0, 5), case  # _warp_max's five shuffles, once
+        assert anchor["bar"] <= plain["bar"], (case, plain["bar"], anchor["bar"])  # no CTA barrier more a row
         assert anchor["regs"] <= plain["regs"] + 2 and anchor["local"] == plain["local"] == 0, (case, plain, anchor)

@@ -184,7 +184,7 @@ out = []
 for m, n, warps, keep, hold in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=torch.bfloat16)
     launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, warps=warps, keep=keep,
-                                          hold=hold)
+                                          hold=hold, anchor=False)
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ptx = kernel.asm["ptx"]
@@ -316,9 +316,9 @@ def _assert_option_planned(monkeypatch: pytest.MonkeyPatch, option: str, constan
     key = option.upper()
     for m, n, align, realign in ((1024, 65536, 8, False), (1024, 131072, 8, False), (1991, 33508, 1, True)):
         base = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign,
-                                      **{"free": False, option: False})  # FREE: planned
+                                      **{"free": False, "anchor": False, option: False})  # FREE: planned
         on = softmax._resident_plan(m, n, align, 2, H200_SMS, H200_SMEM_PER_SM, realign=realign,
-                                    **{option: True})
+                                    **{"anchor": False, option: True})
         assert base is not None and on is not None and key not in base[1]
         assert on[1] == {**base[1], key: True}
     for kw in refused:
@@ -355,7 +355,8 @@ from kernelproof_core.precompile import compile_only
 out = []
 for m, n, align, realign, hold, maxfirst in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=torch.bfloat16)
-    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign, hold=hold, maxfirst=maxfirst)
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign, hold=hold, maxfirst=maxfirst,
+                                          anchor=False)
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ptx = kernel.asm["ptx"]
@@ -398,7 +399,7 @@ from kernelproof_core.precompile import compile_only
 out = []
 for m, n, align, realign, free in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=torch.bfloat16)
-    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign, free=free)
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, realign=realign, free=free, anchor=False)
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ptx, ops = kernel.asm["ptx"], opcodes(kernel.asm["cubin"])
@@ -435,7 +436,7 @@ from kernelproof_core.precompile import compile_only
 out = []
 for m, n, align, dtype, options in json.loads(sys.argv[1]):
     x = torch.empty((m, n), dtype=getattr(torch, dtype))
-    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, **options)
+    launch, meta = softmax._resident_plan(m, n, align, 2, 132, 233472, **{"anchor": False, **options})
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ops = opcodes(kernel.asm["cubin"])
