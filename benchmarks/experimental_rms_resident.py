@@ -197,7 +197,7 @@ def rms_norm_resident(x: torch.Tensor, w: torch.Tensor, eps: float, y: torch.Ten
                                   line=0)  # this kernel's windows start on vectors
     if plan is None:
         raise ValueError(f"{m} x {n} (stride {stride}): not a resident shape")
-    meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's own options
+    meta = {k: v for k, v in plan[1].items() if k not in ("CARRY", "KEEP", "HOLD", "ANCHOR")}  # softmax's own options
     weight = w
     if realign and table:
         meta["WT"] = meta["NCHUNK"] * 32 * meta["num_warps"] * meta["K"]

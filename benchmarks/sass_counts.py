@@ -84,7 +84,10 @@ def row_loop_opcodes(cubin: bytes, rare_block: int = 200) -> collections.Counter
     code = [(int(m.group(1), 16), m.group(2)) for line in _sass(cubin).splitlines() if (m := _ADDRESSED.match(line))]
     target = {a: int(b.group(1), 16) for a, text in code if (b := _BRANCH.search(text))}
     back = min((t, a) for a, t in target.items() if t < a)[1]
-    skip = max(a for a, t in target.items() if a < t and back - 0x40 <= t <= back)
+    skips = [a for a, t in target.items() if a < t and back - 0x40 <= t <= back]
+    if not skips:  # no branch around rare work: the whole build
+        return opcodes(cubin)
+    skip = max(skips)
     at = {a: i for i, (a, _) in enumerate(code)}
     ops: collections.Counter[str] = collections.Counter()
     i = 0
@@ -108,12 +111,15 @@ def count(m: int, n: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]
     with compile_only("cuda", 90, 32):
         kernel = launch(x, torch.empty_like(x), m, n, n, **meta)
     ops = opcodes(kernel.asm["cubin"])
+    row = row_loop_opcodes(kernel.asm["cubin"])
     total = sum(ops.values())
     per_thread = n / (32 * meta["num_warps"])
     return {"shape": f"{m}x{n}", "kernel": kernel.name, "meta": dict(meta),
             "instructions": total, "elements_a_thread": per_thread, "per_element": round(total / per_thread, 2),
             "mufu_per_element": round(ops["MUFU"] / per_thread, 2), "barriers": ops["BAR"],
-            "opcodes": dict(ops.most_common())}
+            "opcodes": dict(ops.most_common()), "row_instructions": sum(row.values()),
+            "row_per_element": round(sum(row.values()) / per_thread, 2),
+            "row_mufu_per_element": round(row["MUFU"] / per_thread, 2), "row_barriers": row["BAR"]}
 
 
 def main() -> int:
@@ -130,8 +136,10 @@ def main() -> int:
     for r in results:
         top = ", ".join(f"{k} {v}" for k, v in list(r["opcodes"].items())[:8])
         log.info("%-12s %-22s %5d instructions, %6.1f elements a thread: %5.2f an element, MUFU %4.2f an element, "
-                 "%d CTA barriers (%s)", r["shape"], r["kernel"], r["instructions"], r["elements_a_thread"],
-                 r["per_element"], r["mufu_per_element"], r["barriers"], top)
+                 "%d CTA barriers (%s); an ordinary row: %d, %5.2f an element, MUFU %4.2f, %d barriers", r["shape"],
+                 r["kernel"], r["instructions"], r["elements_a_thread"], r["per_element"], r["mufu_per_element"],
+                 r["barriers"], top, r["row_instructions"], r["row_per_element"], r["row_mufu_per_element"],
+                 r["row_barriers"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -81,7 +81,7 @@ for m, n, realign, free, table in json.loads(sys.argv[1]):
     per_sm = 2 if 2 * (n + 7 * realign) * 2 <= softmax._resident_budget(233472) else 1  # as er.rms_norm_resident
     _launch, meta = softmax._resident_plan(m, n, softmax._align(2, n), 2, 132, 233472, per_sm=per_sm,
                                            realign=realign, free=free, line=0)
-    meta = {k: v for k, v in meta.items() if k not in ("CARRY", "KEEP", "HOLD")}  # softmax's options
+    meta = {k: v for k, v in meta.items() if k not in ("CARRY", "KEEP", "HOLD", "ANCHOR")}  # softmax's options
     if table:
         meta["WT"] = meta["NCHUNK"] * 32 * meta["num_warps"] * meta["K"]
     with compile_only("cuda", 90, 32):
