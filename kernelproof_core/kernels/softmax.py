@@ -1542,29 +1542,34 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                     odd = (m_a == float("-inf")) | (gl.abs(m_a) >= _CARRY_MAX)
                     a_t = gl.where(odd, 0.0, _scaled(m_a))
                     s_t = gl.where(odd, float("inf"), s_t)
-                s_t += gl.sum(gl.exp2(x * _LOG2E - a_t[:, None]), axis=1)
-                m_new = m_t  # no running max
+                s_t += gl.sum(gl.exp2(x * _LOG2E - a_t[:, None]), axis=1)  # no running max
             else:
                 m_new = gl.maximum(m_t, gl.max(x, axis=1))
-            if MAXFIRST or ANCHOR:  # the max only (MAXFIRST's exponentials after it, below), or nothing more
-                pass
-            elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
-                ms_new, s_t, p = _carry_update(x, m_new, ms_t, s_t)
-                ms_t = ms_new
-                if KEEP:  # p in (0, 1] kept as fp16 over x (each thread its own elements); ms_new: -inf gives y = 0
-                    if c < NRES:
-                        slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).store(p.to(gl.float16))
-                    refs = refs + (ms_new,)  # type: ignore[assignment]  # noqa: RUF005 (Triton: + builds tuples, not *)
-            else:
-                m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (max=-inf, sum=0)
-                s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]), axis=1)
-            m_t = m_new
-        if ANCHOR:  # the row's max is not known (its second look finds it); m_row is set below, unused but there
-            pass
-        elif REALIGN:
-            m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
+                if MAXFIRST:  # the max only; the exponentials after it (below)
+                    pass
+                elif CARRY:  # s_t = sum of 2^(x log2 e - ms_t), ms_t the running max times log2 e rounded once
+                    ms_new, s_t, p = _carry_update(x, m_new, ms_t, s_t)
+                    ms_t = ms_new
+                    if KEEP:  # p in (0, 1] kept as fp16 over x (each thread its own elements); ms_new: -inf gives 0
+                        if c < NRES:
+                            slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).store(
+                                p.to(gl.float16))
+                        refs = refs + (ms_new,)  # type: ignore[assignment]  # noqa: RUF005 (Triton: + builds tuples)
+                else:
+                    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new) * _LOG2E  # all -inf so far: (-inf, 0)
+                    s_t = s_t * gl.exp2(m_t * _LOG2E - m_safe) + gl.sum(gl.exp2(x * _LOG2E - m_safe[:, None]),
+                                                                        axis=1)
+                m_t = m_new
+        # the edge vectors (REALIGN) where the row stats take them; s_t stands in, unread, for aligned rows
+        if REALIGN:
+            edges_x = x_e
         else:
-            m_row = gl.max(m_t, axis=0)
+            edges_x = s_t
+        if not ANCHOR:  # ANCHOR's row max is unknown unless its redo runs (below)
+            if REALIGN:
+                m_row = gl.maximum(gl.max(m_t, axis=0), gl.max(gl.max(x_e, axis=1), axis=0))
+            else:
+                m_row = gl.max(m_t, axis=0)
         if ANCHOR:  # the largest anchor is the shift; each thread's sum brought to it once (no flush of a big sum)
             shift = gl.max(a_t, axis=0)
             # anchor - shift first (exact where it matters): log2 sum added to an anchor of 5.8e8 (offset logits)
@@ -1574,12 +1579,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
             m_row = shift * 0.0  # under _CARRY_MAX: every anchor is, and no element is far past its anchor
             if ~((total > 0.0) & (total < float("inf"))):  # no finite sum (NaN fails both): CARRY's pass again
-                if REALIGN:
-                    m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, x_e, NCHUNK, NRES, K,
-                                                       REALIGN, HOLD, layout, FREE, lane)
-                else:
-                    m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, s_t, NCHUNK, NRES, K,
-                                                       REALIGN, HOLD, layout, FREE, lane)
+                m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, edges_x, NCHUNK, NRES, K,
+                                                   REALIGN, HOLD, layout, FREE, lane)
             lsum = gl.log2(total)
         elif MAXFIRST:  # p = 2^((x - max) log2 e) once an element, summed and kept as fp16 for the output pass
             shift = gl.where(m_row == float("-inf"), 0.0, m_row)  # all -inf: p = 0, sum 0, y NaN (as the oracle's)
@@ -1600,10 +1601,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             lsum = gl.log2(total)
             held = kept
         elif CARRY:  # every exponent against one rounded value, the row's max times log2 e; log2 of the sum apart
-            if REALIGN:
-                shift, total = _carry_shift_total(m_t, ms_t, s_t, x_e, REALIGN)
-            else:
-                shift, total = _carry_shift_total(m_t, ms_t, s_t, s_t, REALIGN)
+            shift, total = _carry_shift_total(m_t, ms_t, s_t, edges_x, REALIGN)
             if PARTS > 1:  # the row's max, shift and sum from every part's (max, sum against its own shift)
                 m_row, shift, total = _meet_parts(w_ptr + row.to(gl.int64) * PARTS, part, m_row, total, PARTS,
                                                   rows_layout)
