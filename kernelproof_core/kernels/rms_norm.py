@@ -675,14 +675,22 @@ def _fetch(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor
 
 
 @gluon.jit
+def _row_window(row: gl.tensor, N: gl.tensor, WBASE: gl.constexpr) -> tuple[gl.tensor, gl.tensor]:
+    # REALIGN's window of a contiguous row: its first element's offset rounded down to a multiple of WBASE (a vector
+    # or, with LINE, a line), and where the row starts inside it.
+    start = row.to(gl.int64) * N
+    base = (start // WBASE) * WBASE
+    return base, (start - base).to(gl.int32)
+
+
+@gluon.jit
 def _fetch_row(smem: gl.tensor, x_ptr: gl.tensor, row: gl.tensor, M: gl.tensor, N: gl.tensor, stride_x: gl.tensor,
                lane: gl.tensor, WBASE: gl.constexpr, REALIGN: gl.constexpr, NCHUNK: gl.constexpr, K: gl.constexpr,
                CHUNK: gl.constexpr) -> None:
     # Every chunk's copy group of `row` (nothing past the last row) into the set of slots starting at `smem`: RING's
     # second row, whose window (REALIGN) is needed only for its copies here; the row loop finds it again.
     if REALIGN:
-        base = (row.to(gl.int64) * N // WBASE) * WBASE
-        sh = (row.to(gl.int64) * N - base).to(gl.int32)
+        base, sh = _row_window(row, N, WBASE)
         src = x_ptr + base
     else:
         sh = 0
@@ -844,9 +852,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
     step = PERIOD * ((gl.num_programs(0) - cls + PERIOD - 1) // PERIOD)
     row = cls + PERIOD * (gl.program_id(0) // PERIOD)
     if REALIGN:
-        start = row.to(gl.int64) * N
-        base = (start // WBASE) * WBASE
-        sh = (start - base).to(gl.int32)  # where the row begins inside its window's first vector (LINE: line)
+        base, sh = _row_window(row, N, WBASE)  # sh: where the row begins inside its window's first vector (LINE: line)
         x_row = x_ptr + base
         e_pos = gl.arange(0, 2, layout=rows_layout)
         e_cols = gl.arange(0, K, layout=gl.SliceLayout(0, layout))[None, :]
@@ -882,8 +888,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                                   is_pure=False, pack=1)
     while row < M:
         if REALIGN:
-            base = (row.to(gl.int64) * N // WBASE) * WBASE
-            sh = (row.to(gl.int64) * N - base).to(gl.int32)
+            base, sh = _row_window(row, N, WBASE)
             x_row = x_ptr + base
             y_row = y_ptr + base
             # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
@@ -916,8 +921,7 @@ def _rms_norm_resident(x_ptr: gl.tensor, w_ptr: gl.tensor, y_ptr: gl.tensor, M: 
                            CHUNK)
         ahead = row + SETS * step  # the row this row's slots take next
         if REALIGN:
-            a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
-            a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
+            a_base, a_sh = _row_window(ahead, N, WBASE)
             a_row = x_ptr + a_base
         else:
             a_sh = 0
