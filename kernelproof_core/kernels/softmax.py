@@ -1543,7 +1543,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                     odd = (m_a == float("-inf")) | (gl.abs(m_a) >= _CARRY_MAX)
                     a_t = gl.where(odd, 0.0, _scaled(m_a))
                     s_t = gl.where(odd, float("inf"), s_t)
-                s_t += gl.sum(gl.exp2(x * _LOG2E - a_t[:, None]), axis=1)  # no running max
+                # no running max. An explicit fma: where x is a masked chunk's where(keep, x, -inf) and feeds
+                # nothing else, LLVM moves the multiply into the select and the subtraction no longer fuses;
+                # the rounded product then loses the anchor's rounding (16 at 4e8: those elements weigh 2^-16)
+                s_t += gl.sum(gl.exp2(gl.fma(x, _LOG2E, -a_t[:, None])), axis=1)
             else:
                 m_new = gl.maximum(m_t, gl.max(x, axis=1))
                 if MAXFIRST:  # the max only; the exponentials after it (below)
@@ -1577,7 +1580,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             # would be rounded to its ulp of 64 (the H100 found 2^30 outputs), at 8.7e4 to 1/128 (0.27% off)
             total = gl.sum(gl.exp2(gl.log2(s_t) + (a_t - shift)), axis=0)
             if REALIGN:
-                total += gl.sum(gl.sum(gl.exp2(x_e * _LOG2E - shift), axis=1), axis=0)
+                total += gl.sum(gl.sum(gl.exp2(gl.fma(x_e, _LOG2E, -shift)), axis=1), axis=0)
             m_row = shift * 0.0  # under _CARRY_MAX: every anchor is, and no element is far past its anchor
             if ~((total > 0.0) & (total < float("inf"))):  # no finite sum (NaN fails both): CARRY's pass again
                 m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, edges_x, NCHUNK, NRES, K,
