@@ -79,9 +79,10 @@ def test_anchor_builds_for_sm90_with_a_tenth_fewer_instructions_a_row() -> None:
     instructions, at PAIR (1024 x 65536), streamed rows (512 x 128256, HOLD), windows (1991 x 33508) and two programs
     an SM (2048 x 40000, fp16); one shuffle reduction a row (_warp_max's five shfl.bfly, once in its PTX), at most two
     registers more (62 -> 64 at 32 warps, what one program an SM may take), no CTA barrier more, nothing spilled.
-    Every exponent of the stats pass is one fused multiply-add (no multiply by log2 e apart), as in the plain build. A masked chunk's where(keep, x, -inf) used to let LLVM move the multiply into the select, and
-    the rounded product lost the anchor's rounding: at 4e8 (bf16) those elements weighed 2^-16 of the rest (an H100
-    found the rows 3-10% off, evidence/h100/2026-12-07_twenty_fifth/3_*)."""
+    No product x log2 e passes through a select before its subtraction (ptxas fuses a mul.f32 and the sub.f32 taking
+    it, not across a selp), as in the plain build: a masked chunk's where(keep, x, -inf), used only there, let LLVM
+    move the multiply into the select, and the rounded product lost the anchor's rounding: at 4e8 (bf16) those
+    elements weighed 2^-16 of the rest (an H100 found the rows 3-10% off, evidence/h100/2026-12-07_twenty_fifth/3_*)."""
     cases = [(1024, 65536, 8, "bfloat16"), (512, 128256, 8, "bfloat16"), (1991, 33508, 1, "bfloat16"),
              (2048, 40000, 8, "float16")]
     for case, found in zip(cases, compile_for_sm90(_ANCHOR_BUILDS, [list(c) for c in cases]), strict=True):
