@@ -17,6 +17,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from anchor_emulation import softmax_row
 
 from kernelproof_core.kernels import softmax
 
@@ -26,19 +29,11 @@ CASES = [(140, 40000, 4e8, 7), (131, 33508, 4e8, 7), (400, 49196, 4e8, 7), (133,
 
 
 def _redo_expected(row: torch.Tensor, meta: dict[str, int]) -> bool | None:
-    """Whether ANCHOR's sums should overflow on this row (aligned rows: each warp's anchor its lanes' max over the
-    first chunk, K elements a lane; None through windows, whose positions shift)."""
+    """Whether ANCHOR's own sum overflows on this row, so that it takes the redo (anchor_emulation's arithmetic on
+    the launch's layout; None through windows, whose positions shift)."""
     if meta.get("REALIGN"):
         return None
-    t, k = 32 * meta["num_warps"], meta["K"]
-    n = row.numel()
-    chunks = -(-n // (t * k))
-    padded = torch.full((chunks * t * k,), float("-inf"), dtype=torch.float64, device=row.device)
-    padded[:n] = row.double()
-    lanes = padded.view(chunks, t, k)
-    warp_anchor = lanes[0].amax(dim=1).view(-1, 32).amax(dim=1)
-    warp_max = lanes.amax(dim=(0, 2)).view(-1, 32).amax(dim=1)
-    return bool(((warp_max - warp_anchor) * 1.4426950408889634 > 126).any())
+    return softmax_row(row.cpu(), 32 * meta["num_warps"], meta["K"], anchor=True)[1]
 
 
 def probe(m: int, n: int, offset: float, seed: int) -> dict[str, object]:
