@@ -301,9 +301,9 @@ _RESIDENT_ONE_SHIFT = False
 # anchors cannot sum (an element 128 binary orders past its warp's anchor: the sum overflows; a warp whose first chunk
 # is all -inf or past _CARRY_MAX; NaN) has no finite sum: CARRY's stats pass runs again over the row it holds
 # (_carry_again: shared memory, HOLD's registers, L2), before any of it is written, and SAFE's rule follows as
-# CARRY's. Off: faster on an H100 (family softmax_resident_anchor); its fma fix for offset rows (below, in the
-# stats pass) has not yet run on a GPU (docs/TASKS.md).
-_RESIDENT_ANCHOR = False
+# CARRY's. On: with its fma fix for offset rows (below, in the stats pass) the built-ins' GPU file passes with it
+# planned, and it ran ahead of CARRY at 13 of 16 H100 comparisons (family softmax_resident_anchor; docs/TASKS.md).
+_RESIDENT_ANCHOR = True
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
