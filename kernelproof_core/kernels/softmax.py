@@ -290,7 +290,7 @@ _LINE_MAXNREG: dict[tuple[int, int, int, int], int] = {(2048, 1024, 0, 4): 64}
 # kernel holds both. The sm_90 build at 1024 x 65536 (PAIR) has 8 fewer instructions a chunk in the pass ordinary
 # rows take. Family softmax_resident_one_shift times it; never run on a GPU.
 _RESIDENT_ONE_SHIFT = False
-# ANCHOR (experiment, off; CARRY without KEEP, MAXFIRST, PARTS or ONE_SHIFT): the stats pass keeps no running max.
+# ANCHOR (planned; CARRY without KEEP, MAXFIRST, PARTS or ONE_SHIFT): the stats pass keeps no running max.
 # Each warp takes its anchor once a row, the max of its lanes' first chunk times log2 e rounded once (a shuffle
 # reduction), and every element adds 2^(x log2 e - anchor) to its thread's sum: a multiply-add, an exponential and
 # an add an element, where CARRY also takes a max an element and rescales its sum every chunk (the row's shift is the
@@ -1435,7 +1435,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # registers (HOLD), so the output pass is a multiply an element: one exponential an element instead of two, and
     # no per-chunk scales to hold (KEEP's, which spilled under PAIR). Exponents against the exact max: exact for
     # every finite logit, so no SAFE second look.
-    # ANCHOR (experiment, _RESIDENT_ANCHOR): no running max in the stats pass; each warp's sums against one anchor.
+    # ANCHOR (planned, _RESIDENT_ANCHOR): no running max in the stats pass; each warp's sums against one anchor.
     gl.static_assert(not MAXFIRST or (PARTS == 1 and not KEEP), "MAXFIRST: one part a row, no KEEP")
     gl.static_assert(not ANCHOR or (CARRY and PARTS == 1 and not (KEEP or MAXFIRST or ONE_SHIFT)),
                      "ANCHOR: CARRY's pass, one part a row, no KEEP, MAXFIRST or ONE_SHIFT")
