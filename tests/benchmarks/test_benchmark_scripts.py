@@ -330,3 +330,36 @@ def test_baseline_kernels_load_beside_the_library(tmp_path: Path, monkeypatch: p
     x = torch.randn(6, 300, device="cuda" if torch.cuda.is_available() else "cpu") * 4  # compiled on a GPU
     torch.testing.assert_close(found[0].candidate(x), softmax.candidate(x), rtol=0, atol=0)
     assert sweep_baseline.baseline("no_such_kernel") is None
+
+
+def test_hidden_draws_maps_the_large_hidden_cases_to_their_planned_kernels(tmp_path: Path) -> None:
+    """hidden_draws.py draws many runs' hidden cases and plans the ones of 64 MB or more on the H200's topology: every
+    task's profiles are there, each profile's plan shares add up to its share of large draws, the widest profiles
+    reach 64 MB in a good part of the runs (softmax and swiglu `odd`, rms_norm `wide`) where the tiny ones never do,
+    and the plans are the built-in's: padded rows past 32768 off cp.async's grid on the split path, contiguous rows
+    off the vector grid on the resident kernel through windows, each with an example shape. The same seeds give the
+    same survey."""
+    out = tmp_path / "hidden.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    cmd = [sys.executable, str(REPO / "benchmarks" / "hidden_draws.py"), "--seeds", "400", "--json", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert (r["seeds"], r["min_mb"], r["dtype"]) == (400, 64.0, "bfloat16")
+    tasks = r["tasks"]
+    assert set(tasks) == {"rms_norm", "swiglu", "softmax"}
+    for profiles in tasks.values():
+        for p in profiles.values():
+            assert p["draws"] == 400 and 0.0 <= p["large_share"] <= 1.0
+            assert abs(sum(p["plans"].values()) - p["large_share"]) < 1e-9 and set(p["examples"]) == set(p["plans"])
+    soft = tasks["softmax"]
+    assert soft["hidden_odd"]["large_share"] > 0.35 and tasks["swiglu"]["hidden_odd"]["large_share"] > 0.35
+    assert tasks["rms_norm"]["hidden_wide"]["large_share"] > 0.1
+    assert soft["hidden_tiny"]["large_share"] == 0.0 and not soft["hidden_tiny"]["plans"]
+    assert any(k.startswith("softmax_split") and "padded" in k for k in soft["hidden_odd"]["plans"])
+    assert any(k.startswith("softmax_resident [REALIGN") for k in soft["hidden_offset"]["plans"])
+    assert any(k.startswith("rms_norm_resident [REALIGN") for k in tasks["rms_norm"]["hidden_wide"]["plans"])
+    again = subprocess.run(cmd[:-2] + ["--json", str(tmp_path / "again.json")], cwd=REPO, capture_output=True,
+                           text=True, timeout=600, env=env)
+    assert again.returncode == 0 and json.loads((tmp_path / "again.json").read_text()) == r
+    assert "hidden_odd" in proc.stderr and "% of runs at >= 64 MB" in proc.stderr
