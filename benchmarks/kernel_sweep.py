@@ -65,7 +65,12 @@ from sweep_builtin import (
 from sweep_fma_exp import softmax_fma_exp_trials
 from sweep_grid import softmax_grid_trials
 from sweep_mid import softmax_mid_trials
-from sweep_padded import softmax_padded_trials, softmax_padded_wide_trials, softmax_prefetch_l1_trials
+from sweep_padded import (
+    softmax_padded_trials,
+    softmax_padded_wide_trials,
+    softmax_prefetch_l1_trials,
+    softmax_resident_padded_trials,
+)
 from sweep_parity import (
     rms_norm_parity_trials,
     rms_norm_realigned_trials,
@@ -168,6 +173,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_resident_one_shift": softmax_resident_one_shift_trials,
             "softmax_resident_anchor": softmax_resident_anchor_trials,
             "softmax_resident_stride": softmax_resident_stride_trials,
+            "softmax_resident_padded": softmax_resident_padded_trials,
             "rms_norm_small_rows": rms_norm_small_rows_trials, "softmax_padded": softmax_padded_trials,
             "softmax_padded_wide": softmax_padded_wide_trials, "softmax_prefetch_l1": softmax_prefetch_l1_trials,
             "rms_norm_cluster": rms_norm_cluster_trials, "softmax_tail": softmax_tail_trials,

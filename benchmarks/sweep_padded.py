@@ -191,3 +191,34 @@ def _widest_trials(x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor, m: int, 
             label = "+".join(str(p) for p in parts if p) + " warps=32 per_sm=1" + (" pf_l1" * pf)
             yield from _checked(partial(launch, x, y, m, n, n + pad, **{**meta, "PF_L1": pf}), y, ref,
                                 "softmax.realigned", (m, n), label, moved)
+
+
+# Rows past 32768 padded off the vector grid: hidden `odd` draws at 64 MB or more (benchmarks/hidden_draws.py) off
+# cp.async's 4-byte grid (align 1: the split today, 57-61% of copy on the H200), then rows on it (align 2: the resident
+# kernel's 4-byte copies, 70.2% at 1024 x 50000 in 2026-12-02_padded_parts/6_*) and one padded by 64, whose rows start
+# where the contiguous rows do in their 128-byte lines (PADDED's windows then match REALIGN's: the same bytes).
+RESIDENT_PADDED_SHAPES = ((630, 40361, 9), (876, 41392, 3), (1607, 45315, 1), (1965, 43657, 9), (1024, 40001, 3),
+                          (800, 60001, 5), (806, 42132, 33), (1024, 50000, 2), (1991, 33508, 64))
+
+
+def softmax_resident_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `softmax_resident_padded`: PADDED (softmax._RESIDENT_PADDED, off; never run on a GPU before this
+    family) takes padded rows past 32768 to the resident kernel through windows laid by x's own stride (16-byte
+    copies), y written by 2-byte stores: beside the planned launch (the split, or the resident kernel's 4-byte copies)
+    and the same rows made contiguous first (the planned launch on x.contiguous(), the copy not timed: what PADDED
+    would reach if its stores cost nothing). Each config checked against fp32 before it is timed."""
+    sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
+    for m, n, pad in RESIDENT_PADDED_SHAPES:
+        x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
+        planned = softmax._plan(m, n, n + pad, 2, device, dtype)
+        yield ("softmax.planned", (m, n), f"planned pad={pad} ({_kind(planned)})", partial(softmax.candidate, x),
+               moved, True)
+        plan = softmax._resident_plan(m, n, 1, 2, sms, smem, realign=True, padded=True)
+        assert plan is not None, (m, n, pad)
+        meta = plan[1]
+        label = f"PADDED pad={pad} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']}"
+        yield from _checked(partial(softmax._run, plan, x, y, m, n, n + pad), y, ref, "softmax.resident_padded",
+                            (m, n), label, moved)
+        contiguous = x.contiguous()
+        yield ("softmax.planned", (m, n), "planned on x made contiguous", partial(softmax.candidate, contiguous),
+               moved, False)

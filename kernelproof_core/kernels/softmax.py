@@ -304,6 +304,12 @@ _RESIDENT_ONE_SHIFT = False
 # CARRY's. On: with its fma fix for offset rows (below, in the stats pass) the built-ins' GPU file passes with it
 # planned, and it ran ahead of CARRY at 13 of 16 H100 comparisons (family softmax_resident_anchor; docs/TASKS.md).
 _RESIDENT_ANCHOR = True
+# PADDED (experiment, off): 16-bit rows wider than a register tile whose row stride puts them off cp.async's 4-byte
+# grid (align 1: hidden_odd's padded draws past 32768, which take the split path at 57-61% of copy on the H200) go to
+# the resident kernel through windows, x's windows laid by its own stride and y written by 2-byte stores (the kernel's
+# PADDED). benchmarks/hidden_draws.py: such draws reach 64 MB in about 21% of runs. Family softmax_resident_padded
+# times it against the split plan; never run on a GPU.
+_RESIDENT_PADDED = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
 # test and test_resident_softmax_free_matches_the_plain_kernel_bit_for_bit first (a candidate file cannot read
@@ -1394,7 +1400,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       SAFE: gl.constexpr = True, CARRY: gl.constexpr = True, KEEP: gl.constexpr = False,
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
                       MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0,
-                      ONE_SHIFT: gl.constexpr = False, ANCHOR: gl.constexpr = False) -> None:
+                      ONE_SHIFT: gl.constexpr = False, ANCHOR: gl.constexpr = False,
+                      PADDED: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1436,6 +1443,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # no per-chunk scales to hold (KEEP's, which spilled under PAIR). Exponents against the exact max: exact for
     # every finite logit, so no SAFE second look.
     # ANCHOR (planned, _RESIDENT_ANCHOR): no running max in the stats pass; each warp's sums against one anchor.
+    # PADDED (experiment, _RESIDENT_PADDED; REALIGN): rows of x padded off the vector grid (row stride > N). Each row
+    # of x is seen through its own window (row r starts r stride_x elements in, not r N), so its copies stay 16-byte
+    # cp.async; y's rows (contiguous, r N) start elsewhere in their vectors, so the output goes through y_row = y_ptr
+    # + r N - sh, whose alignment the compiler cannot see: 2-byte stores. Same arithmetic as REALIGN's.
+    gl.static_assert(not PADDED or REALIGN, "PADDED: rows through windows")
     gl.static_assert(not MAXFIRST or (PARTS == 1 and not KEEP), "MAXFIRST: one part a row, no KEEP")
     gl.static_assert(not ANCHOR or (CARRY and PARTS == 1 and not (KEEP or MAXFIRST or ONE_SHIFT)),
                      "ANCHOR: CARRY's pass, one part a row, no KEEP, MAXFIRST or ONE_SHIFT")
@@ -1484,7 +1496,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         n_own = N // PARTS  # the host guarantees equal parts of whole vectors
         col0 = part * n_own
     if REALIGN:
-        start = row.to(gl.int64) * N
+        start = row.to(gl.int64) * (stride_x if PADDED else N)
         base = (start // WBASE) * WBASE
         sh = (start - base).to(gl.int32)  # where the row begins inside its window's first vector (LINE: line)
         x_row = x_ptr + base
@@ -1505,10 +1517,13 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                    c * CHUNK + offs < n_own)
     while row < M:
         if REALIGN:
-            base = (row.to(gl.int64) * N // WBASE) * WBASE
-            sh = (row.to(gl.int64) * N - base).to(gl.int32)
+            base = (row.to(gl.int64) * (stride_x if PADDED else N) // WBASE) * WBASE
+            sh = (row.to(gl.int64) * (stride_x if PADDED else N) - base).to(gl.int32)
             x_row = x_ptr + base
-            y_row = y_ptr + base
+            if PADDED:  # y's row r starts r N in: window position p is its column p - sh
+                y_row = y_ptr + (row.to(gl.int64) * N - sh)
+            else:
+                y_row = y_ptr + base
             # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
             # chunk; N > K: the two never coincide)
             e_start = gl.where(e_pos == 0, (sh // K) * K, ((sh + N - 1) // K) * K)[:, None]
@@ -1618,8 +1633,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             lsum = 0.0
         ahead = row + step
         if REALIGN:
-            a_base = (ahead.to(gl.int64) * N // WBASE) * WBASE
-            a_sh = (ahead.to(gl.int64) * N - a_base).to(gl.int32)
+            a_base = (ahead.to(gl.int64) * (stride_x if PADDED else N) // WBASE) * WBASE
+            a_sh = (ahead.to(gl.int64) * (stride_x if PADDED else N) - a_base).to(gl.int32)
             a_row = x_ptr + a_base
         else:
             a_sh = 0
@@ -1751,15 +1766,16 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
                    free: bool | None = None, halves: bool | None = None, line: int | None = None,
-                   one_shift: bool | None = None, anchor: bool | None = None) -> Launch | None:
+                   one_shift: bool | None = None, anchor: bool | None = None, padded: bool = False) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
     on 16 warps where one does in _solo_budget (half of them started _RESIDENT_STAGGER clocks late), one on 32 warps
     streaming the rest otherwise. warps / k / per_sm / stagger / budget_bytes (shared memory an SM gives rows)
-    override them. realign (contiguous rows only): each row through its window of whole k-element vectors (REALIGN),
-    any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take the second look). keep: KEEP
-    (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are fp16). hold: HOLD where chunks
+    override them. realign (contiguous rows, or padded ones with `padded`): each row through its window of whole
+    k-element vectors (REALIGN), any width. carry=False: the fold without CARRY (offset logits past _FOLD_MAX take
+    the second look). keep: KEEP (default _RESIDENT_KEEP; 16-bit rows with CARRY only: the kept exponentials are
+    fp16). hold: HOLD where chunks
     are streamed (default _RESIDENT_HOLD for aligned 16-bit rows). Aligned 16-bit rows of up to
     _RESIDENT_PAIR_MAX_BYTES that two whole rows do not fit take PAIR (two 16-warp programs an SM, HOLD, registers
     capped) unless per_sm, warps or budget_bytes is given. parts > 1 (experiment, aligned rows, CARRY): each row
@@ -1773,11 +1789,14 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     (default _RESIDENT_LINE_BYTES // elsize, a 128-byte line: 64 at 16 bits, where it keeps the config windows on
     vectors get; 0: a vector). one_shift: ONE_SHIFT (default
     _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST). anchor: ANCHOR (default _RESIDENT_ANCHOR; CARRY without
-    KEEP, MAXFIRST, PARTS or ONE_SHIFT)."""
+    KEEP, MAXFIRST, PARTS or ONE_SHIFT). padded (with realign): PADDED, rows of a padded x through windows laid by
+    the row stride the launch is given (any stride), y by 2-byte stores."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
     k = k or 16 // elsize
+    if padded and not realign:
+        raise ValueError("PADDED sees padded rows through windows (realign)")
     if parts > 1 and (realign or not carry or n % (parts * k)):
         # equal parts of whole vectors, so that only a part's last chunk can be partial (its masks sit there)
         raise ValueError("PARTS cuts aligned rows into equal parts of whole vectors, under CARRY")
@@ -1846,6 +1865,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         if not anchor_ok:
             raise ValueError("ANCHOR takes CARRY's pass without KEEP, MAXFIRST, PARTS or ONE_SHIFT")
         meta["ANCHOR"] = True
+    if padded:
+        meta["PADDED"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
@@ -2104,9 +2125,11 @@ def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device,
     align = _align(elsize, n, stride)
     compiled_gpu = _compiled_gpu(device)
     if n > _MAX_FUSED_N and elsize == 2 and compiled_gpu:
-        realign = resident_realign and align * elsize < 16 and stride == n  # contiguous rows off the 16-byte grid
+        # contiguous rows off the 16-byte grid, and (PADDED) padded rows off the 4-byte one, through windows
+        padded = _RESIDENT_PADDED and stride != n and align * elsize < _MIN_COPY_BYTES
+        realign = resident_realign and align * elsize < 16 and (stride == n or padded)
         resident = _resident_plan(m, n, align, elsize, _num_sms(device), _smem_per_sm(_cuda_index(device)),
-                                  realign=realign)
+                                  realign=realign, padded=realign and padded)
         if resident is not None:
             return resident
     if _SPLIT_MIN_N < n <= _SPLIT_MAX_N and compiled_gpu:

@@ -1,0 +1,85 @@
+"""PADDED, the resident softmax on rows padded off cp.async's grid (an experiment, off): its plan rules and its sm_90
+builds on the H200's topology, no GPU needed. Its numbers are checked on a GPU in tests/gpu/test_gpu_softmax_padded.py;
+its speed is kernel_sweep.py's family `softmax_resident_padded`."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelproof_core.kernels import softmax
+from tests.sm90_build import compile_for_sm90
+
+_PADDED_BUILDS = """
+import json, re, subprocess, sys, tempfile, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import _cuobjdump, _sass
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+softmax._num_sms = lambda device: 132
+softmax._smem_per_sm = lambda index: 233472
+out = []
+for m, n, pad in json.loads(sys.argv[1]):
+    stride = n + pad
+    found = {}
+    for flag in (False, True):  # the planner with _RESIDENT_PADDED off and on
+        softmax._RESIDENT_PADDED = flag
+        plan = softmax._plan(m, n, stride, 2, torch.device("cuda", 0), torch.bfloat16)
+        found[f"plan_{flag}"] = (type(plan).__name__ if hasattr(plan, "_fields") else
+                                 "resident" if "NCHUNK" in plan[1] else "other")
+        found[f"padded_{flag}"] = bool(not hasattr(plan, "_fields") and plan[1].get("PADDED"))
+    for padded in (False, True):  # the same rows contiguous (REALIGN) and padded (PADDED)
+        launch, meta = softmax._resident_plan(m, n, 1, 2, 132, 233472, realign=True, padded=padded)
+        x = torch.empty((m, stride if padded else n), dtype=torch.bfloat16)[:, :n]
+        with compile_only("cuda", 90, 32):
+            kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, x.stride(0), **meta)
+        sass = _sass(kernel.asm["cubin"])
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(kernel.asm["cubin"])
+            f.flush()
+            usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
+        found[str(padded)] = {"meta": meta, "copies": len(re.findall(r"LDGSTS", sass)),
+                              "wide_stores": len(re.findall(r"STG\\.E\\.128", sass)),
+                              "narrow_stores": len(re.findall(r"STG\\.E\\.U16", sass)),
+                              "regs": int(re.search(r"REG:(\\d+)", usage).group(1)),
+                              "local": int(re.search(r"LOCAL:(\\d+)", usage).group(1))}
+    out.append(found)
+print(json.dumps(out))
+"""
+
+
+def test_padded_is_asked_for_with_windows_and_refused_without() -> None:
+    """padded=True puts PADDED on a plan through windows (the same chunks, warps and programs as the contiguous rows'
+    REALIGN plan: a padded row's window spans what a contiguous one's does); asked for on aligned rows, without
+    windows, it is refused, not ignored; by default no plan takes it."""
+    args = (630, 40361, 1, 2, 132, 233472)
+    padded = softmax._resident_plan(*args, realign=True, padded=True)
+    plain = softmax._resident_plan(*args, realign=True)
+    assert padded is not None and plain is not None
+    assert padded[1].pop("PADDED") is True and padded[1] == plain[1] and "PADDED" not in plain[1]
+    with pytest.raises(ValueError, match="PADDED"):
+        softmax._resident_plan(630, 40368, 8, 2, 132, 233472, padded=True)
+    assert softmax._RESIDENT_PADDED is False  # an experiment until a GPU sweep says otherwise
+
+
+def test_padded_builds_for_sm90_with_16_byte_copies_and_2_byte_stores() -> None:
+    """Built for sm_90 (H200 topology): with _RESIDENT_PADDED on, padded rows past 32768 off cp.async's 4-byte grid
+    (align 1: the split path without it) plan the resident kernel with PADDED; rows padded on that grid (align 2, 4:
+    the resident kernel's narrower copies) and contiguous rows keep their plans. PADDED's build copies x in as many
+    16-byte cp.async as the contiguous rows' REALIGN build (its windows are laid by x's stride, not narrower), writes y
+    by 2-byte stores (y's rows start anywhere in a vector; no 16-byte store left), spills nothing and holds no more
+    registers than the plan's programs an SM allow."""
+    cases = [(630, 40361, 9), (876, 41392, 3), (1024, 50000, 2), (1991, 33508, 64)]
+    for (m, n, pad), found in zip(cases, compile_for_sm90(_PADDED_BUILDS, [list(c) for c in cases]), strict=True):
+        off_grid = (n + pad) % 2 == 1 or n % 2 == 1  # align 1: rows or stride odd
+        assert found["plan_False"] == ("_Split" if off_grid else "resident"), (m, n, pad, found)
+        assert found["plan_True"] == "resident" and found["padded_True"] is off_grid, (m, n, pad, found)
+        assert found["padded_False"] is False, found
+        plain, padded = found["False"], found["True"]
+        assert padded["meta"]["PADDED"] is True and "PADDED" not in plain["meta"]
+        assert padded["copies"] == plain["copies"] > 0, (plain, padded)
+        assert plain["wide_stores"] > 0 and padded["wide_stores"] == 0, (plain, padded)
+        assert padded["narrow_stores"] >= 8 * padded["meta"]["NCHUNK"], padded
+        assert padded["local"] == plain["local"] == 0, (plain, padded)
+        warps = padded["meta"]["num_warps"]
+        per_sm = 2 if warps == 8 else 1  # _resident_plan: 8 warps where two rows fit an SM, else one program
+        assert padded["regs"] * 32 * warps * per_sm <= 65536, padded
