@@ -107,6 +107,7 @@ from sweep_resident import (
 from sweep_resident_ab import softmax_resident_ab_trials
 from sweep_rms_resident import (
     rms_norm_resident_line_trials,
+    rms_norm_resident_narrow_trials,
     rms_norm_resident_pdl_trials,
     rms_norm_resident_per_sm_trials,
     rms_norm_resident_ring_trials,
@@ -190,6 +191,7 @@ FAMILIES = {"rms_norm_looped": rms_norm_looped_trials, "small": small_trials, "s
             "softmax_thread_stats_unswept": softmax_thread_stats_unswept_trials,
             "rms_norm_resident_per_sm": rms_norm_resident_per_sm_trials,
             "rms_norm_resident_line": rms_norm_resident_line_trials,
+            "rms_norm_resident_narrow": rms_norm_resident_narrow_trials,
             "rms_norm_resident_pdl": rms_norm_resident_pdl_trials,
             "rms_norm_resident_wsmem": rms_norm_resident_wsmem_trials,
             "rms_norm_resident_ring": rms_norm_resident_ring_trials,

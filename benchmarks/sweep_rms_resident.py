@@ -1,5 +1,5 @@
 """kernel_sweep.py families `rms_norm_resident_per_sm`, `rms_norm_resident_line`, `rms_norm_resident_pdl`,
-`rms_norm_resident_wsmem`, `rms_norm_resident_ring` and `rms_norm_resident_widen`.
+`rms_norm_resident_wsmem`, `rms_norm_resident_ring`, `rms_norm_resident_widen` and `rms_norm_resident_narrow`.
 
 Per SM: the built-in rms_norm's resident path at one and at two programs an SM on few wide rows (2-4 a SM), beside
 the planned launch. The plan takes two an SM only where the rows fill 85% of their last round of programs (m / (rounds
@@ -17,7 +17,8 @@ point of the table at 372 x 46501 on the H100, evidence/h100/2026-12-06_eighteen
 a program (one program an SM), so the row after next is in flight while a row's sum of squares waits on its copies:
 aimed at programs of 2-4 rows (the hidden_wide draws), where a program's lone row in flight leaves HBM idle. WIDEN:
 bf16 widened by a shift and a mask a pair instead of Triton's permute and shift (6-12% fewer instructions in the
-sm_90 builds; through windows the kernel is short of issue slots, evidence/h100/2026-12-07_twenty_third/7_*)."""
+sm_90 builds; through windows the kernel is short of issue slots, evidence/h100/2026-12-07_twenty_third/7_*).
+Narrow: the resident kernel through windows on rows of 20001-32761, under the width the plan gives it."""
 
 from __future__ import annotations
 
@@ -185,3 +186,33 @@ def rms_norm_resident_widen_trials(device: torch.device, dtype: torch.dtype) -> 
                      f"ring={int('RING' in meta)}")
             yield from _checked("rms_norm.resident_widen", label, partial(rms_norm._run, plan, x, w, y, 1e-6), y, ref,
                                 moved)
+
+
+# (m, n): contiguous rows off the 16-byte grid of 24577-32768, which the plan gives the two-phase path (the hidden_wide
+# draws of that width: 6.3% of runs at 64 MB or more, benchmarks/hidden_draws.py; the two-phase path's ceiling on the
+# H200 is 57-70% of copy), and two of 16385-24576 (the split path).
+NARROW_SHAPES = ((510, 32083), (300, 28001), (700, 30001), (512, 32761), (1024, 24577), (2000, 30001), (1024, 20001),
+                 (480, 26003))
+
+
+def rms_norm_resident_narrow_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
+    """Family `rms_norm_resident_narrow`: the resident kernel through windows under _RESIDENT_MIN_N (32768), where the
+    plan takes the two-phase path (from 24577) or the split: the planned launch, then the resident plan by its own
+    rule (two programs an SM where two rows fit and fill 85% of their last round) and forced to one and to two
+    programs an SM, each through rms_norm._run as the built-in calls it (its weight table built every call, as the
+    two-phase path's is), checked against fp32 first."""
+    sms, smem = rms_norm._num_sms(device), rms_norm._smem_per_sm(device)
+    for m, n in NARROW_SHAPES:
+        x, w, y, moved = rms_norm_inputs(m, n, dtype, device)
+        ref = rms_norm_ref(x, w)
+        yield rms_norm_planned(x, w, moved)
+        seen: list[dict[str, int]] = []
+        for label, kw in (("rule", {}), ("per_sm=1", {"per_sm": 1, "min_fill": 0.0}),
+                          ("per_sm=2", {"per_sm": 2, "min_fill": 0.0})):
+            plan = rms_norm._resident_plan(m, n, n, sms, smem, **kw)  # type: ignore[arg-type]
+            if plan is None or plan[1] in seen:  # the rule's own count is timed once
+                continue
+            seen.append(plan[1])
+            run = partial(rms_norm._run, plan, x, w, y, 1e-6)
+            yield from _checked("rms_norm.resident_narrow", f"{label} warps={plan[1]['num_warps']} "
+                                f"NCHUNK={plan[1]['NCHUNK']}", run, y, ref, moved)
