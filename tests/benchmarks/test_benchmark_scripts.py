@@ -359,7 +359,7 @@ def test_hidden_draws_maps_the_large_hidden_cases_to_their_planned_kernels(tmp_p
     assert any(k.startswith("softmax_split") and "padded" in k for k in soft["hidden_odd"]["plans"])
     assert any(k.startswith("softmax_resident [REALIGN") for k in soft["hidden_offset"]["plans"])
     assert any(k.startswith("rms_norm_resident [REALIGN") for k in tasks["rms_norm"]["hidden_wide"]["plans"])
-    again = subprocess.run(cmd[:-2] + ["--json", str(tmp_path / "again.json")], cwd=REPO, capture_output=True,
+    again = subprocess.run([*cmd[:-2], "--json", str(tmp_path / "again.json")], cwd=REPO, capture_output=True,
                            text=True, timeout=600, env=env)
     assert again.returncode == 0 and json.loads((tmp_path / "again.json").read_text()) == r
     assert "hidden_odd" in proc.stderr and "% of runs at >= 64 MB" in proc.stderr
