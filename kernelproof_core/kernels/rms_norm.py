@@ -109,6 +109,14 @@ _TWO_PHASE_OVERLAP = 0
 # one an SM (10_*): 1024 x 40000 80.6% against 78.2, 1024 x 45000 80.9 / 75.6, 1000 x 48000 80.5 / 78.5, 512 x 40001
 # 65.7 / 64.0, 480 x 36001 60.0 / 58.0, 250 x 45001 57.2 / 58.3 (H100, 1024 x 40000: 88.0 / 86.8).
 _RESIDENT_MIN_N, _RESIDENT_MIN_FILL, _RESIDENT_WARPS, _RESIDENT_STAGGER = 32768, 0.85, 32, 2500
+# Contiguous rows off the 16-byte grid take the resident path (through windows, the same fill rule) from this width,
+# under _RESIDENT_MIN_N too, where the two-phase path (from 24577) or the split ran before. H100, bf16, CUPTI, the
+# rule's plan (two 16-warp programs an SM) against the two-phase / split plan (family rms_norm_resident_narrow,
+# evidence/h100/2026-12-07_twenty_seventh/2_*): 510 x 32083 75.5 / 69.2%, 700 x 30001 76.5 / 68.6, 512 x 32761 76.9 /
+# 70.4, 1024 x 24577 77.4 / 69.1, 2000 x 30001 84.8 / 75.7, 1024 x 20001 75.1 / 70.7 (split), 480 x 26003 69.7 /
+# 62.8; 300 x 28001 fills 57% of its round (no plan by the rule) and stays two-phase (forced: 56.7 / 65.0). Not yet
+# run on an H200 (wider rows there: resident ahead by 1.5-16 points, above).
+_RESIDENT_WINDOWS_MIN_N = 20000
 _RESIDENT_BUDGET_BYTES, _RESIDENT_RESERVE_BYTES = 224 * 1024, 4 * 1024
 _RESIDENT_PAIR_BYTES, _RESIDENT_PAIR_WARPS = 200 * 1024, 16
 # LINE (experiment, 0 = off; softmax.py plans it): REALIGN's windows start on a 128-byte line (64 16-bit elements)
@@ -1210,7 +1218,8 @@ def _plan_launch(m: int, n: int, stride: int, elsize: int, device: torch.device,
         # Compiled only: under TRITON_INTERPRET=1 @triton.jit makes an interpreted function, whatever the device
         # (and the plan is decided before any device query).
         if device.type == "cuda" and isinstance(_rms_norm_split, triton.JITFunction):
-            if resident and elsize == 2 and n > _RESIDENT_MIN_N and (vectorised or stride == n):
+            windows = stride == n and not vectorised and n > _RESIDENT_WINDOWS_MIN_N
+            if resident and elsize == 2 and (n > _RESIDENT_MIN_N or windows) and (vectorised or stride == n):
                 launch = _resident_plan(m, n, stride, _num_sms(device), _smem_per_sm(device))
                 if launch is not None:
                     return launch

@@ -307,8 +307,10 @@ _RESIDENT_ANCHOR = True
 # PADDED (experiment, off): 16-bit rows wider than a register tile whose row stride puts them off cp.async's 4-byte
 # grid (align 1: hidden_odd's padded draws past 32768, which take the split path at 57-61% of copy on the H200) go to
 # the resident kernel through windows, x's windows laid by its own stride and y written by 2-byte stores (the kernel's
-# PADDED). benchmarks/hidden_draws.py: such draws reach 64 MB in about 21% of runs. Family softmax_resident_padded
-# times it against the split plan; never run on a GPU.
+# PADDED). benchmarks/hidden_draws.py: such draws reach 64 MB in about 21% of runs. Correct (its 25 GPU tests passed)
+# but lost on an H100 (family softmax_resident_padded, evidence/h100/2026-12-07_twenty_seventh/2_*): 22-30% of copy
+# against the split's 66-72%, where the planned launch on the same rows made contiguous reaches 84-93%: the 2-byte
+# stores are the loss. y has to go out in whole vectors for these rows to gain.
 _RESIDENT_PADDED = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build

@@ -312,24 +312,25 @@ print(json.dumps(out))
 
 def test_wide_16_bit_rms_norm_rows_that_fill_their_last_round_take_the_resident_path() -> None:
     """On the H200's topology (compiled for sm_90, a fresh process, no GPU needed): 16-bit rows wider than 32768, on
-    the 16-byte grid (any stride of whole vectors) or contiguous off it (REALIGN, through the shifted weight table),
-    take the resident path where the rows fill at least 85% of their last round: two 16-warp programs an SM where two
-    whole rows fit 200 KB (40000 wide, 32769, 45001 and 49145 through windows: 4096-element chunks; registers capped
-    at 64 where the windows' build would take more), else one 32-warp program
-    an SM where a whole row fits 224 KB: 476 rows (4 rounds of 132, the last 0.90 full), 345 (0.87), 1024, 120 (one
-    round, 0.91), 100003 wide (13 chunks of 8192, 208 KB). 400 rows of 40000 fill 0.76 of 528 programs and 0.76 of
-    528 SMs' rounds: the two-phase path. It stays on the two-phase path at 270 rows (0.68 full) and 425 (0.80), for
+    the 16-byte grid (any stride of whole vectors) or contiguous off it (REALIGN, through the shifted weight table;
+    from 20001 wide, _RESIDENT_WINDOWS_MIN_N: 32083, 24577, 20001 here), take the resident path where the rows fill
+    at least 85% of their last round: two 16-warp programs an SM where two whole rows fit 200 KB (40000 wide, 32769,
+    45001, 49145 and the three narrower ones through windows: 4096-element chunks; registers capped at 64 where the
+    windows' build would take more), else one 32-warp program an SM where a whole row fits 224 KB: 476 rows (4
+    rounds of 132, the last 0.90 full), 345 (0.87), 1024, 120 (one round, 0.91), 100003 wide (13 chunks of 8192, 208
+    KB). 400 rows of 40000 fill 0.76 of 528 programs and 0.76 of 528 SMs' rounds: the two-phase path. It stays on
+    the two-phase path at 270 rows (0.68 full), 425 (0.80) and 300 rows of 28001 (0.57 of two an SM's round), for
     padded rows off the grid (the window needs a contiguous row), for a row past 114688 (14 chunks over the 224 KB
     budget) and at 32768 wide (the fused row kernel). Built: one 16-byte cp.async a thread a chunk twice a row (the
     prologue's and the refill's), the weight read and y written 16 bytes wide, nothing in local memory, no CTA
     barrier but the row's reductions (the copies' waits carry none; WSMEM, planned on aligned rows whose weight does
-    not all fit, adds one before each staged chunk, once), and the slots, addressed from global_smem + 0, below every
-    other shared access."""
+    not all fit, adds one before each staged chunk, once), and the slots, addressed from global_smem + 0, below
+    every other shared access."""
     cases = [(476, 63343, 63343, 1), (345, 64803, 64803, 1), (1024, 65536, 65536, 1), (1024, 40000, 40008, 2),
              (120, 100003, 100003, 1), (2000, 60001, 60001, 1), (1024, 32769, 32769, 2), (250, 45001, 45001, 2),
-             (1024, 49145, 49145, 2),
-             (270, 63553, 63553, 0), (425, 52717, 52717, 0), (476, 63343, 63350, 0), (512, 114689, 114689, 0),
-             (400, 40001, 40001, 0), (1024, 32768, 32768, -1)]
+             (1024, 49145, 49145, 2), (510, 32083, 32083, 2), (1024, 24577, 24577, 2), (1024, 20001, 20001, 2),
+             (270, 63553, 63553, 0), (300, 28001, 28001, 0), (425, 52717, 52717, 0), (476, 63343, 63350, 0),
+             (512, 114689, 114689, 0), (400, 40001, 40001, 0), (1024, 32768, 32768, -1)]
     got = compile_for_sm90(_RMS_RESIDENT_ON_H200, [c[:3] for c in cases])
     assert [r["plan"] for r in got] == [{0: "_TwoPhase"}.get(c[3], "launch") for c in cases], got
     assert got[-1]["kernel"] == "_rms_norm_rows", got

@@ -283,12 +283,14 @@ def test_split_rms_norm_matches_fp32_reference(shape: tuple[int, int], dtype: to
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(476, 63343, 0), (345, 64803, 0), (1024, 65536, 0), (1024, 40000, 8),
                                              (120, 100003, 0), (120, 50001, 0), (1024, 32769, 0), (263, 49999, 0),
-                                             (250, 45001, 0), (1024, 49145, 0), (270, 63553, 0), (476, 63343, 7)])
+                                             (250, 45001, 0), (1024, 49145, 0), (270, 63553, 0), (476, 63343, 7),
+                                             (510, 32083, 0), (1024, 24577, 0), (1024, 20001, 0), (300, 28001, 0)])
 def test_resident_rms_norm_matches_fp32_reference(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
-    """The resident path (whole 16-bit rows wider than 32768 in shared memory: two 16-warp programs an SM where two
-    rows fit, 40000, 32769, 45001 and 49145 here (registers capped at 64 through windows), else one 32-warp program),
-    planned where _resident_plan takes the shape (rows filling 85% of their last round on this GPU's SMs; 270 rows
-    and padded rows off the grid do not, and keep the two-phase path): within a rounding of fp32 on rows starting
+    """The resident path (whole 16-bit rows wider than 32768, or through windows from 20001, in shared memory: two
+    16-warp programs an SM where two rows fit, 40000, 32769, 45001, 49145, 32083, 24577 and 20001 here (registers
+    capped at 64 through windows), else one 32-warp program), planned where _resident_plan takes the shape (rows
+    filling 85% of their last round on this GPU's SMs; 270 rows, 300 of 28001 and padded rows off the grid do not,
+    and keep the two-phase path): within a rounding of fp32 on rows starting
     at every offset inside a vector (REALIGN), aligned rows and rows padded by whole vectors, 13 chunks a row, fewer
     rows than programs, and rows scaled from 1e-3 to 1e3 (fp16's x^2 would overflow); replayed bit for bit; nothing
     written past the output; close to the two-phase or split path's result on the same rows; one an SM where two
@@ -300,7 +302,7 @@ def test_resident_rms_norm_matches_fp32_reference(m: int, n: int, pad: int, dtyp
                                        rms_norm._smem_per_sm(xs.device))
     plan = rms_norm._plan(m, n, xs.stride(0), 2, xs.device)
     assert (resident is not None) == (not isinstance(plan, rms_norm._Split | rms_norm._TwoPhase)), plan
-    takes = (m, n, pad) not in ((270, 63553, 0), (476, 63343, 7))
+    takes = (m, n, pad) not in ((270, 63553, 0), (476, 63343, 7), (300, 28001, 0))
     if rms_norm._num_sms(xs.device) == 132:  # the H100's and H200's SM count, which the fills above are for
         assert (resident is not None) == takes, resident
     if resident is None:
