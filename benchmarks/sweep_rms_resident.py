@@ -188,9 +188,10 @@ def rms_norm_resident_widen_trials(device: torch.device, dtype: torch.dtype) -> 
                                 moved)
 
 
-# (m, n): contiguous rows off the 16-byte grid of 24577-32768, which the plan gives the two-phase path (the hidden_wide
-# draws of that width: 6.3% of runs at 64 MB or more, benchmarks/hidden_draws.py; the two-phase path's ceiling on the
-# H200 is 57-70% of copy), and two of 16385-24576 (the split path).
+# (m, n): contiguous rows off the 16-byte grid of 24577-32768, which the plan gave the two-phase path (hidden_wide draws
+# of that width, mostly under 64 MB; the two-phase path's ceiling on the H200 is 57-70% of copy), and two of
+# 16385-24576 (the split path). Since evidence/h100/2026-12-07_twenty_seventh/2_* the plan takes the resident path
+# from 20001 wide (rms_norm._RESIDENT_WINDOWS_MIN_N), so "planned" is the resident rule's launch where it applies.
 NARROW_SHAPES = ((510, 32083), (300, 28001), (700, 30001), (512, 32761), (1024, 24577), (2000, 30001), (1024, 20001),
                  (480, 26003))
 
