@@ -27,22 +27,20 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelproof_core.kernels import rms_norm, softmax, swiglu
+from kernelproof_core.kernels import rms_norm, softmax
 from kernelproof_core.tasks import TASKS
 from kernelproof_core.tasks.base import Case, CaseSet
 
 H200_SMS = 132
 H200_SMEM_PER_SM = 233472
-_PLANNERS = {"rms_norm": rms_norm, "softmax": softmax, "swiglu": swiglu}
 log = logging.getLogger("hidden_draws")
 
 
 def _h200_topology() -> None:
     """Plan as on an H200 with no GPU here: the planners' device queries answered with its SM count and shared memory
     (kernels stay sm_90 JIT functions: TRITON_INTERPRET must be unset before they are imported)."""
-    for module in _PLANNERS.values():
-        if hasattr(module, "_num_sms"):
-            module._num_sms = lambda device: H200_SMS  # type: ignore[attr-defined]
+    softmax._num_sms = lambda device: H200_SMS  # type: ignore[assignment]
+    rms_norm._num_sms = lambda device: H200_SMS  # type: ignore[assignment]
     softmax._smem_per_sm = lambda index: H200_SMEM_PER_SM  # type: ignore[assignment]
     rms_norm._smem_per_sm = lambda device: H200_SMEM_PER_SM  # type: ignore[assignment]
 
@@ -58,7 +56,7 @@ def plan_label(task: str, case: Case, dtype: torch.dtype) -> str:
         plan: Any = softmax._plan(m, n, stride, elsize, device, dtype)
     elif task == "rms_norm":
         plan = rms_norm._plan(m, n, stride, elsize, device)
-    else:
+    else:  # swiglu has one elementwise kernel and no plan to choose
         return "swiglu (one elementwise kernel)"
     if isinstance(plan, tuple) and not hasattr(plan, "_fields"):  # (launch, meta); named tuples are plan objects
         launch, meta = plan

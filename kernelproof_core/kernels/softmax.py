@@ -1497,8 +1497,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         row = row // PARTS
         n_own = N // PARTS  # the host guarantees equal parts of whole vectors
         col0 = part * n_own
+    pitch = stride_x if PADDED else N  # REALIGN: where row r of x starts, r pitch elements in
     if REALIGN:
-        start = row.to(gl.int64) * (stride_x if PADDED else N)
+        start = row.to(gl.int64) * pitch
         base = (start // WBASE) * WBASE
         sh = (start - base).to(gl.int32)  # where the row begins inside its window's first vector (LINE: line)
         x_row = x_ptr + base
@@ -1519,8 +1520,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                    c * CHUNK + offs < n_own)
     while row < M:
         if REALIGN:
-            base = (row.to(gl.int64) * (stride_x if PADDED else N) // WBASE) * WBASE
-            sh = (row.to(gl.int64) * (stride_x if PADDED else N) - base).to(gl.int32)
+            base = (row.to(gl.int64) * pitch // WBASE) * WBASE
+            sh = (row.to(gl.int64) * pitch - base).to(gl.int32)
             x_row = x_ptr + base
             if PADDED:  # y's row r starts r N in: window position p is its column p - sh
                 y_row = y_ptr + (row.to(gl.int64) * N - sh)
@@ -1635,8 +1636,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             lsum = 0.0
         ahead = row + step
         if REALIGN:
-            a_base = (ahead.to(gl.int64) * (stride_x if PADDED else N) // WBASE) * WBASE
-            a_sh = (ahead.to(gl.int64) * (stride_x if PADDED else N) - a_base).to(gl.int32)
+            a_base = (ahead.to(gl.int64) * pitch // WBASE) * WBASE
+            a_sh = (ahead.to(gl.int64) * pitch - a_base).to(gl.int32)
             a_row = x_ptr + a_base
         else:
             a_sh = 0
