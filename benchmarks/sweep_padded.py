@@ -203,12 +203,12 @@ RESIDENT_PADDED_SHAPES = ((630, 40361, 9), (876, 41392, 3), (1607, 45315, 1), (1
 
 def softmax_resident_padded_trials(device: torch.device, dtype: torch.dtype) -> Iterator[Trial]:
     """Family `softmax_resident_padded`: PADDED (softmax._RESIDENT_PADDED, off) takes padded rows past 32768 to the
-    resident kernel through windows laid by x's own stride (16-byte copies), y written by 2-byte stores: beside the
-    planned launch (the split, or the resident kernel's 4-byte copies) and the same rows made contiguous first (the
-    planned launch on x.contiguous(), the copy not timed: what PADDED would reach if its stores cost nothing). Each
-    config checked against fp32 before it is timed. On an H100 (bf16, CUPTI,
-    evidence/h100/2026-12-07_twenty_seventh/2_*) PADDED ran at 22-30% of copy against the split's 66-72% and the
-    contiguous rows' 84-93%: its 2-byte stores lose it."""
+    resident kernel through windows laid by x's own stride (16-byte copies), y in whole vectors on its own grid:
+    beside the planned launch (the split, or the resident kernel's 4-byte copies) and the same rows made contiguous
+    first (the planned launch on x.contiguous(), the copy not timed: what PADDED would reach if its realignment cost
+    nothing). Each config checked against fp32 before it is timed. On an H100 (bf16, CUPTI,
+    evidence/h100/2026-12-07_twenty_seventh/2_*) PADDED's first form, y by 2-byte stores, ran at 22-30% of copy
+    against the split's 66-72% and the contiguous rows' 84-93%."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n, pad in RESIDENT_PADDED_SHAPES:
         x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)

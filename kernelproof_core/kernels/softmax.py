@@ -306,11 +306,13 @@ _RESIDENT_ONE_SHIFT = False
 _RESIDENT_ANCHOR = True
 # PADDED (experiment, off): 16-bit rows wider than a register tile whose row stride puts them off cp.async's 4-byte
 # grid (align 1: hidden_odd's padded draws past 32768, which take the split path at 57-61% of copy on the H200) go to
-# the resident kernel through windows, x's windows laid by its own stride and y written by 2-byte stores (the kernel's
-# PADDED). benchmarks/hidden_draws.py: such draws reach 64 MB in about 21% of runs. Correct (its 25 GPU tests passed)
-# but lost on an H100 (family softmax_resident_padded, evidence/h100/2026-12-07_twenty_seventh/2_*): 22-30% of copy
-# against the split's 66-72%, where the planned launch on the same rows made contiguous reaches 84-93%: the 2-byte
-# stores are the loss. y has to go out in whole vectors for these rows to gain.
+# the resident kernel through windows, x's windows laid by its own stride (the kernel's PADDED). benchmarks/
+# hidden_draws.py: such draws reach 64 MB in about 21% of runs. Its first form wrote y by 2-byte stores: correct (25
+# GPU tests passed) but it lost on an H100 (family softmax_resident_padded, evidence/h100/2026-12-07_twenty_seventh/
+# 2_*): 22-30% of copy against the split's 66-72%, where the planned launch on the same rows made contiguous reached
+# 84-93%. Now y goes out in whole 16-byte vectors on its own grid (each thread's window shifted by shuffles and a
+# byte permute): in the sm_90 build an ordinary row runs as many stores as REALIGN's but about 30% more
+# instructions (630 x 40361: 18.6 an element a thread against 14.1). Not yet run on a GPU.
 _RESIDENT_PADDED = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
@@ -1183,6 +1185,42 @@ def _kept(c: gl.tensor, cols: gl.tensor, vec0: gl.tensor, sh: gl.tensor, N: gl.t
 _WIDEN_BF16_PAIR = gl.constexpr("{ shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff0000; }")
 
 
+@gluon.constexpr_function
+def _shifted_asm(bf16: bool) -> str:
+    """PADDED's realignment as inline PTX (pack 8: $8-$11 a thread's vector of x as four words, $12-$15 the vector
+    after it as loaded for lane 31, $16 its control: d in bits 0-2, lane 31 in bit 3). The vector after a thread's
+    comes from the next lane by shuffle (lane 31: from the load); the eight words a = (own, next) are shifted by d
+    16-bit elements (word shift d >> 1 by two selects a word, half-word shift d & 1 by one prmt), and the result
+    widened to fp32 into $0-$7: elements d .. d + K - 1 of the thread's two vectors."""
+    own = [f"${i}" for i in range(8, 12)]
+    nxt = [f"n{i}" for i in range(4)]
+    lines = [".reg .b32 n<4>, v<7>, u<5>, w<4>, sel, t;", ".reg .pred pl, p1, p2, po;"]
+    lines += [f"shfl.sync.down.b32 n{i}, {own[i]}, 1, 0x1f, -1;" for i in range(4)]
+    lines += ["and.b32 t, $16, 8;", "setp.ne.u32 pl, t, 0;"]
+    lines += [f"selp.b32 n{i}, ${12 + i}, n{i}, pl;" for i in range(4)]
+    lines += ["and.b32 t, $16, 2;", "setp.ne.u32 p1, t, 0;", "and.b32 t, $16, 4;", "setp.ne.u32 p2, t, 0;",
+              "and.b32 t, $16, 1;", "setp.ne.u32 po, t, 0;", "selp.b32 sel, 0x5432, 0x3210, po;"]
+    a = own + nxt
+    lines += [f"selp.b32 v{k}, {a[k + 1]}, {a[k]}, p1;" for k in range(7)]
+    lines += [f"selp.b32 u{i}, v{i + 2}, v{i}, p2;" for i in range(5)]
+    lines += [f"prmt.b32 w{i}, u{i}, u{i + 1}, sel;" for i in range(4)]
+    for i in range(4):
+        if bf16:
+            lines += [f"shl.b32 ${2 * i}, w{i}, 16;", f"and.b32 ${2 * i + 1}, w{i}, 0xffff0000;"]
+        else:
+            lines += ["{ .reg .b16 h0, h1;", f"mov.b32 {{h0, h1}}, w{i};", f"cvt.f32.f16 ${2 * i}, h0;",
+                      f"cvt.f32.f16 ${2 * i + 1}, h1; }}"]
+    return "{ " + "\n\t".join(lines) + " }"
+
+
+@gluon.jit
+def _shifted(x: gl.tensor, after: gl.tensor, ctl: gl.tensor) -> gl.tensor:
+    # PADDED: each thread's K elements of x's window starting d into its own vector (_shifted_asm), as fp32. Not pure:
+    # the shuffles need every lane of the warp here.
+    return gl.inline_asm_elementwise(_shifted_asm(x.dtype == gl.bfloat16), "=r," * 8 + "r," * 15 + "r",
+                                     [x, after, ctl], dtype=gl.float32, is_pure=False, pack=8)
+
+
 @gluon.jit
 def _widen(x: gl.tensor) -> gl.tensor:
     # x (16-bit, pairs of neighbours in one thread) as fp32, exactly.
@@ -1319,25 +1357,46 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      log_total: gl.tensor = 0.0, KEEP: gl.constexpr = False, refs: gl.tuple = (),
                      HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False,
                      FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None,
-                     HALVES: gl.constexpr = False) -> None:
+                     HALVES: gl.constexpr = False, PADDED: gl.constexpr = False, ctl: gl.tensor = None,
+                     d: gl.tensor = None, hi: gl.tensor = None) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
     # HOLD: the chunks past the slots are in registers (`held`, as loaded), not read again.
     # MAXFIRST: the slots and `held` hold p = 2^((x - max) log2 e) as fp16, so y = p / sum, one multiply; streamed
     # chunks (no HOLD) are read again and y = 2^((x - shift) log2 e - log2 sum), shift being the row's max.
+    # PADDED (REALIGN): y_row is y's row seen through windows on y's own vector grid, window position p of x's row
+    # being y_row's p - d (d = 0 .. K - 1, `ctl`'s low bits), so each thread stores the vector of y starting d into
+    # its own (_shifted): whole 16-byte stores. Stored where that vector lies within the row's whole vectors of x
+    # (window positions below `hi`, the row's first whole vector on): the slots hold only those; the rest of the
+    # row's y (2K - 2 elements at most each end) is the caller's.
     T: gl.constexpr = 32 * gl.num_warps()
     CHUNK: gl.constexpr = T * K
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     if MAXFIRST:
         inv_total = gl.exp2(-log_total)
+    if PADDED:  # lane 31's next vector is the next warp's first: loaded from L2, a chunk ahead
+        gl.static_assert(REALIGN and not (KEEP or MAXFIRST or HOLD), "PADDED: windows, x in the slots")
+        last_lane = (lane % 32 == 31)[:, None]
+        after = gl.load(x_row + offs + K, mask=last_lane & _whole(0, T, K, sh - K, N, rows_layout), other=0.0)
     for c in gl.static_range(NCHUNK):
         cols = c * CHUNK + offs
         if _masked_chunk(c, NCHUNK, REALIGN):
             keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
+            if PADDED:  # the vector starting d into a thread's own lies within the row's whole vectors of x
+                keep = keep & (c * CHUNK + gl.arange(0, T, layout=rows_layout) * K + K + d <= hi)[:, None]
+        if PADDED:
+            after_c = after
+            if c + 1 < NCHUNK:  # the next chunk's lane-31 vectors: whole ones inside the row only (a vector
+                # whole in the row is v + K's test against sh - K; an unmasked chunk's next vectors all are)
+                ahead_ok = last_lane & _whole(c + 1, T, K, sh - K, N, rows_layout) \
+                    if _masked_chunk(c + 1, NCHUNK, REALIGN) else last_lane
+                after = gl.load(x_row + cols + CHUNK + K, mask=ahead_ok, other=0.0)
         if c < NRES:
             if KEEP or MAXFIRST:
                 x = slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).load(layout).to(gl.float32)
+            elif PADDED:
+                x = _shifted(slots.index(c).load(layout), after_c, ctl)
             else:
                 x = _widen(slots.index(c).load(layout))
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
@@ -1349,6 +1408,11 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
         elif HOLD:  # masked lanes hold -inf: y = 0 there, and they are not stored
             x = _widen(held[c - NRES])
+        elif PADDED:  # every lane's own vector, as the slots would hold it
+            own = gl.load(x_row + cols, mask=_whole(c, T, K, sh, N, rows_layout), other=0.0,
+                          eviction_policy="evict_first") if _masked_chunk(c, NCHUNK, REALIGN) else \
+                gl.load(x_row + cols, eviction_policy="evict_first")
+            x = _shifted(own, after_c, ctl)
         elif _masked_chunk(c, NCHUNK, REALIGN):
             x = _widen(gl.load(x_row + cols, mask=keep, other=0.0, eviction_policy="evict_first"))
         else:
@@ -1447,8 +1511,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # ANCHOR (planned, _RESIDENT_ANCHOR): no running max in the stats pass; each warp's sums against one anchor.
     # PADDED (experiment, _RESIDENT_PADDED; REALIGN): rows of x padded off the vector grid (row stride > N). Each row
     # of x is seen through its own window (row r starts r stride_x elements in, not r N), so its copies stay 16-byte
-    # cp.async; y's rows (contiguous, r N) start elsewhere in their vectors, so the output goes through y_row = y_ptr
-    # + r N - sh, whose alignment the compiler cannot see: 2-byte stores. Same arithmetic as REALIGN's.
+    # cp.async. y's rows (contiguous, r N) start elsewhere in their vectors: d = 0 .. K - 1 elements further into
+    # the window. So the output pass gives each thread the K elements starting d into its own vector (the next
+    # lane's vector by four shuffles; lane 31's, the next warp's first, loaded from L2 a chunk ahead), whose y is one
+    # whole 16-byte vector of y (_shifted); the row's ends outside those vectors (2K - 2 elements at most each) are
+    # written element by element. The stats pass is REALIGN's.
     gl.static_assert(not PADDED or REALIGN, "PADDED: rows through windows")
     gl.static_assert(not MAXFIRST or (PARTS == 1 and not KEEP), "MAXFIRST: one part a row, no KEEP")
     gl.static_assert(not ANCHOR or (CARRY and PARTS == 1 and not (KEEP or MAXFIRST or ONE_SHIFT)),
@@ -1523,8 +1590,21 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             base = (row.to(gl.int64) * pitch // WBASE) * WBASE
             sh = (row.to(gl.int64) * pitch - base).to(gl.int32)
             x_row = x_ptr + base
-            if PADDED:  # y's row r starts r N in: window position p is its column p - sh
-                y_row = y_ptr + (row.to(gl.int64) * N - sh)
+            if PADDED:  # y's row r starts r N in, at its own place in a vector
+                y_start = row.to(gl.int64) * N
+                y_sub = y_ptr + (y_start - sh)  # window position p at y_sub + p (SAFE's element by element)
+                p_d = ((sh - y_start) & (K - 1)).to(gl.int32)  # y_row + p - p_d is on y's vector grid
+                y_row = y_ptr + ((y_start - sh + p_d) // K) * K
+                p_ctl = (p_d + gl.where(lane % 32 == 31, 8, 0))[:, None]
+                p_hi = ((sh + N) // K) * K  # the end of the row's last whole vector of x
+                # y's columns outside whole vectors lying within x's whole vectors (_resident_output's): before
+                # lo + d - sh (lo: the first whole vector's start) and from hi - (K - d) % K - sh on; each at most
+                # 2K - 2, as rows of [4, K]: two at the head, two at the tail
+                y_head = ((sh + K - 1) // K) * K + p_d - sh
+                y_tail = p_hi - (K - p_d) % K - sh
+                p_pos = gl.arange(0, 4, layout=rows_layout)
+                p_cols = gl.where(p_pos < 2, p_pos * K, y_tail + (p_pos - 2) * K)[:, None] + e_cols
+                p_mask = p_cols < gl.where(p_pos < 2, y_head, N)[:, None]
             else:
                 y_row = y_ptr + base
             # the row's part of its first and last vectors (2 x K; an edge vector wholly inside the row is in a
@@ -1642,20 +1722,33 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
         else:
             a_sh = 0
             a_row = x_ptr + ahead.to(gl.int64) * stride_x + col0
+        if PADDED:  # y's ends outside whole vectors, loaded while the output pass runs
+            p_x = gl.load(x_row + sh + p_cols, mask=p_mask, other=0.0).to(gl.float32)
+        else:  # unused
+            p_ctl = lane
+            p_d = lane
+            p_hi = lane
         # CARRY's call twice: Triton 3.6 fails to lower one runtime `if` on a flag set only under ONE_SHIFT
         if ONE_SHIFT:  # CARRY without KEEP or MAXFIRST (the host's guarantee)
             if gl.abs(m_row) < _FOLD_MAX:  # one shift: y = 2^(x log2 e - (shift + log2 sum)), one multiply-add
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
                                  NRES, K, REALIGN, layout, False, 0.0, False, (), HOLD, held, False, FREE, smem, lane,
-                                 HALVES)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi)
             else:
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES,
                                  K, REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane,
-                                 HALVES)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi)
         else:
             _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
-                             REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES)
-        if REALIGN:
+                             REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES,
+                             PADDED, p_ctl, p_d, p_hi)
+        if PADDED:  # CARRY's or the fold's (no MAXFIRST: the output pass's assertion)
+            if CARRY:
+                gl.store(y_sub + sh + p_cols, gl.exp2(p_x * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty),
+                         mask=p_mask)
+            else:
+                gl.store(y_sub + sh + p_cols, gl.exp2(p_x * _LOG2E - shift).to(y_ptr.dtype.element_ty), mask=p_mask)
+        elif REALIGN:
             if MAXFIRST:
                 gl.store(y_row + e_offs, gl.exp2((x_e - shift) * _LOG2E - lsum).to(y_ptr.dtype.element_ty),
                          mask=e_mask)
@@ -1678,10 +1771,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             # redoes the whole row (the same values from the same loop: the rewrites agree; such rows are rare). Its
             # reduction's barrier orders the rewrites after this program's common-pass writes (the same element may
             # come from another thread when a part starts mid-chunk), so the last write of every element is a rewrite.
-            log_total = _resident_subtracted(x_row - col0, y_row - col0, N, sh, m_row, edges, NCHUNK * PARTS, K,
+            y_one = y_sub if PADDED else y_row  # PADDED: y at window positions, not on its vector grid
+            log_total = _resident_subtracted(x_row - col0, y_one - col0, N, sh, m_row, edges, NCHUNK * PARTS, K,
                                              REALIGN, layout)
             if REALIGN:
-                gl.store(y_row + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
+                gl.store(y_one + e_offs, gl.exp2((x_e - m_row) * _LOG2E - log_total).to(y_ptr.dtype.element_ty),
                          mask=e_mask)
         row = ahead
     cp.wait_group(0)
@@ -1793,7 +1887,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     vectors get; 0: a vector). one_shift: ONE_SHIFT (default
     _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST). anchor: ANCHOR (default _RESIDENT_ANCHOR; CARRY without
     KEEP, MAXFIRST, PARTS or ONE_SHIFT). padded (with realign): PADDED, rows of a padded x through windows laid by
-    the row stride the launch is given (any stride), y by 2-byte stores."""
+    the row stride the launch is given (any stride), y in whole vectors on its own grid."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None

@@ -50,8 +50,9 @@ def _run(plan: softmax.Launch, x: torch.Tensor) -> torch.Tensor:
 def test_padded_rows_64_apart_write_the_contiguous_rows_bytes(m: int, n: int, dtype: torch.dtype) -> None:
     """Rows 64 elements (a 128-byte line) further apart start where the contiguous rows do in their windows, so every
     element sits in the same thread and slot and PADDED must write exactly REALIGN's bytes for the same logits: two
-    programs an SM (33508-49197), one (65535), streamed chunks past the slots (131071), and y written through 2-byte
-    stores at whatever alignment its rows take."""
+    programs an SM (33508-49197), one (65535), streamed chunks past the slots (131071), and y's rows at whatever
+    alignment they take (PADDED's shift d is 0 here: each thread stores its own vector, the ends element by
+    element)."""
     x = _padded_logits(m, n, 64, dtype)
     want = _run(_plan(m, n, False), x.contiguous())
     got = _run(_plan(m, n, True), x)
@@ -66,7 +67,9 @@ def test_padded_rows_meet_the_softmax_policy(m: int, n: int, pad: int, dtype: to
     """Rows padded off the 4-byte grid (odd strides: each row starts at another offset in its window) through PADDED:
     within the softmax task's tolerance policy against float64, no NaN, exact zeros for -inf logits, nothing written
     past the output, the same bytes on a second call, and each output within two 16-bit steps of the contiguous rows'
-    REALIGN launch (other windows put elements in other threads, so sums round in another order)."""
+    REALIGN launch (other windows put elements in other threads, so sums round in another order). Odd pads give
+    each row another shift d of y against x's window, so every thread's vector comes from its own and the next lane's
+    (lane 31: the next warp's, loaded)."""
     from kernelproof_core.tolerances import policy_for
 
     x = _padded_logits(m, n, pad, dtype)
