@@ -1350,6 +1350,19 @@ def _resident_subtracted(x_row: gl.tensor, y_row: gl.tensor, N: gl.tensor, sh: g
 
 
 @gluon.jit
+def _lane31_next(x_row: gl.tensor, c: gl.constexpr, offs: gl.tensor, sh: gl.tensor, N: gl.tensor,
+                 last_lane: gl.tensor, NCHUNK: gl.constexpr, K: gl.constexpr, T: gl.constexpr,
+                 rows_layout: gl.constexpr) -> gl.tensor:
+    # PADDED: the vector after each lane 31's in chunk c (the next warp's first, or the next chunk's), 16 bytes from
+    # L2 where it lies wholly inside the row (vector v + K's test against sh - K; an unmasked chunk's all do).
+    if _masked_chunk(c, NCHUNK, True):
+        ok = last_lane & _whole(c, T, K, sh - K, N, rows_layout)
+    else:
+        ok = last_lane
+    return gl.load(x_row + c * T * K + offs + K, mask=ok, other=0.0)
+
+
+@gluon.jit
 def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row: gl.tensor,
                      a_row: gl.tensor, offs: gl.tensor, N: gl.tensor, sh: gl.tensor, a_sh: gl.tensor,
                      live: gl.tensor, shift: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
@@ -1358,7 +1371,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False,
                      FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None,
                      HALVES: gl.constexpr = False, PADDED: gl.constexpr = False, ctl: gl.tensor = None,
-                     d: gl.tensor = None, hi: gl.tensor = None) -> None:
+                     d: gl.tensor = None, hi: gl.tensor = None, AHEAD: gl.constexpr = 1) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
@@ -1375,10 +1388,12 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
     rows_layout: gl.constexpr = gl.SliceLayout(1, layout)
     if MAXFIRST:
         inv_total = gl.exp2(-log_total)
-    if PADDED:  # lane 31's next vector is the next warp's first: loaded from L2, a chunk ahead
+    if PADDED:  # lane 31's next vector is the next warp's first: loaded from L2, AHEAD chunks ahead
         gl.static_assert(REALIGN and not (KEEP or MAXFIRST or HOLD), "PADDED: windows, x in the slots")
         last_lane = (lane % 32 == 31)[:, None]
-        after = gl.load(x_row + offs + K, mask=last_lane & _whole(0, T, K, sh - K, N, rows_layout), other=0.0)
+        pending = ()
+        for c in gl.static_range(min(AHEAD, NCHUNK)):
+            pending = pending + (_lane31_next(x_row, c, offs, sh, N, last_lane, NCHUNK, K, T, rows_layout),)  # type: ignore[assignment]  # noqa: RUF005
     for c in gl.static_range(NCHUNK):
         cols = c * CHUNK + offs
         if _masked_chunk(c, NCHUNK, REALIGN):
@@ -1386,12 +1401,13 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             if PADDED:  # the vector starting d into a thread's own lies within the row's whole vectors of x
                 keep = keep & (c * CHUNK + gl.arange(0, T, layout=rows_layout) * K + K + d <= hi)[:, None]
         if PADDED:
-            after_c = after
-            if c + 1 < NCHUNK:  # the next chunk's lane-31 vectors: whole ones inside the row only (a vector
-                # whole in the row is v + K's test against sh - K; an unmasked chunk's next vectors all are)
-                ahead_ok = last_lane & _whole(c + 1, T, K, sh - K, N, rows_layout) \
-                    if _masked_chunk(c + 1, NCHUNK, REALIGN) else last_lane
-                after = gl.load(x_row + cols + CHUNK + K, mask=ahead_ok, other=0.0)
+            after_c = pending[0]  # type: ignore[misc]  # filled above (a Gluon tuple)
+            rest = ()
+            for i in gl.static_range(1, len(pending)):
+                rest = rest + (pending[i],)  # type: ignore[assignment]  # noqa: RUF005
+            if c + AHEAD < NCHUNK:
+                rest = rest + (_lane31_next(x_row, c + AHEAD, offs, sh, N, last_lane, NCHUNK, K, T, rows_layout),)  # type: ignore[assignment]  # noqa: RUF005
+            pending = rest
         if c < NRES:
             if KEEP or MAXFIRST:
                 x = slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).load(layout).to(gl.float32)
@@ -1467,7 +1483,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
                       MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0,
                       ONE_SHIFT: gl.constexpr = False, ANCHOR: gl.constexpr = False,
-                      PADDED: gl.constexpr = False) -> None:
+                      PADDED: gl.constexpr = False, PADDED_AHEAD: gl.constexpr = 1) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1733,15 +1749,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             if gl.abs(m_row) < _FOLD_MAX:  # one shift: y = 2^(x log2 e - (shift + log2 sum)), one multiply-add
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
                                  NRES, K, REALIGN, layout, False, 0.0, False, (), HOLD, held, False, FREE, smem, lane,
-                                 HALVES, PADDED, p_ctl, p_d, p_hi)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD)
             else:
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES,
                                  K, REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane,
-                                 HALVES, PADDED, p_ctl, p_d, p_hi)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD)
         else:
             _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
                              REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES,
-                             PADDED, p_ctl, p_d, p_hi)
+                             PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD)
         if PADDED:  # CARRY's or the fold's (no MAXFIRST: the output pass's assertion)
             if CARRY:
                 gl.store(y_sub + sh + p_cols, gl.exp2(p_x * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty),
@@ -1863,7 +1879,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    budget_bytes: int = 0, carry: bool = True, keep: bool | None = None,
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
                    free: bool | None = None, halves: bool | None = None, line: int | None = None,
-                   one_shift: bool | None = None, anchor: bool | None = None, padded: bool = False) -> Launch | None:
+                   one_shift: bool | None = None, anchor: bool | None = None, padded: bool = False,
+                   padded_ahead: int = 1) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1887,7 +1904,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     vectors get; 0: a vector). one_shift: ONE_SHIFT (default
     _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST). anchor: ANCHOR (default _RESIDENT_ANCHOR; CARRY without
     KEEP, MAXFIRST, PARTS or ONE_SHIFT). padded (with realign): PADDED, rows of a padded x through windows laid by
-    the row stride the launch is given (any stride), y in whole vectors on its own grid."""
+    the row stride the launch is given (any stride), y in whole vectors on its own grid; padded_ahead: how many
+    chunks ahead lane 31's next vectors are loaded (PADDED_AHEAD, default 1)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1964,6 +1982,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["ANCHOR"] = True
     if padded:
         meta["PADDED"] = True
+        if padded_ahead != 1:
+            meta["PADDED_AHEAD"] = padded_ahead
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
