@@ -1102,7 +1102,8 @@ _FREE_COPY_HALF = gl.constexpr("cp.async.ca.shared.global [$1], [$2], 8, $3;\n\t
 @gluon.jit
 def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
                 live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr,
-                HALVES: gl.constexpr = False, MASKED: gl.constexpr = True) -> None:
+                HALVES: gl.constexpr = False, MASKED: gl.constexpr = True, TAIL: gl.constexpr = False,
+                tail: gl.tensor = None, last: gl.tensor = None) -> None:
     # FREE's copy group for chunk c: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside
     # the row sh .. sh + N; sh = 0 for aligned rows) into its place in slot c (`smem`: its place in slot 0), as
     # inline PTX, which Triton's barrier pass does not see, so no CTA barrier comes with it. Each thread later reads
@@ -1127,6 +1128,11 @@ def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.t
         gl.inline_asm_elementwise(_FREE_COPY, "=r,r,l,r",
                                   [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null),
                                    gl.where(ok, 16, 0)], dtype=gl.int32, is_pure=False, pack=1)
+    if TAIL:  # PADDED's TAILS: lane 31 (`last`) also copies the vector after its own into its warp's tail of slot c
+        ok = (vecs + K >= sh) & (vecs + 2 * K <= sh + N) & live if MASKED else live
+        gl.inline_asm_elementwise(_TAIL_COPY, "=r,r,l,r,r",
+                                  [tail + c * (CHUNK // (2 * K)), gl.where(ok, src_row + vecs + K, null),
+                                   gl.where(ok, 16, 0), last], dtype=gl.int32, is_pure=False, pack=1)
     cp.commit_group()
 
 
@@ -1186,20 +1192,27 @@ _WIDEN_BF16_PAIR = gl.constexpr("{ shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff
 
 
 @gluon.constexpr_function
-def _shifted_asm(bf16: bool) -> str:
-    """PADDED's realignment as inline PTX (pack 8: $8-$11 a thread's vector of x as four words, $12-$15 the vector
-    after it as loaded for lane 31, $16 its control: d in bits 0-2, lane 31 in bit 3). The vector after a thread's
-    comes from the next lane by shuffle (lane 31: from the load); the eight words a = (own, next) are shifted by d
-    16-bit elements (word shift d >> 1 by two selects a word, half-word shift d & 1 by one prmt), and the result
-    widened to fp32 into $0-$7: elements d .. d + K - 1 of the thread's two vectors."""
+def _shifted_asm(bf16: bool, tail_at: int = -1) -> str:
+    """PADDED's realignment as inline PTX (pack 8: $8-$11 a thread's vector of x as four words, then the vector after
+    it as loaded for lane 31 in $12-$15 and its control in $16, or with TAILS (tail_at >= 0) lane 31's tail address
+    in $12, read at [$12 + tail_at], and the control in $20; the control: d in bits 0-2, lane 31 in bit 3). The
+    vector after a thread's comes from the next lane by shuffle (lane 31: the load's or the tail's); the eight words
+    a = (own, next) are shifted by d 16-bit elements (word shift d >> 1 by two selects a word, half-word shift d & 1
+    by one prmt), and the result widened to fp32 into $0-$7: elements d .. d + K - 1 of the thread's two vectors."""
     own = [f"${i}" for i in range(8, 12)]
     nxt = [f"n{i}" for i in range(4)]
-    lines = [".reg .b32 n<4>, v<7>, u<5>, w<4>, sel, t;", ".reg .pred pl, p1, p2, po;"]
+    ctl = "$20" if tail_at >= 0 else "$16"
+    lines = [".reg .b32 n<4>, q<4>, v<7>, u<5>, w<4>, sel, t;", ".reg .pred pl, p1, p2, po;"]
+    if tail_at >= 0:  # every lane reads its warp's tail (one address a warp: a broadcast); lane 31 keeps it
+        lines += [f"ld.shared.v4.b32 {{q0, q1, q2, q3}}, [$12+{tail_at}];"]
+        after = [f"q{i}" for i in range(4)]
+    else:
+        after = [f"${12 + i}" for i in range(4)]
     lines += [f"shfl.sync.down.b32 n{i}, {own[i]}, 1, 0x1f, -1;" for i in range(4)]
-    lines += ["and.b32 t, $16, 8;", "setp.ne.u32 pl, t, 0;"]
-    lines += [f"selp.b32 n{i}, ${12 + i}, n{i}, pl;" for i in range(4)]
-    lines += ["and.b32 t, $16, 2;", "setp.ne.u32 p1, t, 0;", "and.b32 t, $16, 4;", "setp.ne.u32 p2, t, 0;",
-              "and.b32 t, $16, 1;", "setp.ne.u32 po, t, 0;", "selp.b32 sel, 0x5432, 0x3210, po;"]
+    lines += [f"and.b32 t, {ctl}, 8;", "setp.ne.u32 pl, t, 0;"]
+    lines += [f"selp.b32 n{i}, {after[i]}, n{i}, pl;" for i in range(4)]
+    lines += [f"and.b32 t, {ctl}, 2;", "setp.ne.u32 p1, t, 0;", f"and.b32 t, {ctl}, 4;", "setp.ne.u32 p2, t, 0;",
+              f"and.b32 t, {ctl}, 1;", "setp.ne.u32 po, t, 0;", "selp.b32 sel, 0x5432, 0x3210, po;"]
     a = own + nxt
     lines += [f"selp.b32 v{k}, {a[k + 1]}, {a[k]}, p1;" for k in range(7)]
     lines += [f"selp.b32 u{i}, v{i + 2}, v{i}, p2;" for i in range(5)]
@@ -1219,6 +1232,19 @@ def _shifted(x: gl.tensor, after: gl.tensor, ctl: gl.tensor) -> gl.tensor:
     # the shuffles need every lane of the warp here.
     return gl.inline_asm_elementwise(_shifted_asm(x.dtype == gl.bfloat16), "=r," * 8 + "r," * 15 + "r",
                                      [x, after, ctl], dtype=gl.float32, is_pure=False, pack=8)
+
+
+@gluon.jit
+def _shifted_tail(x: gl.tensor, tail: gl.tensor, ctl: gl.tensor, TAIL_AT: gl.constexpr) -> gl.tensor:
+    # _shifted with TAILS: lane 31's next vector read from its warp's tail in shared memory, at tail + TAIL_AT bytes.
+    return gl.inline_asm_elementwise(_shifted_asm(x.dtype == gl.bfloat16, TAIL_AT), "=r," * 8 + "r," * 19 + "r",
+                                     [x, tail, ctl], dtype=gl.float32, is_pure=False, pack=8)
+
+
+# TAILS: lane 31 copies the vector after its own (the next warp's first, or the next chunk's) into its warp's tail,
+# predicated on $4 (no other lane may write there: a zero-filling copy from them would race with lane 31's).
+_TAIL_COPY = gl.constexpr("{ .reg .pred p; setp.ne.u32 p, $4, 0;\n\t"
+                          "@p cp.async.cg.shared.global [$1], [$2], 16, $3; }\n\tmov.u32 $0, 0;")
 
 
 @gluon.jit
@@ -1371,7 +1397,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      HOLD: gl.constexpr = False, held: gl.tuple = (), MAXFIRST: gl.constexpr = False,
                      FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None,
                      HALVES: gl.constexpr = False, PADDED: gl.constexpr = False, ctl: gl.tensor = None,
-                     d: gl.tensor = None, hi: gl.tensor = None, AHEAD: gl.constexpr = 1) -> None:
+                     d: gl.tensor = None, hi: gl.tensor = None, AHEAD: gl.constexpr = 1,
+                     TAILS: gl.constexpr = False, tail: gl.tensor = None, last: gl.tensor = None) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
@@ -1392,7 +1419,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
         gl.static_assert(REALIGN and not (KEEP or MAXFIRST or HOLD), "PADDED: windows, x in the slots")
         last_lane = (lane % 32 == 31)[:, None]
         pending = ()
-        for c in gl.static_range(min(AHEAD, NCHUNK)):
+        for c in gl.static_range(0 if TAILS else min(AHEAD, NCHUNK)):
             pending = pending + (_lane31_next(x_row, c, offs, sh, N, last_lane, NCHUNK, K, T, rows_layout),)  # type: ignore[assignment]  # noqa: RUF005
     for c in gl.static_range(NCHUNK):
         cols = c * CHUNK + offs
@@ -1400,7 +1427,10 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if PADDED:  # the vector starting d into a thread's own lies within the row's whole vectors of x
                 keep = keep & (c * CHUNK + gl.arange(0, T, layout=rows_layout) * K + K + d <= hi)[:, None]
-        if PADDED:
+        if PADDED and TAILS:  # resident chunks: lane 31's next vector is in its warp's tail; streamed: from L2
+            if c >= NRES:
+                after_c = _lane31_next(x_row, c, offs, sh, N, last_lane, NCHUNK, K, T, rows_layout)
+        elif PADDED:
             after_c = pending[0]  # type: ignore[misc]  # filled above (a Gluon tuple)
             rest = ()
             for i in gl.static_range(1, len(pending)):
@@ -1411,6 +1441,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
         if c < NRES:
             if KEEP or MAXFIRST:
                 x = slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).load(layout).to(gl.float32)
+            elif PADDED and TAILS:
+                x = _shifted_tail(slots.index(c).load(layout), tail[:, None], ctl, c * (CHUNK // (2 * K)))
             elif PADDED:
                 x = _shifted(slots.index(c).load(layout), after_c, ctl)
             else:
@@ -1418,7 +1450,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
             if FREE:
                 _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK, HALVES,
-                            _masked_chunk(c, NCHUNK, REALIGN))
+                            _masked_chunk(c, NCHUNK, REALIGN), TAILS, tail, last)
             else:
                 _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
@@ -1483,7 +1515,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       HOLD: gl.constexpr = False, PARTS: gl.constexpr = 1, w_ptr: gl.tensor = None,
                       MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0,
                       ONE_SHIFT: gl.constexpr = False, ANCHOR: gl.constexpr = False,
-                      PADDED: gl.constexpr = False, PADDED_AHEAD: gl.constexpr = 1) -> None:
+                      PADDED: gl.constexpr = False, PADDED_AHEAD: gl.constexpr = 1,
+                      PADDED_TAILS: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1550,7 +1583,9 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # chunk c's slot: slots.index(c), one [NRES, T, K] buffer of any count. Slots as separate allocations (so that
     # Triton's barrier pass tells them apart: 30 fewer barriers at 65536 wide) timed within +-1.6 points on the H200
     # (evidence/h200/2026-12-01_cluster_apart/1_*), so one buffer stays.
-    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES, T, K], smem_layout)
+    # PADDED_TAILS: one chunk more, whose first NRES x W vectors are the warps' tails (lane 31's next vector a chunk)
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES + 1 if PADDED_TAILS else NRES, T, K],
+                                      smem_layout)
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -1567,6 +1602,13 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                                          pack=1) + lane * 16
     else:
         smem = lane  # unused without FREE (the parameters need a tensor)
+    if PADDED_TAILS:  # warp w's tail of slot c at NRES CHUNK elements + (c W + w) 16 bytes
+        gl.static_assert(PADDED and FREE and NRES <= 32, "PADDED_TAILS: FREE's copies, tails within one chunk")
+        tail = smem - lane * 16 + NRES * CHUNK * 2 + (lane // 32) * 16
+        last = (lane % 32 == 31).to(gl.int32)
+    else:
+        tail = lane  # unused
+        last = lane
     if STAGGER > 0:
         _stagger(STAGGER, rows_layout)
     step = gl.num_programs(0)
@@ -1594,7 +1636,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     for c in gl.static_range(NRES):
         if FREE:
             _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
-                        _masked_chunk(c, NCHUNK, REALIGN))
+                        _masked_chunk(c, NCHUNK, REALIGN), PADDED_TAILS, tail, last)
         elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
@@ -1749,15 +1791,15 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             if gl.abs(m_row) < _FOLD_MAX:  # one shift: y = 2^(x log2 e - (shift + log2 sum)), one multiply-add
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
                                  NRES, K, REALIGN, layout, False, 0.0, False, (), HOLD, held, False, FREE, smem, lane,
-                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last)
             else:
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES,
                                  K, REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane,
-                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last)
         else:
             _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
                              REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES,
-                             PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD)
+                             PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last)
         if PADDED:  # CARRY's or the fold's (no MAXFIRST: the output pass's assertion)
             if CARRY:
                 gl.store(y_sub + sh + p_cols, gl.exp2(p_x * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty),
@@ -1880,7 +1922,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
                    free: bool | None = None, halves: bool | None = None, line: int | None = None,
                    one_shift: bool | None = None, anchor: bool | None = None, padded: bool = False,
-                   padded_ahead: int = 1) -> Launch | None:
+                   padded_ahead: int = 1, padded_tails: bool = False) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -1905,7 +1947,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     _RESIDENT_ONE_SHIFT; CARRY without KEEP or MAXFIRST). anchor: ANCHOR (default _RESIDENT_ANCHOR; CARRY without
     KEEP, MAXFIRST, PARTS or ONE_SHIFT). padded (with realign): PADDED, rows of a padded x through windows laid by
     the row stride the launch is given (any stride), y in whole vectors on its own grid; padded_ahead: how many
-    chunks ahead lane 31's next vectors are loaded (PADDED_AHEAD, default 1)."""
+    chunks ahead lane 31's next vectors are loaded (PADDED_AHEAD, default 1); padded_tails: PADDED_TAILS, lane 31's
+    next vectors copied into shared memory with each chunk instead."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -1984,6 +2027,12 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["PADDED"] = True
         if padded_ahead != 1:
             meta["PADDED_AHEAD"] = padded_ahead
+        if padded_tails:  # one chunk of shared memory more (the tails): a slot fewer where the room is short
+            if (n_res + 1) * chunk_bytes > room:
+                meta["NRES"] = n_res = n_res - 1
+            if n_res < 1 or not free:
+                raise ValueError("PADDED_TAILS: FREE's copies and room for a chunk more")
+            meta["PADDED_TAILS"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 
