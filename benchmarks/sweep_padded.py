@@ -211,7 +211,7 @@ def softmax_resident_padded_trials(device: torch.device, dtype: torch.dtype) -> 
     against the split's 66-72% and the contiguous rows' 84-93%; with y in whole vectors (twenty-eighth session,
     evidence/h100/2026-12-08_twenty_eighth/2_*) 66-73%, level with the split (within 1.6 points either way), and at
     pad 64 (no shift) 74.8 against the contiguous rows' 93.3: its realignment's instructions, or lane 31's loads'
-    latency, cost the rest. Each PADDED config runs with lane 31's loads 1-3 chunks ahead and with TAILS."""
+    latency, cost the rest. Each PADDED config runs with lane 31's loads 1-3 chunks ahead, with TAILS and with LDS."""
     sms, smem = softmax._num_sms(device), softmax._smem_per_sm(softmax._cuda_index(device))
     for m, n, pad in RESIDENT_PADDED_SHAPES:
         x, y, ref, moved = padded_inputs(m, n, pad, dtype, device)
@@ -220,13 +220,14 @@ def softmax_resident_padded_trials(device: torch.device, dtype: torch.dtype) -> 
                moved, True)
         # lane 31's next vectors loaded 1-3 chunks ahead, or copied into shared memory with each chunk (TAILS):
         # does their L2 latency show?
-        for ahead, tails in ((1, False), (2, False), (3, False), (1, True)):
+        # LDS: each warp's vectors followed by its tail in the slots, the word shift read from a shifted address
+        for ahead, lane31 in ((1, ""), (2, ""), (3, ""), (1, "tails"), (1, "lds")):
             plan = softmax._resident_plan(m, n, 1, 2, sms, smem, realign=True, padded=True, padded_ahead=ahead,
-                                          padded_tails=tails)
+                                          padded_tails=lane31 == "tails", padded_lds=lane31 == "lds")
             assert plan is not None, (m, n, pad)
             meta = plan[1]
             label = (f"PADDED pad={pad} warps={meta['num_warps']} NRES={meta['NRES']}/{meta['NCHUNK']} "
-                     + ("tails" if tails else f"ahead={ahead}"))
+                     + (lane31 or f"ahead={ahead}"))
             yield from _checked(partial(softmax._run, plan, x, y, m, n, n + pad), y, ref, "softmax.resident_padded",
                                 (m, n), label, moved)
         contiguous = x.contiguous()

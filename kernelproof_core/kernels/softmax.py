@@ -1105,7 +1105,8 @@ _FREE_COPY_HALF = gl.constexpr("cp.async.ca.shared.global [$1], [$2], 8, $3;\n\t
 def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.tensor, sh: gl.tensor, N: gl.tensor,
                 live: gl.tensor, null: gl.tensor, K: gl.constexpr, CHUNK: gl.constexpr,
                 HALVES: gl.constexpr = False, MASKED: gl.constexpr = True, TAIL: gl.constexpr = False,
-                tail: gl.tensor = None, last: gl.tensor = None) -> None:
+                tail: gl.tensor = None, last: gl.tensor = None, CSTRIDE: gl.constexpr = 0,
+                TSTRIDE: gl.constexpr = 0) -> None:
     # FREE's copy group for chunk c: each thread's 16-byte vector (window positions c CHUNK + lane K, wholly inside
     # the row sh .. sh + N; sh = 0 for aligned rows) into its place in slot c (`smem`: its place in slot 0), as
     # inline PTX, which Triton's barrier pass does not see, so no CTA barrier comes with it. Each thread later reads
@@ -1117,24 +1118,26 @@ def _fetch_free(smem: gl.tensor, c: gl.constexpr, src_row: gl.tensor, lane: gl.t
     # it, so only `live` is tested (two compares a copy fewer, and no per-chunk bounds held across the row loop:
     # 264 x 49196 through windows 128 -> 80 registers; timed level with every copy testing its bounds on the H100,
     # evidence/h100/2026-12-06_sixteenth/4_*).
+    # CSTRIDE / TSTRIDE: bytes from one slot (tail) to the next; by default a chunk's (TAILS: a warp's vector each)
+    CS: gl.constexpr = CSTRIDE if CSTRIDE > 0 else CHUNK * (16 // K)
+    TS: gl.constexpr = TSTRIDE if TSTRIDE > 0 else CHUNK // (2 * K)
     vecs = c * CHUNK + lane * K
     if HALVES:
         for h in gl.static_range(2):
             ok = (vecs + (h + 1) * (K // 2) <= N) & live if MASKED else live
             gl.inline_asm_elementwise(_FREE_COPY_HALF, "=r,r,l,r",
-                                      [smem + c * CHUNK * (16 // K) + h * 8,
+                                      [smem + c * CS + h * 8,
                                        gl.where(ok, src_row + vecs + h * (K // 2), null), gl.where(ok, 8, 0)],
                                       dtype=gl.int32, is_pure=False, pack=1)
     else:
         ok = (vecs >= sh) & (vecs + K <= sh + N) & live if MASKED else live
         gl.inline_asm_elementwise(_FREE_COPY, "=r,r,l,r",
-                                  [smem + c * CHUNK * (16 // K), gl.where(ok, src_row + vecs, null),
+                                  [smem + c * CS, gl.where(ok, src_row + vecs, null),
                                    gl.where(ok, 16, 0)], dtype=gl.int32, is_pure=False, pack=1)
     if TAIL:  # PADDED's TAILS: lane 31 (`last`) also copies the vector after its own into its warp's tail of slot c
         ok = (vecs + K >= sh) & (vecs + 2 * K <= sh + N) & live if MASKED else live
-        gl.inline_asm_elementwise(_TAIL_COPY, "=r,r,l,r,r",
-                                  [tail + c * (CHUNK // (2 * K)), gl.where(ok, src_row + vecs + K, null),
-                                   gl.where(ok, 16, 0), last], dtype=gl.int32, is_pure=False, pack=1)
+        gl.inline_asm_elementwise(_TAIL_COPY, "=r,r,l,r", [tail + c * TS, src_row + vecs + K, last & ok.to(gl.int32)],
+                                  dtype=gl.int32, is_pure=False, pack=1)  # no copy at all where not ok
     cp.commit_group()
 
 
@@ -1245,8 +1248,61 @@ def _shifted_tail(x: gl.tensor, tail: gl.tensor, ctl: gl.tensor, TAIL_AT: gl.con
 
 # TAILS: lane 31 copies the vector after its own (the next warp's first, or the next chunk's) into its warp's tail,
 # predicated on $4 (no other lane may write there: a zero-filling copy from them would race with lane 31's).
-_TAIL_COPY = gl.constexpr("{ .reg .pred p; setp.ne.u32 p, $4, 0;\n\t"
-                          "@p cp.async.cg.shared.global [$1], [$2], 16, $3; }\n\tmov.u32 $0, 0;")
+_TAIL_COPY = gl.constexpr("{ .reg .pred p; setp.ne.u32 p, $3, 0;\n\t"
+                          "@p cp.async.cg.shared.global [$1], [$2], 16; }\n\tmov.u32 $0, 0;")
+
+
+@gluon.constexpr_function
+def _widen_words_asm(words: list[str], bf16: bool) -> list[str]:
+    """PTX widening four words of 16-bit pairs into fp32 $0-$7 (element 2i from word i's low half)."""
+    lines = []
+    for i, w in enumerate(words):
+        if bf16:
+            lines += [f"shl.b32 ${2 * i}, {w}, 16;", f"and.b32 ${2 * i + 1}, {w}, 0xffff0000;"]
+        else:
+            lines += ["{ .reg .b16 h0, h1;", f"mov.b32 {{h0, h1}}, {w};", f"cvt.f32.f16 ${2 * i}, h0;",
+                      f"cvt.f32.f16 ${2 * i + 1}, h1; }}"]
+    return lines
+
+
+@gluon.constexpr_function
+def _slot_read_asm(at: int, bf16: bool) -> str:
+    """PADDED_LDS's stats-pass read: the thread's 16-byte vector at [$8 + at] (pack 8), widened to fp32 $0-$7."""
+    lines = [".reg .b32 w<4>;", f"ld.shared.v4.b32 {{w0, w1, w2, w3}}, [$8+{at}];"]
+    lines += _widen_words_asm([f"w{i}" for i in range(4)], bf16)
+    return "{ " + "\n\t".join(lines) + " }"
+
+
+@gluon.constexpr_function
+def _shifted_lds_asm(at: int, bf16: bool) -> str:
+    """PADDED_LDS's realignment: five 4-byte shared reads from [$8 + at] on ($8: the thread's vector plus 4 (d >> 1)
+    bytes, so the word shift is in the address; lane 31's next vector is its warp's tail, right after its own), a warp
+    barrier (the next lane refills its vector after this), one prmt a word for the half-word d & 1 ($16: its
+    selector), widened to fp32 $0-$7."""
+    lines = [".reg .b32 q<5>, w<4>;"]
+    lines += [f"ld.shared.b32 q{i}, [$8+{at + 4 * i}];" for i in range(5)]
+    lines += ["bar.warp.sync -1;"]
+    lines += [f"prmt.b32 w{i}, q{i}, q{i + 1}, $16;" for i in range(4)]
+    lines += _widen_words_asm([f"w{i}" for i in range(4)], bf16)
+    return "{ " + "\n\t".join(lines) + " }"
+
+
+@gluon.jit
+def _slot_read(at_t: gl.tensor, AT: gl.constexpr, BF16: gl.constexpr, layout: gl.constexpr, T: gl.constexpr,
+               K: gl.constexpr) -> gl.tensor:
+    # PADDED_LDS: a thread's vector of a slot (at_t: its address in slot 0, [T, 1]; AT: the slot's offset) as fp32.
+    at = at_t + gl.zeros([T, K], gl.int32, layout)
+    return gl.inline_asm_elementwise(_slot_read_asm(AT, BF16), "=r," * 8 + "r," * 7 + "r", [at], dtype=gl.float32,
+                                     is_pure=False, pack=8)
+
+
+@gluon.jit
+def _shifted_lds(at_t: gl.tensor, sel: gl.tensor, AT: gl.constexpr, BF16: gl.constexpr, layout: gl.constexpr,
+                 T: gl.constexpr, K: gl.constexpr) -> gl.tensor:
+    # PADDED_LDS: the K elements of x's window starting d into the thread's vector of slot AT (_shifted_lds_asm).
+    zero = gl.zeros([T, K], gl.int32, layout)
+    return gl.inline_asm_elementwise(_shifted_lds_asm(AT, BF16), "=r," * 8 + "r," * 15 + "r",
+                                     [at_t + zero, sel + zero], dtype=gl.float32, is_pure=False, pack=8)
 
 
 @gluon.jit
@@ -1269,7 +1325,8 @@ def _wait_asm(pending: int) -> str:
 def _chunk_x(slots: gl.shared_memory_descriptor, c: gl.constexpr, x_row: gl.tensor, cols: gl.tensor, n_own: gl.tensor,
              sh: gl.tensor, held: gl.tuple, NCHUNK: gl.constexpr, NRES: gl.constexpr, K: gl.constexpr,
              REALIGN: gl.constexpr, HOLD: gl.constexpr, WAIT: gl.constexpr, layout: gl.constexpr,
-             FREE: gl.constexpr = False, lane: gl.tensor = None) -> gl.tensor:
+             FREE: gl.constexpr = False, lane: gl.tensor = None, LDS: gl.constexpr = False,
+             at_t: gl.tensor = None, CS: gl.constexpr = 0) -> gl.tensor:
     # _softmax_resident's chunk c of a row as fp32, lanes outside the row -inf: from its slot (WAIT: once its copy
     # group lands; groups land in order), from registers (HOLD) or from global memory (L2 after the first look).
     T: gl.constexpr = 32 * gl.num_warps()
@@ -1281,7 +1338,10 @@ def _chunk_x(slots: gl.shared_memory_descriptor, c: gl.constexpr, x_row: gl.tens
                                       dtype=gl.int32, is_pure=False, pack=1)
         elif WAIT:
             cp.wait_group(NRES - 1 - c)
-        x = _widen(slots.index(c).load(layout))
+        if LDS:  # PADDED_LDS: slots laid CS bytes apart, each warp's vectors one apart (at_t: the thread's, [T, 1])
+            x = _slot_read(at_t, c * CS, slots.dtype == gl.bfloat16, layout, T, K)
+        else:
+            x = _widen(slots.index(c).load(layout))
         if _masked_chunk(c, NCHUNK, REALIGN):
             x = gl.where(keep, x, float("-inf"))  # masked copies zero-fill
     elif HOLD:
@@ -1327,7 +1387,8 @@ def _carry_shift_total(m_t: gl.tensor, ms_t: gl.tensor, s_t: gl.tensor, x_e: gl.
 def _carry_again(slots: gl.shared_memory_descriptor, x_row: gl.tensor, offs: gl.tensor, n_own: gl.tensor,
                  sh: gl.tensor, held: gl.tuple, x_e: gl.tensor, NCHUNK: gl.constexpr, NRES: gl.constexpr,
                  K: gl.constexpr, REALIGN: gl.constexpr, HOLD: gl.constexpr, layout: gl.constexpr,
-                 FREE: gl.constexpr, lane: gl.tensor) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
+                 FREE: gl.constexpr, lane: gl.tensor, LDS: gl.constexpr = False, at_t: gl.tensor = None,
+                 CS: gl.constexpr = 0) -> tuple[gl.tensor, gl.tensor, gl.tensor]:
     # ANCHOR's redo for a row its anchors could not sum: CARRY's stats pass over the row it holds (its copies have
     # landed; HOLD's chunks in registers, streamed ones read again from L2), before any of it is written. Returns the
     # row's (max, shift, sum against the shift), its edge vectors x_e included (REALIGN).
@@ -1338,7 +1399,7 @@ def _carry_again(slots: gl.shared_memory_descriptor, x_row: gl.tensor, offs: gl.
     s_t = gl.zeros([T], gl.float32, rows_layout)
     for c in gl.static_range(NCHUNK):
         x = _chunk_x(slots, c, x_row, c * T * K + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, False,
-                     layout, FREE, lane)
+                     layout, FREE, lane, LDS, at_t, CS)
         m_new = gl.maximum(m_t, gl.max(x, axis=1))
         ms_t, s_t, _ = _carry_update(x, m_new, ms_t, s_t)
         m_t = m_new
@@ -1400,7 +1461,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
                      FREE: gl.constexpr = False, smem: gl.tensor = None, lane: gl.tensor = None,
                      HALVES: gl.constexpr = False, PADDED: gl.constexpr = False, ctl: gl.tensor = None,
                      d: gl.tensor = None, hi: gl.tensor = None, AHEAD: gl.constexpr = 1,
-                     TAILS: gl.constexpr = False, tail: gl.tensor = None, last: gl.tensor = None) -> None:
+                     TAILS: gl.constexpr = False, tail: gl.tensor = None, last: gl.tensor = None,
+                     LDS: gl.constexpr = False, CS: gl.constexpr = 0) -> None:
     # _softmax_resident's output pass: chunk c read back, its slot at once refilled with the next row's chunk c
     # (`live`: there is a next row), normalised (y = 2^(x log2 e - shift)) and stored. KEEP: a resident slot holds
     # the stats pass's exponentials p = 2^(x log2 e - refs[c]) as fp16, so y = p 2^(refs[c] - shift - log2 sum).
@@ -1421,7 +1483,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
         gl.static_assert(REALIGN and not (KEEP or MAXFIRST or HOLD), "PADDED: windows, x in the slots")
         last_lane = (lane % 32 == 31)[:, None]
         pending = ()
-        for c in gl.static_range(0 if TAILS else min(AHEAD, NCHUNK)):
+        for c in gl.static_range(0 if TAILS or LDS else min(AHEAD, NCHUNK)):
             pending = pending + (_lane31_next(x_row, c, offs, sh, N, last_lane, NCHUNK, K, T, rows_layout),)  # type: ignore[assignment]  # noqa: RUF005
     for c in gl.static_range(NCHUNK):
         cols = c * CHUNK + offs
@@ -1429,7 +1491,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             keep = _whole(c, T, K, sh, N, rows_layout) if REALIGN else cols < N
             if PADDED:  # the vector starting d into a thread's own lies within the row's whole vectors of x
                 keep = keep & (c * CHUNK + gl.arange(0, T, layout=rows_layout) * K + K + d <= hi)[:, None]
-        if PADDED and TAILS:  # resident chunks: lane 31's next vector is in its warp's tail; streamed: from L2
+        if PADDED and (TAILS or LDS):  # resident chunks: lane 31's next vector is in its warp's tail; streamed: L2
             if c >= NRES:
                 after_c = _lane31_next(x_row, c, offs, sh, N, last_lane, NCHUNK, K, T, rows_layout)
         elif PADDED:
@@ -1443,6 +1505,9 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
         if c < NRES:
             if KEEP or MAXFIRST:
                 x = slots._reinterpret(gl.float16, [NRES, T, K], slots.layout).index(c).load(layout).to(gl.float32)
+            elif PADDED and LDS:  # tail: the thread's vector + 16; the word shift d >> 1 in the address
+                x = _shifted_lds((tail - 16 + (d // 2) * 4)[:, None], ctl, c * CS, slots.dtype == gl.bfloat16, layout,
+                                 T, K)
             elif PADDED and TAILS:
                 x = _shifted_tail(slots.index(c).load(layout), tail[:, None], ctl, c * (CHUNK // (2 * K)))
             elif PADDED:
@@ -1452,7 +1517,8 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
             if FREE:
                 _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK, HALVES,
-                            _masked_chunk(c, NCHUNK, REALIGN), TAILS, tail, last)
+                            _masked_chunk(c, NCHUNK, REALIGN), TAILS or LDS, tail, last, CS if LDS else 0,
+                            CS if LDS else 0)
             else:
                 _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
@@ -1518,7 +1584,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                       MAXFIRST: gl.constexpr = False, FREE: gl.constexpr = False, LINE: gl.constexpr = 0,
                       ONE_SHIFT: gl.constexpr = False, ANCHOR: gl.constexpr = False,
                       PADDED: gl.constexpr = False, PADDED_AHEAD: gl.constexpr = 1,
-                      PADDED_TAILS: gl.constexpr = False) -> None:
+                      PADDED_TAILS: gl.constexpr = False, PADDED_LDS: gl.constexpr = False) -> None:
     # Gluon (Triton's explicit-layout dialect): a persistent program keeps its whole row in shared memory, filled by
     # cp.async (no registers held while copies fly). Stats pass: chunk c is reduced as soon as its copy group lands
     # (per-thread running max and sum of exp: one exp per element, nothing crosses threads; one CTA-wide reduction
@@ -1586,8 +1652,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # Triton's barrier pass tells them apart: 30 fewer barriers at 65536 wide) timed within +-1.6 points on the H200
     # (evidence/h200/2026-12-01_cluster_apart/1_*), so one buffer stays.
     # PADDED_TAILS: one chunk more, whose first NRES x W vectors are the warps' tails (lane 31's next vector a chunk)
-    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NRES + 1 if PADDED_TAILS else NRES, T, K],
-                                      smem_layout)
+    # PADDED_LDS: the same chunk more, for slots CS bytes apart in which each warp's 32 vectors are followed by its
+    # tail (lane 31's next vector), so every thread's next vector lies 16 bytes after its own
+    slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty,
+                                      [NRES + 1 if PADDED_TAILS or PADDED_LDS else NRES, T, K], smem_layout)
+    CS: gl.constexpr = CHUNK * 2 * 33 // 32 if PADDED_LDS else CHUNK * 2
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -1601,12 +1670,17 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                          "FREE: whole rows in 16-byte vectors, slots holding x")
         gl.static_assert(K * x_ptr.dtype.element_ty.primitive_bitwidth == 128, "FREE: 16-byte vectors")
         smem = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r,r", [lane], dtype=gl.int32, is_pure=True,
-                                         pack=1) + lane * 16
+                                         pack=1) + (lane + lane // 32 if PADDED_LDS else lane) * 16
     else:
         smem = lane  # unused without FREE (the parameters need a tensor)
     if PADDED_TAILS:  # warp w's tail of slot c at NRES CHUNK elements + (c W + w) 16 bytes
-        gl.static_assert(PADDED and FREE and NRES <= 32, "PADDED_TAILS: FREE's copies, tails within one chunk")
+        gl.static_assert(PADDED and FREE and NRES <= 32 and not PADDED_LDS, "PADDED_TAILS: FREE's copies, tails "
+                         "within one chunk")
         tail = smem - lane * 16 + NRES * CHUNK * 2 + (lane // 32) * 16
+        last = (lane % 32 == 31).to(gl.int32)
+    elif PADDED_LDS:  # lane 31's tail right after its vector
+        gl.static_assert(PADDED and FREE and NRES <= 32, "PADDED_LDS: FREE's copies, padded slots within one chunk")
+        tail = smem + 16
         last = (lane % 32 == 31).to(gl.int32)
     else:
         tail = lane  # unused
@@ -1638,7 +1712,8 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     for c in gl.static_range(NRES):
         if FREE:
             _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
-                        _masked_chunk(c, NCHUNK, REALIGN), PADDED_TAILS, tail, last)
+                        _masked_chunk(c, NCHUNK, REALIGN), PADDED_TAILS or PADDED_LDS, tail, last,
+                        CS if PADDED_LDS else 0, CS if PADDED_LDS else 0)
         elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
@@ -1655,7 +1730,10 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 y_sub = y_ptr + (y_start - sh)  # window position p at y_sub + p (SAFE's element by element)
                 p_d = ((sh - y_start) & (K - 1)).to(gl.int32)  # y_row + p - p_d is on y's vector grid
                 y_row = y_ptr + ((y_start - sh + p_d) // K) * K
-                p_ctl = (p_d + gl.where(lane % 32 == 31, 8, 0))[:, None]
+                if PADDED_LDS:  # the word shift in the read address, the half-word one as prmt's selector
+                    p_ctl = (gl.where((p_d % 2) == 1, 0x5432, 0x3210) + lane * 0)[:, None]
+                else:
+                    p_ctl = (p_d + gl.where(lane % 32 == 31, 8, 0))[:, None]
                 p_hi = ((sh + N) // K) * K  # the end of the row's last whole vector of x
                 # y's columns outside whole vectors lying within x's whole vectors (_resident_output's): before
                 # lo + d - sh (lo: the first whole vector's start) and from hi - (K - d) % K - sh on; each at most
@@ -1694,7 +1772,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                     held = held + (gl.load(x_row + cols),)  # type: ignore[assignment]  # noqa: RUF005
         for c in gl.static_range(NCHUNK):
             x = _chunk_x(slots, c, x_row, c * CHUNK + offs, n_own, sh, held, NCHUNK, NRES, K, REALIGN, HOLD, True,
-                         layout, FREE, lane)
+                         layout, FREE, lane, PADDED_LDS, smem[:, None], CS)
             if ANCHOR:
                 if c == 0:  # the warp's anchor; a warp with none (all -inf, or past _CARRY_MAX) marks its sums inf
                     m_a = _warp_max(gl.max(x, axis=1))
@@ -1742,7 +1820,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             m_row = shift * 0.0  # under _CARRY_MAX: every anchor is, and no element is far past its anchor
             if ~((total > 0.0) & (total < float("inf"))):  # no finite sum (NaN fails both): CARRY's pass again
                 m_row, shift, total = _carry_again(slots, x_row, offs, n_own, sh, held, edges_x, NCHUNK, NRES, K,
-                                                   REALIGN, HOLD, layout, FREE, lane)
+                                                   REALIGN, HOLD, layout, FREE, lane, PADDED_LDS, smem[:, None], CS)
             lsum = gl.log2(total)
         elif MAXFIRST:  # p = 2^((x - max) log2 e) once an element, summed and kept as fp16 for the output pass
             shift = gl.where(m_row == float("-inf"), 0.0, m_row)  # all -inf: p = 0, sum 0, y NaN (as the oracle's)
@@ -1793,15 +1871,18 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
             if gl.abs(m_row) < _FOLD_MAX:  # one shift: y = 2^(x log2 e - (shift + log2 sum)), one multiply-add
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
                                  NRES, K, REALIGN, layout, False, 0.0, False, (), HOLD, held, False, FREE, smem, lane,
-                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last,
+                             PADDED_LDS, CS)
             else:
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES,
                                  K, REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane,
-                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last)
+                                 HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last,
+                             PADDED_LDS, CS)
         else:
             _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
                              REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES,
-                             PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last)
+                             PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last,
+                             PADDED_LDS, CS)
         if PADDED:  # CARRY's or the fold's (no MAXFIRST: the output pass's assertion)
             if CARRY:
                 gl.store(y_sub + sh + p_cols, gl.exp2(p_x * _LOG2E - shift - lsum).to(y_ptr.dtype.element_ty),
@@ -1924,7 +2005,7 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
                    hold: bool | None = None, parts: int = 1, maxfirst: bool | None = None,
                    free: bool | None = None, halves: bool | None = None, line: int | None = None,
                    one_shift: bool | None = None, anchor: bool | None = None, padded: bool = False,
-                   padded_ahead: int = 1, padded_tails: bool = False) -> Launch | None:
+                   padded_ahead: int = 1, padded_tails: bool = False, padded_lds: bool = False) -> Launch | None:
     """The launch for an m x n softmax whose rows and row stride are multiples of `align` elements, or None where
     this path does not apply (accesses narrower than cp.async's 4 bytes, no shared memory to speak of). Defaults per
     the H200 sweep: one 16-byte vector per thread per chunk; two programs per SM on 8 warps where two rows fit, one
@@ -2029,12 +2110,12 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         meta["PADDED"] = True
         if padded_ahead != 1:
             meta["PADDED_AHEAD"] = padded_ahead
-        if padded_tails:  # one chunk of shared memory more (the tails): a slot fewer where the room is short
+        if padded_tails or padded_lds:  # a chunk of shared memory more (tails): a slot fewer where room is short
             if (n_res + 1) * chunk_bytes > room:
                 meta["NRES"] = n_res = n_res - 1
             if n_res < 1 or not free:
                 raise ValueError("PADDED_TAILS: FREE's copies and room for a chunk more")
-            meta["PADDED_TAILS"] = True
+            meta["PADDED_LDS" if padded_lds else "PADDED_TAILS"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 
 

@@ -86,3 +86,54 @@ def test_padded_builds_for_sm90_with_16_byte_copies_and_16_byte_stores() -> None
         warps = padded["meta"]["num_warps"]
         per_sm = 2 if warps == 8 else 1  # _resident_plan: 8 warps where two rows fit an SM, else one program
         assert padded["regs"] * 32 * warps * per_sm <= 65536, padded
+
+
+_LANE31_BUILDS = """
+import json, re, subprocess, sys, tempfile, torch
+sys.path.insert(0, sys.argv[2])
+from sass_counts import _cuobjdump, row_loop_opcodes
+from kernelproof_core.kernels import softmax
+from kernelproof_core.precompile import compile_only
+out = []
+for m, n, pad in json.loads(sys.argv[1]):
+    found = {}
+    for name, kw in (("reg", {}), ("tails", {"padded_tails": True}), ("lds", {"padded_lds": True})):
+        launch, meta = softmax._resident_plan(m, n, 1, 2, 132, 233472, realign=True, padded=True, **kw)
+        x = torch.empty((m, n + pad), dtype=torch.bfloat16)[:, :n]
+        with compile_only("cuda", 90, 32):
+            kernel = launch(x, torch.empty((m, n), dtype=torch.bfloat16), m, n, x.stride(0), **meta)
+        row = row_loop_opcodes(kernel.asm["cubin"])
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(kernel.asm["cubin"])
+            f.flush()
+            usage = subprocess.run([_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True).stdout
+        found[name] = {"meta": meta, "instructions": sum(row.values()), "copies": row["LDGSTS"],
+                       "shuffles": row["SHFL"], "loads": row["LDG"], "shared_loads": row["LDS"],
+                       "regs": int(re.search(r"REG:(\\d+)", usage).group(1)),
+                       "local": int(re.search(r"LOCAL:(\\d+)", usage).group(1))}
+    out.append(found)
+print(json.dumps(out))
+"""
+
+
+def test_lane31_variants_build_for_sm90_without_spills() -> None:
+    """PADDED's two experiments on lane 31's next vector, built for sm_90 (H200 topology): TAILS copies it into its
+    warp's tail with each chunk (one 16-byte cp.async a chunk more, no L2 load in the output pass) and LDS lays each
+    warp's vectors with its tail after them, so every thread reads its shifted vector at a shifted address (no
+    shuffles or word selects: fewer instructions an ordinary row than the register form). Both take one chunk of
+    shared memory more and spill nothing; the register form and LDS keep the plan's programs an SM."""
+    cases = [(630, 40361, 9), (1965, 43657, 9)]
+    for (m, n, _pad), found in zip(cases, compile_for_sm90(_LANE31_BUILDS, [list(c) for c in cases]), strict=True):
+        reg, tails, lds = found["reg"], found["tails"], found["lds"]
+        nchunk = reg["meta"]["NCHUNK"]
+        assert tails["meta"]["PADDED_TAILS"] is True and lds["meta"]["PADDED_LDS"] is True, (tails, lds)
+        assert tails["copies"] == lds["copies"] == reg["copies"] + 2 * nchunk, (m, n, reg, tails, lds)
+        assert tails["loads"] < reg["loads"] and lds["loads"] < reg["loads"], (reg, tails, lds)
+        assert lds["shuffles"] == reg["shuffles"] - 4 * nchunk, (reg, lds)
+        assert lds["instructions"] < reg["instructions"], (reg, lds)
+        for build in (reg, tails, lds):
+            assert build["local"] == 0, build
+        for build in (reg, lds):  # TAILS can hold more (155 at 1965 x 43657): the sweep times what that costs
+            warps = build["meta"]["num_warps"]
+            per_sm = 2 if warps == 8 else 1
+            assert build["regs"] * 32 * warps * per_sm <= 65536, build
