@@ -314,7 +314,8 @@ _RESIDENT_ANCHOR = True
 # byte permute): in the sm_90 build an ordinary row runs as many stores as REALIGN's but about 30% more
 # instructions (630 x 40361: 18.6 an element a thread against 14.1). On an H100 (evidence/h100/2026-12-08_twenty_
 # eighth/2_*) its GPU tests pass and it runs level with the split (66-73% of copy against 67-72%), the same rows
-# made contiguous 85-93%: off until the realignment costs less (PADDED_AHEAD and PADDED_TAILS test its latency).
+# made contiguous 85-93%: off until the realignment costs less (PADDED_AHEAD and PADDED_TAILS test its latency,
+# PADDED_LDS its instructions: the shifted vector read at a shifted shared-memory address; not yet run on a GPU).
 _RESIDENT_PADDED = False
 # FREE's slot addresses rest on where Triton puts the slots (its first shared allocation, at 0), as the rest of this
 # kernel rests on Gluon's API: both as of Triton 3.6.0 (pyproject's pin). A host with another Triton runs the build
