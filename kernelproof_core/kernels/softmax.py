@@ -1633,7 +1633,11 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # the window. So the output pass gives each thread the K elements starting d into its own vector (the next
     # lane's vector by four shuffles; lane 31's, the next warp's first, loaded from L2 a chunk ahead), whose y is one
     # whole 16-byte vector of y (_shifted); the row's ends outside those vectors (2K - 2 elements at most each) are
-    # written element by element. The stats pass is REALIGN's.
+    # written element by element. The stats pass is REALIGN's. Experiments on lane 31's next vector (FREE's copies):
+    # PADDED_AHEAD loads it further ahead; PADDED_TAILS has lane 31 copy it into its warp's tail (one chunk more of
+    # shared memory) with each chunk; PADDED_LDS lays each warp's 32 vectors in a slot followed by that tail (slots
+    # CS bytes apart, read by inline PTX in both passes), so each thread reads its shifted vector at a shifted address
+    # (_shifted_lds: no shuffles or selects), behind a warp barrier before the next lane refills its vector.
     gl.static_assert(not PADDED or REALIGN, "PADDED: rows through windows")
     gl.static_assert(not MAXFIRST or (PARTS == 1 and not KEEP), "MAXFIRST: one part a row, no KEEP")
     gl.static_assert(not ANCHOR or (CARRY and PARTS == 1 and not (KEEP or MAXFIRST or ONE_SHIFT)),
