@@ -13,11 +13,17 @@ from kernelproof_core.kernels import softmax
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-def _plan(m: int, n: int, padded: bool) -> softmax.Launch:
-    """The resident launch of m x n rows through windows on this GPU, PADDED or as contiguous rows (REALIGN)."""
+# PADDED's forms: lane 31's next vector by an L2 load (""), copied into its warp's tail with each chunk ("tails"), or
+# read from a tail laid after the warp's vectors at a shifted address ("lds")
+VARIANTS = ("", "tails", "lds")
+
+
+def _plan(m: int, n: int, padded: bool, variant: str = "") -> softmax.Launch:
+    """The resident launch of m x n rows through windows on this GPU, PADDED (in one of its VARIANTS) or as contiguous
+    rows (REALIGN)."""
     index = torch.cuda.current_device()
     plan = softmax._resident_plan(m, n, 1, 2, softmax._cuda_sms(index), softmax._smem_per_sm(index), realign=True,
-                                  padded=padded)
+                                  padded=padded, padded_tails=variant == "tails", padded_lds=variant == "lds")
     assert plan is not None and bool(plan[1].get("PADDED")) is padded
     return plan
 
@@ -45,35 +51,38 @@ def _run(plan: softmax.Launch, x: torch.Tensor) -> torch.Tensor:
 
 
 @requires_cuda
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n"), [(131, 33508), (97, 40361), (5, 65535), (3, 131071), (264, 49197)])
-def test_padded_rows_64_apart_write_the_contiguous_rows_bytes(m: int, n: int, dtype: torch.dtype) -> None:
+def test_padded_rows_64_apart_write_the_contiguous_rows_bytes(m: int, n: int, dtype: torch.dtype, variant: str) -> None:
     """Rows 64 elements (a 128-byte line) further apart start where the contiguous rows do in their windows, so every
     element sits in the same thread and slot and PADDED must write exactly REALIGN's bytes for the same logits: two
     programs an SM (33508-49197), one (65535), streamed chunks past the slots (131071), and y's rows at whatever
     alignment they take (PADDED's shift d is 0 here: each thread stores its own vector, the ends element by
-    element)."""
+    element). Each of PADDED's VARIANTS; TAILS and LDS take a chunk more of shared memory, so at 49197 one chunk
+    is streamed from L2 where the plain form holds it (the same values either way)."""
     x = _padded_logits(m, n, 64, dtype)
     want = _run(_plan(m, n, False), x.contiguous())
-    got = _run(_plan(m, n, True), x)
-    assert torch.equal(got, want), "PADDED wrote other bytes than REALIGN on the same windows"
+    got = _run(_plan(m, n, True, variant), x)
+    assert torch.equal(got, want), f"PADDED {variant} wrote other bytes than REALIGN on the same windows"
 
 
 @requires_cuda
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("m", "n", "pad"), [(131, 33508, 1), (97, 40361, 9), (200, 41392, 3), (5, 65535, 7),
                                              (3, 131071, 1), (264, 49197, 33), (1, 40001, 5)])
-def test_padded_rows_meet_the_softmax_policy(m: int, n: int, pad: int, dtype: torch.dtype) -> None:
+def test_padded_rows_meet_the_softmax_policy(m: int, n: int, pad: int, dtype: torch.dtype, variant: str) -> None:
     """Rows padded off the 4-byte grid (odd strides: each row starts at another offset in its window) through PADDED:
     within the softmax task's tolerance policy against float64, no NaN, exact zeros for -inf logits, nothing written
     past the output, the same bytes on a second call, and each output within two 16-bit steps of the contiguous rows'
     REALIGN launch (other windows put elements in other threads, so sums round in another order). Odd pads give
     each row another shift d of y against x's window, so every thread's vector comes from its own and the next lane's
-    (lane 31: the next warp's, loaded)."""
+    (lane 31: the next warp's: loaded, or from its warp's tail with TAILS and LDS)."""
     from kernelproof_core.tolerances import policy_for
 
     x = _padded_logits(m, n, pad, dtype)
-    plan = _plan(m, n, True)
+    plan = _plan(m, n, True, variant)
     got = _run(plan, x)
     ref = torch.softmax(x.double(), dim=-1)
     policy = policy_for("softmax", dtype)
