@@ -1198,6 +1198,19 @@ _WIDEN_BF16_PAIR = gl.constexpr("{ shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff
 
 
 @gluon.constexpr_function
+def _widen_words_asm(words: list[str], bf16: bool) -> list[str]:
+    """PTX widening four words of 16-bit pairs into fp32 $0-$7 (element 2i from word i's low half)."""
+    lines = []
+    for i, w in enumerate(words):
+        if bf16:
+            lines += [f"shl.b32 ${2 * i}, {w}, 16;", f"and.b32 ${2 * i + 1}, {w}, 0xffff0000;"]
+        else:
+            lines += ["{ .reg .b16 h0, h1;", f"mov.b32 {{h0, h1}}, {w};", f"cvt.f32.f16 ${2 * i}, h0;",
+                      f"cvt.f32.f16 ${2 * i + 1}, h1; }}"]
+    return lines
+
+
+@gluon.constexpr_function
 def _shifted_asm(bf16: bool, tail_at: int = -1) -> str:
     """PADDED's realignment as inline PTX (pack 8: $8-$11 a thread's vector of x as four words, then the vector after
     it as loaded for lane 31 in $12-$15 and its control in $16, or with TAILS (tail_at >= 0) lane 31's tail address
@@ -1223,12 +1236,7 @@ def _shifted_asm(bf16: bool, tail_at: int = -1) -> str:
     lines += [f"selp.b32 v{k}, {a[k + 1]}, {a[k]}, p1;" for k in range(7)]
     lines += [f"selp.b32 u{i}, v{i + 2}, v{i}, p2;" for i in range(5)]
     lines += [f"prmt.b32 w{i}, u{i}, u{i + 1}, sel;" for i in range(4)]
-    for i in range(4):
-        if bf16:
-            lines += [f"shl.b32 ${2 * i}, w{i}, 16;", f"and.b32 ${2 * i + 1}, w{i}, 0xffff0000;"]
-        else:
-            lines += ["{ .reg .b16 h0, h1;", f"mov.b32 {{h0, h1}}, w{i};", f"cvt.f32.f16 ${2 * i}, h0;",
-                      f"cvt.f32.f16 ${2 * i + 1}, h1; }}"]
+    lines += _widen_words_asm([f"w{i}" for i in range(4)], bf16)
     return "{ " + "\n\t".join(lines) + " }"
 
 
@@ -1248,22 +1256,9 @@ def _shifted_tail(x: gl.tensor, tail: gl.tensor, ctl: gl.tensor, TAIL_AT: gl.con
 
 
 # TAILS: lane 31 copies the vector after its own (the next warp's first, or the next chunk's) into its warp's tail,
-# predicated on $4 (no other lane may write there: a zero-filling copy from them would race with lane 31's).
+# predicated on $3 (no other lane may write there: a zero-filling copy from them would race with lane 31's).
 _TAIL_COPY = gl.constexpr("{ .reg .pred p; setp.ne.u32 p, $3, 0;\n\t"
                           "@p cp.async.cg.shared.global [$1], [$2], 16; }\n\tmov.u32 $0, 0;")
-
-
-@gluon.constexpr_function
-def _widen_words_asm(words: list[str], bf16: bool) -> list[str]:
-    """PTX widening four words of 16-bit pairs into fp32 $0-$7 (element 2i from word i's low half)."""
-    lines = []
-    for i, w in enumerate(words):
-        if bf16:
-            lines += [f"shl.b32 ${2 * i}, {w}, 16;", f"and.b32 ${2 * i + 1}, {w}, 0xffff0000;"]
-        else:
-            lines += ["{ .reg .b16 h0, h1;", f"mov.b32 {{h0, h1}}, {w};", f"cvt.f32.f16 ${2 * i}, h0;",
-                      f"cvt.f32.f16 ${2 * i + 1}, h1; }}"]
-    return lines
 
 
 @gluon.constexpr_function
@@ -1518,8 +1513,7 @@ def _resident_output(slots: gl.shared_memory_descriptor, x_row: gl.tensor, y_row
             # the slot is free: start the next row's chunk c (past the last row: no traffic)
             if FREE:
                 _fetch_free(smem, c, a_row, lane, a_sh, N, live, x_row, K, CHUNK, HALVES,
-                            _masked_chunk(c, NCHUNK, REALIGN), TAILS or LDS, tail, last, CS if LDS else 0,
-                            CS if LDS else 0)
+                            _masked_chunk(c, NCHUNK, REALIGN), TAILS or LDS, tail, last, CS, CS)
             else:
                 _fetch(slots.index(c), a_row, cols, N, live, _masked_chunk(c, NCHUNK, REALIGN),
                        _whole(c, T, K, a_sh, N, rows_layout) if REALIGN else cols < N)
@@ -1661,7 +1655,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     # tail (lane 31's next vector), so every thread's next vector lies 16 bytes after its own
     slots = gl.allocate_shared_memory(x_ptr.dtype.element_ty,
                                       [NRES + 1 if PADDED_TAILS or PADDED_LDS else NRES, T, K], smem_layout)
-    CS: gl.constexpr = CHUNK * 2 * 33 // 32 if PADDED_LDS else CHUNK * 2
+    CS: gl.constexpr = CHUNK * 2 * 33 // 32 if PADDED_LDS else 0  # 0: _fetch_free's default, a chunk's bytes
     N = (N // ALIGN) * ALIGN  # the host guarantees ALIGN divides N and the stride: copies vectorise
     stride_x = (stride_x // ALIGN) * ALIGN
     offs = (gl.arange(0, T, layout=rows_layout) * K)[:, None] + gl.arange(0, K, layout=gl.SliceLayout(0, layout))[
@@ -1717,8 +1711,7 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
     for c in gl.static_range(NRES):
         if FREE:
             _fetch_free(smem, c, x_row, lane, sh, n_own, row < M, x_ptr, K, CHUNK, HALVES,
-                        _masked_chunk(c, NCHUNK, REALIGN), PADDED_TAILS or PADDED_LDS, tail, last,
-                        CS if PADDED_LDS else 0, CS if PADDED_LDS else 0)
+                        _masked_chunk(c, NCHUNK, REALIGN), PADDED_TAILS or PADDED_LDS, tail, last, CS, CS)
         elif REALIGN:
             _fetch(slots.index(c), x_row, c * CHUNK + offs, N, row < M,
                    c == 0 or c >= NCHUNK - 2, _whole(c, T, K, sh, N, rows_layout))
@@ -1877,12 +1870,12 @@ def _softmax_resident(x_ptr: gl.tensor, y_ptr: gl.tensor, M: gl.tensor, N: gl.te
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift + lsum, NCHUNK,
                                  NRES, K, REALIGN, layout, False, 0.0, False, (), HOLD, held, False, FREE, smem, lane,
                                  HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last,
-                             PADDED_LDS, CS)
+                                 PADDED_LDS, CS)
             else:
                 _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES,
                                  K, REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane,
                                  HALVES, PADDED, p_ctl, p_d, p_hi, PADDED_AHEAD, PADDED_TAILS, tail, last,
-                             PADDED_LDS, CS)
+                                 PADDED_LDS, CS)
         else:
             _resident_output(slots, x_row, y_row, a_row, offs, n_own, sh, a_sh, ahead < M, shift, NCHUNK, NRES, K,
                              REALIGN, layout, CARRY, lsum, KEEP, refs, HOLD, held, MAXFIRST, FREE, smem, lane, HALVES,
@@ -2036,7 +2029,8 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
     KEEP, MAXFIRST, PARTS or ONE_SHIFT). padded (with realign): PADDED, rows of a padded x through windows laid by
     the row stride the launch is given (any stride), y in whole vectors on its own grid; padded_ahead: how many
     chunks ahead lane 31's next vectors are loaded (PADDED_AHEAD, default 1); padded_tails: PADDED_TAILS, lane 31's
-    next vectors copied into shared memory with each chunk instead."""
+    next vectors copied into shared memory with each chunk instead; padded_lds: PADDED_LDS, those copies laid after
+    each warp's vectors and every thread's shifted vector read at a shifted shared-memory address (one of the two)."""
     budget = budget_bytes or _resident_budget(smem_per_sm_bytes)
     if (align * elsize < _MIN_COPY_BYTES and not realign) or budget < 32 * 1024:
         return None
@@ -2116,10 +2110,12 @@ def _resident_plan(m: int, n: int, align: int, elsize: int, n_sm: int, smem_per_
         if padded_ahead != 1:
             meta["PADDED_AHEAD"] = padded_ahead
         if padded_tails or padded_lds:  # a chunk of shared memory more (tails): a slot fewer where room is short
+            if padded_tails and padded_lds:
+                raise ValueError("PADDED_TAILS and PADDED_LDS are two ways to one tail: ask for one")
             if (n_res + 1) * chunk_bytes > room:
                 meta["NRES"] = n_res = n_res - 1
             if n_res < 1 or not free:
-                raise ValueError("PADDED_TAILS: FREE's copies and room for a chunk more")
+                raise ValueError("PADDED_TAILS / PADDED_LDS: FREE's copies and room for a chunk more")
             meta["PADDED_LDS" if padded_lds else "PADDED_TAILS"] = True
     return _softmax_resident[(min(m * parts, per_sm * n_sm // parts * parts),)], meta
 

@@ -57,6 +57,8 @@ def test_padded_is_asked_for_with_windows_and_refused_without() -> None:
     assert padded[1].pop("PADDED") is True and padded[1] == plain[1] and "PADDED" not in plain[1]
     with pytest.raises(ValueError, match="PADDED"):
         softmax._resident_plan(630, 40368, 8, 2, 132, 233472, padded=True)
+    with pytest.raises(ValueError, match="PADDED_TAILS and PADDED_LDS"):  # two forms of one tail: not both
+        softmax._resident_plan(*args, realign=True, padded=True, padded_tails=True, padded_lds=True)
     assert softmax._RESIDENT_PADDED is False  # an experiment until a GPU sweep says otherwise
 
 
